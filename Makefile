@@ -1,0 +1,73 @@
+# sqlite-idempotency: build, demo, test, bench, install, sanitizers.
+#
+#   make            build/idempotency.so (the loadable extension)
+#   make demo       the seed's counterexample, its repair, then the ledger
+#   make test       every suite; ends with "N passed, N failed[, N skipped]"
+#   make sanitize   every suite again under AddressSanitizer + UBSan
+#   make valgrind   the C suites under valgrind (no leaks allowed)
+#   make fuzz       a short libFuzzer run of each target (clang)
+#   make bench      ratios against plain SQLite, measured in one run
+#   make lint       clang-format drift, cppcheck, -Werror build
+#   make install    PREFIX=/usr/local DESTDIR=
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SHARED ?= ../shared
+CC ?= cc
+UNAME_S := $(shell uname -s)
+ifeq ($(UNAME_S),Darwin)
+  SO := dylib
+  SOFLAGS := -dynamiclib -undefined dynamic_lookup
+else
+  SO := so
+  SOFLAGS := -shared
+endif
+
+BUILD ?= build
+OPT ?= -O2
+WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter
+CFLAGS ?= $(OPT) -g
+ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -Iext $(EXTRA_CFLAGS)
+LDLIBS_EXT := -lm $(EXTRA_LDFLAGS)
+
+EXT_SRC := $(wildcard ext/*.c)
+PURE_SRC := ext/canonical.c ext/grammar.c
+EXT_HDR := ext/idem_internal.h include/idempotency.h
+EXT := $(BUILD)/idempotency.$(SO)
+
+export SHARED BUILD EXT
+
+.PHONY: all deps test demo bench sanitize valgrind fuzz lint format install clean
+all: deps $(EXT)
+
+# System packages: installed when running as root on Debian, else named.
+DEPS_PKGS := libsqlite3-dev sqlite3 libxxhash-dev libcjson-dev xxhash
+deps:
+	@sh tests/deps.sh $(DEPS_PKGS)
+
+$(EXT): $(EXT_SRC) $(EXT_HDR) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) $(SOFLAGS) -o $@ $(EXT_SRC) $(LDLIBS_EXT)
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+-include tests/*.mk
+
+test: all test-programs
+	@bash tests/run.sh
+
+demo: all
+	@bash tests/demo.sh
+
+sanitize:
+	$(MAKE) BUILD=build/asan OPT=-O1 \
+	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  EXTRA_LDFLAGS="-fsanitize=address,undefined" SANITIZE=1 test
+
+clean:
+	rm -rf build
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/sqlite3 $(DESTDIR)$(PREFIX)/include
+	install -m 0755 $(EXT) $(DESTDIR)$(PREFIX)/lib/sqlite3/idempotency.$(SO)
+	install -m 0644 include/idempotency.h $(DESTDIR)$(PREFIX)/include/idempotency.h

@@ -1,0 +1,1036 @@
+/*
+** canonical.c: RFC 8785 (JSON Canonicalization Scheme) for tool arguments.
+**
+** A purpose-built strict I-JSON parser and JCS printer. It does not
+** include SQLite: the SQL functions idem_canonical(), idem_fingerprint()
+** and idem_key() (grammar.c, idempotency.c) sit on top of it, and the C
+** unit tests and the fuzz target link it alone.
+**
+** How it works: the input is parsed once into a flat array of nodes.
+** Strings without escapes and numbers whose canonical text equals their
+** literal point into the input; everything else is decoded into one
+** auxiliary buffer. When an object closes, its members are sorted by the
+** UTF-16 code units of their decoded names and a duplicate name is an
+** error. The tree is then printed through a small staging buffer into a
+** sink (a growable buffer, or an XXH3 state that never holds the whole
+** text).
+**
+** Input rules (each refusal names the rule and the byte offset):
+** no leading BOM; RFC 8259 grammar; no trailing bytes; valid UTF-8 and no
+** lone surrogate; no duplicate member names (compared decoded); numbers
+** that are finite doubles, not underflowing to zero; integer literals
+** (no fraction, no exponent) within +-(2^53-1); at most IDEM_JCS_MAX_DEPTH
+** nested containers; at most IDEM_JCS_MAX_BYTES of input. U+0000 inside a
+** string is kept and printed as \u0000, never truncated.
+*/
+#include "idem_internal.h"
+
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+
+static void *libc_malloc(size_t n) { return malloc(n); }
+static void *libc_realloc(void *p, size_t n) { return realloc(p, n); }
+static void libc_free(void *p) { free(p); }
+const IdemMem idem_libc_mem = {libc_malloc, libc_realloc, libc_free};
+
+/* ------------------------------------------------------------------ */
+/* Growable buffer                                                     */
+/* ------------------------------------------------------------------ */
+
+static int buf_reserve(IdemBuf *b, size_t extra) {
+  size_t need, nNew;
+  char *z;
+  if (extra <= b->nAlloc - b->n) return IDEM_JCS_OK;
+  need = b->n + extra;
+  if (need < b->n) return IDEM_JCS_NOMEM;
+  nNew = b->nAlloc ? b->nAlloc : 256;
+  while (nNew < need) {
+    if (nNew > ((size_t)-1) / 2) return IDEM_JCS_NOMEM;
+    nNew *= 2;
+  }
+  z = b->pMem->xRealloc(b->z, nNew);
+  if (z == 0) return IDEM_JCS_NOMEM;
+  b->z = z;
+  b->nAlloc = nNew;
+  return IDEM_JCS_OK;
+}
+
+int idem_buf_sink(void *pBuf, const char *p, size_t n) {
+  IdemBuf *b = (IdemBuf *)pBuf;
+  int rc = buf_reserve(b, n);
+  if (rc) return rc;
+  memcpy(b->z + b->n, p, n);
+  b->n += n;
+  return IDEM_JCS_OK;
+}
+
+void idem_buf_free(IdemBuf *b) {
+  if (b->z) b->pMem->xFree(b->z);
+  b->z = 0;
+  b->n = b->nAlloc = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Number formatting (ECMAScript Number::toString, ES2019 7.1.12.1)    */
+/* ------------------------------------------------------------------ */
+
+/*
+** Format the decimal 0.D x 10^n (D = zDig[0..k), no leading or trailing
+** zeros, k >= 1), negated if neg, the way ECMAScript prints the double
+** whose shortest digits are D. Writes at most 27 bytes plus a NUL.
+*/
+static int es_format(int neg, const char *zDig, int k, int n, char *zOut) {
+  char *z = zOut;
+  int i;
+  if (neg) *z++ = '-';
+  if (k <= n && n <= 21) {
+    memcpy(z, zDig, k);
+    z += k;
+    for (i = k; i < n; i++) *z++ = '0';
+  } else if (0 < n && n <= 21) {
+    memcpy(z, zDig, n);
+    z += n;
+    *z++ = '.';
+    memcpy(z, zDig + n, k - n);
+    z += k - n;
+  } else if (-6 < n && n <= 0) {
+    *z++ = '0';
+    *z++ = '.';
+    for (i = 0; i < -n; i++) *z++ = '0';
+    memcpy(z, zDig, k);
+    z += k;
+  } else {
+    int e = n - 1;
+    *z++ = zDig[0];
+    if (k > 1) {
+      *z++ = '.';
+      memcpy(z, zDig + 1, k - 1);
+      z += k - 1;
+    }
+    *z++ = 'e';
+    *z++ = e < 0 ? '-' : '+';
+    z += sprintf(z, "%d", e < 0 ? -e : e);
+  }
+  *z = 0;
+  return (int)(z - zOut);
+}
+
+/* A "C" locale for strtod/snprintf, so that a host that called
+** setlocale(LC_NUMERIC, ...) does not change the canonical text. Made
+** once and kept for the life of the process. */
+static locale_t c_locale(void) {
+  static locale_t loc = (locale_t)0;
+  locale_t l = __atomic_load_n(&loc, __ATOMIC_ACQUIRE);
+  if (l == (locale_t)0) {
+    locale_t expected = (locale_t)0;
+    l = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (l == (locale_t)0) return (locale_t)0;
+    if (!__atomic_compare_exchange_n(&loc, &expected, l, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+      freelocale(l);
+      l = expected;
+    }
+  }
+  return l;
+}
+
+/* Shortest round-trip digits of finite, non-zero, positive v, as
+** printf("%.*e") gives the nearest decimal of each length: for a normal
+** double 15 digits round-trip whenever any shorter form does (DBL_DIG),
+** so at most three tries; a subnormal has fewer bits and tries upward. */
+static int shortest_digits(double v, char *zDig, int *pN) {
+  char zTmp[40];
+  int p, pStart, k = 0, e;
+  char *zE;
+  pStart = (v >= 2.2250738585072014e-308) ? 14 : 0;
+  for (p = pStart; p <= 16; p++) {
+    snprintf(zTmp, sizeof(zTmp), "%.*e", p, v);
+    if (strtod(zTmp, 0) == v) break;
+  }
+  /* zTmp is d[.ddd]e[+-]XX */
+  zE = strchr(zTmp, 'e');
+  e = atoi(zE + 1);
+  for (char *z = zTmp; z < zE; z++) {
+    if (*z >= '0' && *z <= '9') zDig[k++] = *z;
+  }
+  while (k > 1 && zDig[k - 1] == '0') k--;
+  zDig[k] = 0;
+  *pN = e + 1;
+  return k;
+}
+
+int idem_jcs_number(double v, char *zOut) {
+  char zDig[24];
+  int k, n, neg = 0;
+  locale_t loc, old;
+  if (v == 0.0) {
+    zOut[0] = '0';
+    zOut[1] = 0;
+    return 1;
+  }
+  if (v < 0) {
+    neg = 1;
+    v = -v;
+  }
+  loc = c_locale();
+  old = loc ? uselocale(loc) : (locale_t)0;
+  k = shortest_digits(v, zDig, &n);
+  if (loc) uselocale(old);
+  return es_format(neg, zDig, k, n, zOut);
+}
+
+/* ------------------------------------------------------------------ */
+/* Parser                                                              */
+/* ------------------------------------------------------------------ */
+
+enum { N_NULL, N_TRUE, N_FALSE, N_NUM, N_STR, N_ARR, N_OBJ };
+
+/* One parsed value. For N_STR/N_NUM the text is z[off..off+n) of the
+** input (inAux==0) or of the aux buffer (inAux==1); for containers
+** kids[off..off+n) are the children (object: the member-name nodes, in
+** canonical order, each with val = its value node). */
+typedef struct Node Node;
+struct Node {
+  unsigned char type;
+  unsigned char inAux;
+  uint32_t n;
+  uint32_t off;
+  uint32_t val;
+};
+
+typedef struct Parser Parser;
+struct Parser {
+  const unsigned char *z; /* input */
+  size_t nIn;
+  size_t i;               /* cursor */
+  const IdemMem *pMem;
+  Node *aNode;
+  uint32_t nNode, nNodeAlloc;
+  uint32_t *aKid; /* finished children lists, then a scratch area */
+  uint32_t nKid, nKidAlloc;
+  uint32_t *aStk; /* children of open containers */
+  uint32_t nStk, nStkAlloc;
+  IdemBuf aux;
+  int depth;
+  IdemJcsError *pErr;
+};
+
+static int fail(Parser *p, size_t off, const char *zFmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(Parser *p, size_t off, const char *zFmt, ...) {
+  va_list ap;
+  if (p->pErr) {
+    p->pErr->offset = off;
+    va_start(ap, zFmt);
+    vsnprintf(p->pErr->msg, sizeof(p->pErr->msg), zFmt, ap);
+    va_end(ap);
+  }
+  return IDEM_JCS_INVALID;
+}
+
+static int grow_u32(Parser *p, uint32_t **pa, uint32_t *pnAlloc, uint32_t need) {
+  uint32_t nNew;
+  uint32_t *a;
+  if (need <= *pnAlloc) return IDEM_JCS_OK;
+  nNew = *pnAlloc ? *pnAlloc : 32;
+  while (nNew < need) nNew *= 2;
+  a = p->pMem->xRealloc(*pa, (size_t)nNew * sizeof(uint32_t));
+  if (a == 0) return IDEM_JCS_NOMEM;
+  *pa = a;
+  *pnAlloc = nNew;
+  return IDEM_JCS_OK;
+}
+
+static int new_node(Parser *p, int type, uint32_t *piNode) {
+  if (p->nNode >= p->nNodeAlloc) {
+    uint32_t nNew = p->nNodeAlloc ? p->nNodeAlloc * 2 : 32;
+    Node *a = p->pMem->xRealloc(p->aNode, (size_t)nNew * sizeof(Node));
+    if (a == 0) return IDEM_JCS_NOMEM;
+    p->aNode = a;
+    p->nNodeAlloc = nNew;
+  }
+  *piNode = p->nNode;
+  memset(&p->aNode[p->nNode], 0, sizeof(Node));
+  p->aNode[p->nNode].type = (unsigned char)type;
+  p->nNode++;
+  return IDEM_JCS_OK;
+}
+
+static void skip_ws(Parser *p) {
+  while (p->i < p->nIn) {
+    unsigned char c = p->z[p->i];
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+    p->i++;
+  }
+}
+
+static int unexpected(Parser *p, const char *zWhat) {
+  if (p->i >= p->nIn) {
+    return fail(p, p->i, "not valid JSON: unexpected end of input at byte %zu, expected %s",
+                p->i, zWhat);
+  }
+  return fail(p, p->i, "not valid JSON: unexpected byte 0x%02x at byte %zu, expected %s",
+              p->z[p->i], p->i, zWhat);
+}
+
+/* Decode one UTF-8 sequence at z[i..n); returns its length (1-4) and
+** the code point, or 0 if the bytes there are not valid UTF-8 (overlong,
+** a surrogate, beyond U+10FFFF, truncated, or a stray continuation). */
+static int utf8_decode(const unsigned char *z, size_t i, size_t n, uint32_t *pCp) {
+  unsigned char c = z[i];
+  uint32_t cp;
+  int len, k;
+  if (c < 0x80) {
+    *pCp = c;
+    return 1;
+  } else if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > n) return 0;
+  for (k = 1; k < len; k++) {
+    unsigned char d = z[i + k];
+    if ((d & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (d & 0x3F);
+  }
+  if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
+  if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
+  *pCp = cp;
+  return len;
+}
+
+static int hex4(const unsigned char *z, uint32_t *pV) {
+  uint32_t v = 0;
+  int k;
+  for (k = 0; k < 4; k++) {
+    unsigned char c = z[k];
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= c - '0';
+    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+    else return 0;
+  }
+  *pV = v;
+  return 1;
+}
+
+static int aux_put_utf8(Parser *p, uint32_t cp) {
+  char a[4];
+  size_t n;
+  if (cp < 0x80) {
+    a[0] = (char)cp;
+    n = 1;
+  } else if (cp < 0x800) {
+    a[0] = (char)(0xC0 | (cp >> 6));
+    a[1] = (char)(0x80 | (cp & 0x3F));
+    n = 2;
+  } else if (cp < 0x10000) {
+    a[0] = (char)(0xE0 | (cp >> 12));
+    a[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    a[2] = (char)(0x80 | (cp & 0x3F));
+    n = 3;
+  } else {
+    a[0] = (char)(0xF0 | (cp >> 18));
+    a[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    a[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    a[3] = (char)(0x80 | (cp & 0x3F));
+    n = 4;
+  }
+  return idem_buf_sink(&p->aux, a, n);
+}
+
+/* Parse a string at p->i (the opening quote) into node iNode. */
+static int parse_string(Parser *p, uint32_t iNode) {
+  const unsigned char *z = p->z;
+  size_t n = p->nIn, i = p->i + 1, start = i;
+  int rc;
+  uint32_t cp;
+  /* Fast scan: printable ASCII with no escape stays in the input. */
+  for (;;) {
+    while (i < n && z[i] >= 0x20 && z[i] < 0x80 && z[i] != '"' && z[i] != '\\') i++;
+    if (i >= n) {
+      p->i = i;
+      return fail(p, i, "not valid JSON: unterminated string starting at byte %zu", start - 1);
+    }
+    if (z[i] == '"') {
+      Node *pN = &p->aNode[iNode];
+      pN->inAux = 0;
+      pN->off = (uint32_t)start;
+      pN->n = (uint32_t)(i - start);
+      p->i = i + 1;
+      return IDEM_JCS_OK;
+    }
+    if (z[i] < 0x20) {
+      return fail(p, i, "control character 0x%02x in a string at byte %zu must be escaped",
+                  z[i], i);
+    }
+    if (z[i] == '\\') break;
+    {
+      int len = utf8_decode(z, i, n, &cp);
+      if (len == 0) return fail(p, i, "invalid UTF-8 byte 0x%02x at byte %zu", z[i], i);
+      i += len;
+    }
+  }
+  /* Slow path: decode escapes into the aux buffer. */
+  {
+    size_t auxStart = p->aux.n;
+    rc = idem_buf_sink(&p->aux, (const char *)z + start, i - start);
+    if (rc) return rc;
+    for (;;) {
+      size_t run = i;
+      while (i < n && z[i] >= 0x20 && z[i] < 0x80 && z[i] != '"' && z[i] != '\\') i++;
+      if (i > run) {
+        rc = idem_buf_sink(&p->aux, (const char *)z + run, i - run);
+        if (rc) return rc;
+      }
+      if (i >= n) {
+        return fail(p, i, "not valid JSON: unterminated string starting at byte %zu",
+                    start - 1);
+      }
+      if (z[i] == '"') break;
+      if (z[i] < 0x20) {
+        return fail(p, i, "control character 0x%02x in a string at byte %zu must be escaped",
+                    z[i], i);
+      }
+      if (z[i] >= 0x80) {
+        int len = utf8_decode(z, i, n, &cp);
+        if (len == 0) return fail(p, i, "invalid UTF-8 byte 0x%02x at byte %zu", z[i], i);
+        rc = idem_buf_sink(&p->aux, (const char *)z + i, len);
+        if (rc) return rc;
+        i += len;
+        continue;
+      }
+      /* backslash */
+      if (i + 1 >= n) {
+        return fail(p, i + 1, "not valid JSON: unterminated string starting at byte %zu",
+                    start - 1);
+      }
+      {
+        char c = 0;
+        switch (z[i + 1]) {
+          case '"': c = '"'; break;
+          case '\\': c = '\\'; break;
+          case '/': c = '/'; break;
+          case 'b': c = '\b'; break;
+          case 'f': c = '\f'; break;
+          case 'n': c = '\n'; break;
+          case 'r': c = '\r'; break;
+          case 't': c = '\t'; break;
+          case 'u': break;
+          default:
+            if (z[i + 1] >= 0x20 && z[i + 1] < 0x7f) {
+              return fail(p, i, "invalid escape \\%c at byte %zu", z[i + 1], i);
+            }
+            return fail(p, i, "invalid escape (backslash then byte 0x%02x) at byte %zu",
+                        z[i + 1], i);
+        }
+        if (c) {
+          rc = idem_buf_sink(&p->aux, &c, 1);
+          if (rc) return rc;
+          i += 2;
+          continue;
+        }
+      }
+      /* \uXXXX */
+      if (i + 6 > n || !hex4(z + i + 2, &cp)) {
+        return fail(p, i, "invalid \\u escape at byte %zu (four hex digits needed)", i);
+      }
+      if (cp >= 0xDC00 && cp <= 0xDFFF) {
+        return fail(p, i, "lone surrogate \\u%04x at byte %zu", (unsigned)cp, i);
+      }
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        uint32_t lo;
+        if (i + 12 > n || z[i + 6] != '\\' || z[i + 7] != 'u' || !hex4(z + i + 8, &lo) ||
+            lo < 0xDC00 || lo > 0xDFFF) {
+          return fail(p, i, "lone surrogate \\u%04x at byte %zu", (unsigned)cp, i);
+        }
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        i += 6;
+      }
+      i += 6;
+      rc = aux_put_utf8(p, cp);
+      if (rc) return rc;
+    }
+    {
+      Node *pN = &p->aNode[iNode];
+      pN->inAux = 1;
+      pN->off = (uint32_t)auxStart;
+      pN->n = (uint32_t)(p->aux.n - auxStart);
+    }
+    p->i = i + 1;
+    return IDEM_JCS_OK;
+  }
+}
+
+/* Quote up to 40 bytes of a literal for a message (it is ASCII). */
+static const char *clip(const unsigned char *z, size_t n, char *zOut) {
+  if (n > 40) {
+    memcpy(zOut, z, 37);
+    memcpy(zOut + 37, "...", 4);
+  } else {
+    memcpy(zOut, z, n);
+    zOut[n] = 0;
+  }
+  return zOut;
+}
+
+/* Parse a number at p->i into node iNode, computing its canonical text. */
+static int parse_number(Parser *p, uint32_t iNode) {
+  const unsigned char *z = p->z;
+  size_t n = p->nIn, i = p->i, start = i;
+  size_t intStart, intEnd, fracStart = 0, fracEnd = 0;
+  int neg = 0, hasFrac = 0, hasExp = 0;
+  long exp = 0;
+  char zClip[44];
+  Node *pN;
+
+  if (i < n && z[i] == '-') {
+    neg = 1;
+    i++;
+  }
+  intStart = i;
+  if (i < n && z[i] == '0') {
+    i++;
+  } else if (i < n && z[i] >= '1' && z[i] <= '9') {
+    while (i < n && z[i] >= '0' && z[i] <= '9') i++;
+  } else {
+    p->i = i;
+    return unexpected(p, "a digit");
+  }
+  intEnd = i;
+  if (i < n && z[i] == '.') {
+    i++;
+    fracStart = i;
+    while (i < n && z[i] >= '0' && z[i] <= '9') i++;
+    fracEnd = i;
+    if (fracEnd == fracStart) {
+      p->i = i;
+      return unexpected(p, "a digit after the decimal point");
+    }
+    hasFrac = 1;
+  }
+  if (i < n && (z[i] == 'e' || z[i] == 'E')) {
+    int eneg = 0;
+    size_t eStart;
+    i++;
+    if (i < n && (z[i] == '+' || z[i] == '-')) eneg = z[i++] == '-';
+    eStart = i;
+    while (i < n && z[i] >= '0' && z[i] <= '9') {
+      if (exp < 100000000) exp = exp * 10 + (z[i] - '0');
+      i++;
+    }
+    if (i == eStart) {
+      p->i = i;
+      return unexpected(p, "a digit in the exponent");
+    }
+    if (eneg) exp = -exp;
+    hasExp = 1;
+  }
+  p->i = i;
+  pN = &p->aNode[iNode];
+
+  if (!hasFrac && !hasExp) {
+    /* An integer literal: exact below 2^53, and printed as written. */
+    size_t nd = intEnd - intStart;
+    if (nd > 16 || (nd == 16 && memcmp(z + intStart, IDEM_SAFE_INT_DIGITS, 16) > 0)) {
+      return fail(p, start,
+                  "integer %s at byte %zu is beyond 2^53-1 and would lose precision; "
+                  "send it as a string",
+                  clip(z + start, i - start, zClip), start);
+    }
+    if (neg && nd == 1 && z[intStart] == '0') {
+      int rc = idem_buf_sink(&p->aux, "0", 1);
+      if (rc) return rc;
+      pN->inAux = 1;
+      pN->off = (uint32_t)(p->aux.n - 1);
+      pN->n = 1;
+      return IDEM_JCS_OK;
+    }
+    pN->inAux = 0;
+    pN->off = (uint32_t)start;
+    pN->n = (uint32_t)(i - start);
+    return IDEM_JCS_OK;
+  }
+
+  {
+    /* Significant digits D and decimal exponent n: value = 0.D x 10^n. */
+    char zDig[24], zOut[40];
+    int k = 0, lead = 1, many = 0;
+    long pos, nExp; /* integer digits after leading zeros; the exponent n */
+    size_t j;
+    int len, rc;
+    for (j = intStart; j < intEnd; j++) {
+      if (lead && z[j] == '0') continue;
+      lead = 0;
+      if (k < 17) zDig[k++] = (char)z[j];
+      else many = 1;
+    }
+    {
+      /* number of integer digits after leading zeros */
+      size_t a = intStart;
+      while (a < intEnd && z[a] == '0') a++;
+      pos = (long)(intEnd - a);
+    }
+    if (hasFrac) {
+      for (j = fracStart; j < fracEnd; j++) {
+        if (lead && z[j] == '0') {
+          pos--;
+          continue;
+        }
+        lead = 0;
+        if (k < 17) zDig[k++] = (char)z[j];
+        else if (z[j] != '0') many = 1;
+        else many = many ? many : 2; /* trailing zeros beyond 17 digits */
+      }
+    }
+    if (lead) {
+      /* every digit is zero */
+      rc = idem_buf_sink(&p->aux, "0", 1);
+      if (rc) return rc;
+      pN->inAux = 1;
+      pN->off = (uint32_t)(p->aux.n - 1);
+      pN->n = 1;
+      return IDEM_JCS_OK;
+    }
+    while (k > 1 && zDig[k - 1] == '0') k--;
+    nExp = pos + exp;
+    if (many != 1 && k <= 15 && nExp > -290 && nExp < 290) {
+      /* At most 15 significant digits in the normal range: the double's
+      ** shortest round-trip digits are exactly these (DBL_DIG). Digits
+      ** dropped above were zeros only when many != 1. */
+      zDig[k] = 0;
+      len = es_format(neg, zDig, k, (int)nExp, zOut);
+    } else {
+      char zLit[64], *zBuf = zLit;
+      size_t nLit = i - start;
+      double v;
+      locale_t loc = c_locale(), old;
+      if (nLit >= sizeof(zLit)) {
+        zBuf = p->pMem->xMalloc(nLit + 1);
+        if (zBuf == 0) return IDEM_JCS_NOMEM;
+      }
+      memcpy(zBuf, z + start, nLit);
+      zBuf[nLit] = 0;
+      old = loc ? uselocale(loc) : (locale_t)0;
+      v = strtod(zBuf, 0);
+      if (loc) uselocale(old);
+      if (zBuf != zLit) p->pMem->xFree(zBuf);
+      if (isinf(v)) {
+        return fail(p, start, "number %s at byte %zu overflows a double",
+                    clip(z + start, nLit, zClip), start);
+      }
+      if (v == 0.0) {
+        return fail(p, start, "number %s at byte %zu underflows to zero",
+                    clip(z + start, nLit, zClip), start);
+      }
+      len = idem_jcs_number(v, zOut);
+    }
+    if ((size_t)len == i - start && memcmp(zOut, z + start, len) == 0) {
+      pN->inAux = 0;
+      pN->off = (uint32_t)start;
+      pN->n = (uint32_t)len;
+    } else {
+      rc = idem_buf_sink(&p->aux, zOut, len);
+      if (rc) return rc;
+      pN->inAux = 1;
+      pN->off = (uint32_t)(p->aux.n - len);
+      pN->n = (uint32_t)len;
+    }
+    return IDEM_JCS_OK;
+  }
+}
+
+static const unsigned char *node_text(const Parser *p, const Node *pN) {
+  return pN->inAux ? (const unsigned char *)p->aux.z + pN->off : p->z + pN->off;
+}
+
+/* Order UTF-8 strings by UTF-16 code units. UTF-8 byte order is code
+** point order; the two differ only between U+E000..U+FFFF and the
+** supplementary planes (surrogates sort below U+E000), so decode the
+** code points at the first differing byte and map them. */
+static int utf16_cmp(const unsigned char *a, size_t na, const unsigned char *b, size_t nb) {
+  size_t n = na < nb ? na : nb, i = 0, s;
+  uint32_t ca, cb;
+  while (i < n && a[i] == b[i]) i++;
+  if (i == n) return na < nb ? -1 : (na > nb ? 1 : 0);
+  s = i;
+  while (s > 0 && (a[s] & 0xC0) == 0x80) s--;
+  if (utf8_decode(a, s, na, &ca) == 0 || utf8_decode(b, s, nb, &cb) == 0) {
+    return a[i] < b[i] ? -1 : 1; /* not reached for validated text */
+  }
+  if (ca >= 0xE000 && ca <= 0xFFFF) ca += 0x200000;
+  if (cb >= 0xE000 && cb <= 0xFFFF) cb += 0x200000;
+  return ca < cb ? -1 : 1;
+}
+
+static int key_cmp(const Parser *p, uint32_t x, uint32_t y) {
+  const Node *a = &p->aNode[x], *b = &p->aNode[y];
+  return utf16_cmp(node_text(p, a), a->n, node_text(p, b), b->n);
+}
+
+/* Sort a[0..n) of member-name nodes; tmp has room for n. Merge sort:
+** stable and O(n log n) on adversarial input. */
+static void sort_members(const Parser *p, uint32_t *a, uint32_t *tmp, uint32_t n) {
+  uint32_t w, i;
+  if (n < 2) return;
+  if (n <= 12) {
+    for (i = 1; i < n; i++) {
+      uint32_t x = a[i], j = i;
+      while (j > 0 && key_cmp(p, a[j - 1], x) > 0) {
+        a[j] = a[j - 1];
+        j--;
+      }
+      a[j] = x;
+    }
+    return;
+  }
+  for (w = 1; w < n; w *= 2) {
+    for (i = 0; i < n; i += 2 * w) {
+      uint32_t lo = i, mid = i + w < n ? i + w : n, hi = i + 2 * w < n ? i + 2 * w : n;
+      uint32_t l = lo, r = mid, o = lo;
+      while (l < mid && r < hi) tmp[o++] = key_cmp(p, a[l], a[r]) <= 0 ? a[l++] : a[r++];
+      while (l < mid) tmp[o++] = a[l++];
+      while (r < hi) tmp[o++] = a[r++];
+    }
+    memcpy(a, tmp, (size_t)n * sizeof(uint32_t));
+  }
+}
+
+/* Describe a member name for a message: JSON-quoted, clipped. */
+static void describe_name(const unsigned char *z, size_t n, char *zOut, size_t nOut) {
+  size_t o = 0, i = 0;
+  zOut[o++] = '"';
+  while (i < n && o + 12 < nOut) {
+    unsigned char c = z[i];
+    if (c < 0x20 || c == '"' || c == '\\') {
+      o += (size_t)snprintf(zOut + o, nOut - o, "\\u%04x", c);
+      i++;
+    } else if (c < 0x80) {
+      zOut[o++] = (char)c;
+      i++;
+    } else {
+      uint32_t cp;
+      int len = utf8_decode(z, i, n, &cp);
+      if (len == 0 || o + len + 8 >= nOut) break;
+      memcpy(zOut + o, z + i, len);
+      o += len;
+      i += len;
+    }
+  }
+  if (i < n) {
+    memcpy(zOut + o, "...", 3);
+    o += 3;
+  }
+  zOut[o++] = '"';
+  zOut[o] = 0;
+}
+
+static int parse_value(Parser *p, uint32_t *piNode);
+
+/* Close the container iNode whose children are aStk[base..nStk). */
+static int close_container(Parser *p, uint32_t iNode, uint32_t base, int isObj) {
+  uint32_t cnt = p->nStk - base;
+  int rc = grow_u32(p, &p->aKid, &p->nKidAlloc, p->nKid + cnt * (isObj ? 2 : 1));
+  if (rc) return rc;
+  memcpy(p->aKid + p->nKid, p->aStk + base, (size_t)cnt * sizeof(uint32_t));
+  if (isObj && cnt > 1) {
+    uint32_t *a = p->aKid + p->nKid, k;
+    sort_members(p, a, a + cnt, cnt);
+    for (k = 1; k < cnt; k++) {
+      if (key_cmp(p, a[k - 1], a[k]) == 0) {
+        const Node *pK = &p->aNode[a[k]];
+        char zName[80];
+        size_t at = p->aNode[iNode].val; /* the object's '{' */
+        describe_name(node_text(p, pK), pK->n, zName, sizeof(zName));
+        return fail(p, at, "duplicate member name %s in the object at byte %zu", zName, at);
+      }
+    }
+  }
+  p->aNode[iNode].off = p->nKid;
+  p->aNode[iNode].n = cnt;
+  p->nKid += cnt;
+  p->nStk = base;
+  return IDEM_JCS_OK;
+}
+
+static int push_kid(Parser *p, uint32_t iNode) {
+  int rc = grow_u32(p, &p->aStk, &p->nStkAlloc, p->nStk + 1);
+  if (rc) return rc;
+  p->aStk[p->nStk++] = iNode;
+  return IDEM_JCS_OK;
+}
+
+static int parse_container(Parser *p, uint32_t iNode, int isObj) {
+  uint32_t base = p->nStk;
+  size_t open = p->i;
+  int rc;
+  char close = isObj ? '}' : ']';
+  if (++p->depth > IDEM_JCS_MAX_DEPTH) {
+    return fail(p, p->i, "nesting deeper than %d levels at byte %zu", IDEM_JCS_MAX_DEPTH, p->i);
+  }
+  p->aNode[iNode].val = (uint32_t)open; /* kept for messages */
+  p->i++;
+  skip_ws(p);
+  if (p->i < p->nIn && p->z[p->i] == close) {
+    p->i++;
+  } else {
+    for (;;) {
+      uint32_t iKid, iVal;
+      skip_ws(p);
+      if (isObj) {
+        if (p->i >= p->nIn || p->z[p->i] != '"') return unexpected(p, "a member name");
+        rc = new_node(p, N_STR, &iKid);
+        if (rc) return rc;
+        rc = parse_string(p, iKid);
+        if (rc) return rc;
+        skip_ws(p);
+        if (p->i >= p->nIn || p->z[p->i] != ':') return unexpected(p, "':'");
+        p->i++;
+        skip_ws(p);
+        rc = parse_value(p, &iVal);
+        if (rc) return rc;
+        p->aNode[iKid].val = iVal;
+      } else {
+        rc = parse_value(p, &iKid);
+        if (rc) return rc;
+      }
+      rc = push_kid(p, iKid);
+      if (rc) return rc;
+      skip_ws(p);
+      if (p->i < p->nIn && p->z[p->i] == ',') {
+        p->i++;
+        continue;
+      }
+      if (p->i < p->nIn && p->z[p->i] == close) {
+        p->i++;
+        break;
+      }
+      return unexpected(p, isObj ? "',' or '}'" : "',' or ']'");
+    }
+  }
+  p->depth--;
+  return close_container(p, iNode, base, isObj);
+}
+
+static int parse_value(Parser *p, uint32_t *piNode) {
+  int rc;
+  const unsigned char *z = p->z;
+  size_t i = p->i, n = p->nIn;
+  if (i >= n) return unexpected(p, "a JSON value");
+  switch (z[i]) {
+    case '{':
+    case '[':
+      rc = new_node(p, z[i] == '{' ? N_OBJ : N_ARR, piNode);
+      if (rc) return rc;
+      return parse_container(p, *piNode, z[i] == '{');
+    case '"':
+      rc = new_node(p, N_STR, piNode);
+      if (rc) return rc;
+      return parse_string(p, *piNode);
+    case 't':
+      if (n - i >= 4 && memcmp(z + i, "true", 4) == 0) {
+        p->i += 4;
+        return new_node(p, N_TRUE, piNode);
+      }
+      break;
+    case 'f':
+      if (n - i >= 5 && memcmp(z + i, "false", 5) == 0) {
+        p->i += 5;
+        return new_node(p, N_FALSE, piNode);
+      }
+      break;
+    case 'n':
+      if (n - i >= 4 && memcmp(z + i, "null", 4) == 0) {
+        p->i += 4;
+        return new_node(p, N_NULL, piNode);
+      }
+      break;
+    default:
+      if (z[i] == '-' || (z[i] >= '0' && z[i] <= '9')) {
+        rc = new_node(p, N_NUM, piNode);
+        if (rc) return rc;
+        return parse_number(p, *piNode);
+      }
+      break;
+  }
+  return unexpected(p, "a JSON value");
+}
+
+/* ------------------------------------------------------------------ */
+/* Printer                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct Out Out;
+struct Out {
+  IdemSink xSink;
+  void *pCtx;
+  size_t n;
+  char a[1024];
+};
+
+static int out_flush(Out *o) {
+  int rc = IDEM_JCS_OK;
+  if (o->n) rc = o->xSink(o->pCtx, o->a, o->n);
+  o->n = 0;
+  return rc;
+}
+
+static int out_put(Out *o, const char *z, size_t n) {
+  int rc;
+  if (n <= sizeof(o->a) - o->n) {
+    memcpy(o->a + o->n, z, n);
+    o->n += n;
+    return IDEM_JCS_OK;
+  }
+  rc = out_flush(o);
+  if (rc) return rc;
+  if (n >= sizeof(o->a)) return o->xSink(o->pCtx, z, n);
+  memcpy(o->a, z, n);
+  o->n = n;
+  return IDEM_JCS_OK;
+}
+
+static int out_byte(Out *o, char c) {
+  if (o->n == sizeof(o->a)) {
+    int rc = out_flush(o);
+    if (rc) return rc;
+  }
+  o->a[o->n++] = c;
+  return IDEM_JCS_OK;
+}
+
+/* Print decoded string text with JCS escaping. */
+static int out_string(Out *o, const unsigned char *z, size_t n) {
+  static const char hexd[] = "0123456789abcdef";
+  size_t i = 0, run;
+  int rc = out_byte(o, '"');
+  while (rc == IDEM_JCS_OK && i < n) {
+    run = i;
+    while (i < n && z[i] >= 0x20 && z[i] != '"' && z[i] != '\\') i++;
+    if (i > run) rc = out_put(o, (const char *)z + run, i - run);
+    if (rc || i >= n) break;
+    {
+      char e[6] = {'\\', 0, 0, 0, 0, 0};
+      size_t ne = 2;
+      switch (z[i]) {
+        case '"': e[1] = '"'; break;
+        case '\\': e[1] = '\\'; break;
+        case '\b': e[1] = 'b'; break;
+        case '\f': e[1] = 'f'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\r': e[1] = 'r'; break;
+        case '\t': e[1] = 't'; break;
+        default:
+          e[1] = 'u';
+          e[2] = '0';
+          e[3] = '0';
+          e[4] = hexd[z[i] >> 4];
+          e[5] = hexd[z[i] & 15];
+          ne = 6;
+      }
+      rc = out_put(o, e, ne);
+      i++;
+    }
+  }
+  if (rc == IDEM_JCS_OK) rc = out_byte(o, '"');
+  return rc;
+}
+
+static int print_node(const Parser *p, Out *o, uint32_t iNode) {
+  const Node *pN = &p->aNode[iNode];
+  uint32_t k;
+  int rc = IDEM_JCS_OK;
+  switch (pN->type) {
+    case N_NULL: return out_put(o, "null", 4);
+    case N_TRUE: return out_put(o, "true", 4);
+    case N_FALSE: return out_put(o, "false", 5);
+    case N_NUM: return out_put(o, (const char *)node_text(p, pN), pN->n);
+    case N_STR:
+      if (!pN->inAux) {
+        /* unescaped input: no quote, backslash or control inside */
+        rc = out_byte(o, '"');
+        if (rc == IDEM_JCS_OK) rc = out_put(o, (const char *)p->z + pN->off, pN->n);
+        if (rc == IDEM_JCS_OK) rc = out_byte(o, '"');
+        return rc;
+      }
+      return out_string(o, node_text(p, pN), pN->n);
+    case N_ARR:
+      rc = out_byte(o, '[');
+      for (k = 0; rc == IDEM_JCS_OK && k < pN->n; k++) {
+        if (k) rc = out_byte(o, ',');
+        if (rc == IDEM_JCS_OK) rc = print_node(p, o, p->aKid[pN->off + k]);
+      }
+      if (rc == IDEM_JCS_OK) rc = out_byte(o, ']');
+      return rc;
+    default: /* N_OBJ */
+      rc = out_byte(o, '{');
+      for (k = 0; rc == IDEM_JCS_OK && k < pN->n; k++) {
+        uint32_t iKey = p->aKid[pN->off + k];
+        if (k) rc = out_byte(o, ',');
+        if (rc == IDEM_JCS_OK) rc = print_node(p, o, iKey);
+        if (rc == IDEM_JCS_OK) rc = out_byte(o, ':');
+        if (rc == IDEM_JCS_OK) rc = print_node(p, o, p->aNode[iKey].val);
+      }
+      if (rc == IDEM_JCS_OK) rc = out_byte(o, '}');
+      return rc;
+  }
+}
+
+int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, IdemSink xSink,
+                          void *pSinkCtx, IdemJcsError *pErr) {
+  Parser p;
+  Out o;
+  uint32_t iRoot = 0;
+  int rc;
+
+  memset(&p, 0, sizeof(p));
+  p.z = (const unsigned char *)zIn;
+  p.nIn = nIn;
+  p.pMem = pMem ? pMem : &idem_libc_mem;
+  p.aux.pMem = p.pMem;
+  p.pErr = pErr;
+
+  if (nIn > IDEM_JCS_MAX_BYTES) {
+    rc = fail(&p, 0, "input is %zu bytes, the limit is %u", nIn, IDEM_JCS_MAX_BYTES);
+    goto done;
+  }
+  if (nIn >= 3 && memcmp(zIn, "\xEF\xBB\xBF", 3) == 0) {
+    rc = fail(&p, 0, "a leading byte order mark (U+FEFF) at byte 0 is not allowed");
+    goto done;
+  }
+  skip_ws(&p);
+  rc = parse_value(&p, &iRoot);
+  if (rc) goto done;
+  skip_ws(&p);
+  if (p.i < p.nIn) {
+    rc = fail(&p, p.i, "trailing bytes after the JSON value at byte %zu", p.i);
+    goto done;
+  }
+  o.xSink = xSink;
+  o.pCtx = pSinkCtx;
+  o.n = 0;
+  rc = print_node(&p, &o, iRoot);
+  if (rc == IDEM_JCS_OK) rc = out_flush(&o);
+
+done:
+  if (p.aNode) p.pMem->xFree(p.aNode);
+  if (p.aKid) p.pMem->xFree(p.aKid);
+  if (p.aStk) p.pMem->xFree(p.aStk);
+  idem_buf_free(&p.aux);
+  return rc;
+}

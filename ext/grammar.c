@@ -1,0 +1,89 @@
+/*
+** grammar.c: the key grammar and key derivation, without SQLite.
+**
+** A key component (tenant, conversation, tool, operation id) is 1 to 128
+** characters from A-Z a-z 0-9 _ -, taken exactly as given. A derived key
+** is "idem1-" followed by the lowercase hex of XXH3-128 over
+** tenant ':' conversation ':' tool ':' canonical(args), printed in XXH3's
+** canonical (big-endian) byte order, as `xxhsum -H2` prints it. The colon
+** framing is unambiguous because no component may contain ':'.
+**
+** The SQL functions that use these (idem_valid_key, idem_check_key,
+** idem_key, idem_fingerprint) live in idempotency.c.
+*/
+#include "idem_internal.h"
+
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+static const unsigned char key_byte_ok[256] = {
+    ['-'] = 1, ['_'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1,
+    ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1,
+    ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
+    ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1,
+    ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1,
+    ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+    ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
+int idem_grammar_check(const unsigned char *z, size_t n, size_t *pDetail) {
+  size_t i, nChar = 0;
+  if (n == 0) return IDEM_KEY_EMPTY;
+  if (n > IDEM_KEY_MAX_CHARS) {
+    /* count characters: every byte that is not a UTF-8 continuation */
+    for (i = 0; i < n; i++) nChar += (z[i] & 0xC0) != 0x80;
+    if (nChar > IDEM_KEY_MAX_CHARS) {
+      *pDetail = nChar;
+      return IDEM_KEY_TOO_LONG;
+    }
+  }
+  for (i = 0; i < n; i++) {
+    if (!key_byte_ok[z[i]]) {
+      *pDetail = i;
+      return IDEM_KEY_BAD_BYTE;
+    }
+  }
+  return IDEM_KEY_OK;
+}
+
+void idem_hex(const unsigned char *a, size_t n, char *zOut) {
+  static const char hexd[] = "0123456789abcdef";
+  size_t i;
+  for (i = 0; i < n; i++) {
+    zOut[2 * i] = hexd[a[i] >> 4];
+    zOut[2 * i + 1] = hexd[a[i] & 15];
+  }
+  zOut[2 * n] = 0;
+}
+
+static int xxh_sink(void *pState, const char *p, size_t n) {
+  XXH3_128bits_update((XXH3_state_t *)pState, p, n);
+  return IDEM_JCS_OK;
+}
+
+int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs, size_t nArgs,
+                const IdemMem *pMem, char *zHex, IdemJcsError *pErr) {
+  XXH3_state_t *pState;
+  XXH128_canonical_t canon;
+  int rc;
+  if (pMem == 0) pMem = &idem_libc_mem;
+  /* XXH3_state_t wants 64-byte alignment; XXH_INLINE_ALL lets it live on
+  ** the stack with the alignment its declaration carries. */
+  XXH3_state_t state;
+  pState = &state;
+  XXH3_INITSTATE(pState);
+  XXH3_128bits_reset(pState);
+  if (nPrefix) XXH3_128bits_update(pState, zPrefix, nPrefix);
+  rc = idem_jcs_canonicalize(zArgs, nArgs, pMem, xxh_sink, pState, pErr);
+  if (rc == IDEM_JCS_OK) {
+    XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(pState));
+    idem_hex(canon.digest, sizeof(canon.digest), zHex);
+  }
+  return rc;
+}

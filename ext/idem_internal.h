@@ -1,0 +1,159 @@
+/*
+** idem_internal.h: the one internal header of sqlite-idempotency.
+**
+** One section per source file in ext/. The pure helpers (canonical.c,
+** grammar.c) do not include SQLite, so C unit tests and fuzzers link them
+** alone; their memory comes through an IdemMem table that the SQL layer
+** points at sqlite3_malloc64/sqlite3_realloc64/sqlite3_free.
+*/
+#ifndef IDEM_INTERNAL_H
+#define IDEM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ */
+/* Shared by the pure helpers                                          */
+/* ------------------------------------------------------------------ */
+
+/* Allocator used by the pure helpers. Every function here frees what it
+** allocates before it returns, on every path. */
+typedef struct IdemMem IdemMem;
+struct IdemMem {
+  void *(*xMalloc)(size_t);
+  void *(*xRealloc)(void *, size_t);
+  void (*xFree)(void *);
+};
+extern const IdemMem idem_libc_mem; /* malloc/realloc/free */
+
+/* A sink receives canonical output in pieces. It returns 0 on success or
+** a non-zero IDEM_JCS_* code, which is passed back to the caller. */
+typedef int (*IdemSink)(void *ctx, const char *p, size_t n);
+
+/* Result codes of the canonicaliser. */
+#define IDEM_JCS_OK 0
+#define IDEM_JCS_INVALID 1 /* the input breaks a rule; see IdemJcsError */
+#define IDEM_JCS_NOMEM 2   /* an allocation failed; nothing is half-done */
+
+/* Documented limits (README "Limits"). */
+#define IDEM_JCS_MAX_DEPTH 256           /* arrays+objects nested */
+#define IDEM_JCS_MAX_BYTES (16u << 20)   /* input size cap, bytes  */
+#define IDEM_SAFE_INT_DIGITS "9007199254740991" /* 2^53-1 */
+
+/* Why the input was refused: a lowercase sentence that names what and
+** where (byte offset into the input), without the function prefix. */
+typedef struct IdemJcsError IdemJcsError;
+struct IdemJcsError {
+  size_t offset;
+  char msg[200];
+};
+
+/* ------------------------------------------------------------------ */
+/* canonical.c: RFC 8785 (JCS) canonicaliser, strict I-JSON input      */
+/* ------------------------------------------------------------------ */
+
+/*
+** Parse zIn[0..nIn) as strict I-JSON and stream its RFC 8785 canonical
+** form to xSink. Returns IDEM_JCS_OK, IDEM_JCS_INVALID (pErr filled) or
+** IDEM_JCS_NOMEM, or whatever non-zero code the sink returned. On any
+** failure the sink may have received a prefix of the output, which the
+** caller must discard. zIn need not be NUL-terminated.
+*/
+int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem,
+                          IdemSink xSink, void *pSinkCtx, IdemJcsError *pErr);
+
+/*
+** Write the ECMAScript Number::toString form of the finite double v into
+** zOut (at least 32 bytes), NUL-terminated; returns its length. -0 gives
+** "0". The caller must not pass NaN or an infinity.
+*/
+int idem_jcs_number(double v, char *zOut);
+
+/* A growable byte buffer that is also a sink (ctx = IdemBuf*). */
+typedef struct IdemBuf IdemBuf;
+struct IdemBuf {
+  const IdemMem *pMem;
+  char *z;
+  size_t n, nAlloc;
+};
+int idem_buf_sink(void *pBuf, const char *p, size_t n);
+void idem_buf_free(IdemBuf *p);
+
+/* ------------------------------------------------------------------ */
+/* grammar.c: key grammar and key derivation (no SQLite)               */
+/* ------------------------------------------------------------------ */
+
+#define IDEM_KEY_MAX_CHARS 128
+
+/* Outcomes of idem_grammar_check(). */
+#define IDEM_KEY_OK 0
+#define IDEM_KEY_EMPTY 1
+#define IDEM_KEY_TOO_LONG 2 /* *pDetail = the length in characters */
+#define IDEM_KEY_BAD_BYTE 3 /* *pDetail = byte offset of the first bad byte */
+
+/*
+** Check text z[0..n) (UTF-8, may hold NUL bytes) against the key grammar:
+** 1 to 128 characters, each in A-Z a-z 0-9 _ -. Length is counted in
+** characters (UTF-8 lead bytes) and checked before the bytes, so that a
+** long value is reported as too long whatever it holds.
+*/
+int idem_grammar_check(const unsigned char *z, size_t n, size_t *pDetail);
+
+/* Lowercase hex of a[0..n) into zOut (2n+1 bytes, NUL-terminated). */
+void idem_hex(const unsigned char *a, size_t n, char *zOut);
+
+#define IDEM_DIGEST_HEX 32             /* XXH3-128 as lowercase hex     */
+#define IDEM_KEY_PREFIX "idem1-"
+#define IDEM_KEY_LEN (6 + IDEM_DIGEST_HEX) /* "idem1-" + 32 hex digits */
+
+/*
+** XXH3-128 of (zPrefix[0..nPrefix) || canonical(zArgs[0..nArgs))) as
+** canonical (big-endian) lowercase hex into zHex (33 bytes). The prefix
+** is hashed as given (the caller frames it); the canonical form is
+** streamed into the hash state and never held whole. Returns an
+** IDEM_JCS_* code; pErr is filled for IDEM_JCS_INVALID.
+*/
+int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs,
+                size_t nArgs, const IdemMem *pMem, char *zHex,
+                IdemJcsError *pErr);
+
+/* ------------------------------------------------------------------ */
+/* SQL layer (files that include sqlite3ext.h first)                   */
+/* ------------------------------------------------------------------ */
+#if defined(SQLITE3EXT_H)
+
+/* idem_sqlite_mem: IdemMem over sqlite3_malloc64/realloc64/free. */
+extern const IdemMem idem_sqlite_mem;
+
+/* keyfuncs.c: the pure SQL functions and helpers the ledger reuses. */
+void idem_version_func(sqlite3_context *, int, sqlite3_value **);
+void idem_valid_key_func(sqlite3_context *, int, sqlite3_value **);
+void idem_check_key_func(sqlite3_context *, int, sqlite3_value **);
+void idem_canonical_func(sqlite3_context *, int, sqlite3_value **);
+void idem_fingerprint_func(sqlite3_context *, int, sqlite3_value **);
+void idem_key_func(sqlite3_context *, int, sqlite3_value **);
+
+/*
+** Check value v against the key grammar. Returns 0 when valid; otherwise
+** returns the SQLite error code (SQLITE_CONSTRAINT) and sets *pzErr to a
+** message "<zFunc>: <zLabel> ..." from sqlite3_mprintf (NULL on OOM, in
+** which case the code is SQLITE_NOMEM).
+*/
+int idem_key_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char **pzErr);
+
+/*
+** Canonicalise the TEXT value v into *pBuf (pBuf->pMem must be set), or
+** hash it (zHexOut non-NULL: digest of zPrefix||canonical into zHexOut,
+** nothing kept). Returns SQLITE_OK, or an error code with *pzErr set to
+** "<zFunc>: <zLabel> ..." (sqlite3_mprintf; NULL with SQLITE_NOMEM).
+*/
+int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v,
+                         IdemBuf *pBuf, const char *zPrefix, size_t nPrefix,
+                         char *zHexOut, char **pzErr);
+
+/* Report rc/zErr on ctx and free zErr. */
+void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
+
+#endif /* SQLITE3EXT_H */
+
+#endif /* IDEM_INTERNAL_H */

@@ -1,0 +1,54 @@
+/*
+** idempotency.c: entry point of sqlite-idempotency.
+**
+** The only file with SQLITE_EXTENSION_INIT1 and sqlite3_idempotency_init.
+** It checks the SQLite version, then registers every SQL function from one
+** static table and the "idempotency" virtual-table module, stopping at the
+** first failure with a message naming the object that failed.
+*/
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT1
+
+#include "idem_internal.h"
+#include "idempotency.h"
+
+/* Pure functions read only their arguments: deterministic and innocuous,
+** so they are allowed in CHECK, index and generated-column expressions and
+** in schemas under trusted_schema=OFF. */
+#define IDEM_PURE (SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
+
+static const struct {
+  const char *zName;
+  int nArg;
+  int flags;
+  void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
+} aFunc[] = {
+    {"idem_version", 0, IDEM_PURE, idem_version_func},
+    {"idem_valid_key", 1, IDEM_PURE, idem_valid_key_func},
+    {"idem_check_key", 2, IDEM_PURE, idem_check_key_func},
+    {"idem_canonical", 1, IDEM_PURE, idem_canonical_func},
+    {"idem_fingerprint", 1, IDEM_PURE, idem_fingerprint_func},
+    {"idem_key", 4, IDEM_PURE, idem_key_func},
+};
+
+int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+  size_t i;
+  int rc = SQLITE_OK;
+  SQLITE_EXTENSION_INIT2(pApi);
+  if (sqlite3_libversion_number() < IDEM_MIN_SQLITE_VERSION_NUMBER) {
+    if (pzErrMsg) {
+      *pzErrMsg = sqlite3_mprintf("idempotency: SQLite %s is too old; 3.31.0 or newer is needed",
+                                  sqlite3_libversion());
+    }
+    return SQLITE_ERROR;
+  }
+  for (i = 0; rc == SQLITE_OK && i < sizeof(aFunc) / sizeof(aFunc[0]); i++) {
+    rc = sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, aFunc[i].flags, 0,
+                                 aFunc[i].xFunc, 0, 0);
+    if (rc != SQLITE_OK && pzErrMsg) {
+      *pzErrMsg = sqlite3_mprintf("idempotency: cannot register function %s: %s",
+                                  aFunc[i].zName, sqlite3_errstr(rc));
+    }
+  }
+  return rc;
+}

@@ -1,0 +1,2 @@
+.PHONY: test-programs
+test-programs:
