@@ -28,7 +28,7 @@ OPT ?= -O2
 WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS ?= $(OPT) -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -Iext $(EXTRA_CFLAGS)
-LDLIBS_EXT := -lm $(EXTRA_LDFLAGS)
+LDLIBS_EXT := -lcjson -lm $(EXTRA_LDFLAGS)
 
 EXT_SRC := $(wildcard ext/*.c)
 PURE_SRC := ext/canonical.c ext/grammar.c
@@ -45,7 +45,7 @@ DEPS_PKGS := libsqlite3-dev sqlite3 libxxhash-dev libcjson-dev xxhash
 deps:
 	@sh tests/deps.sh $(DEPS_PKGS)
 
-$(EXT): $(EXT_SRC) $(EXT_HDR) | $(BUILD)
+$(EXT): $(EXT_SRC) $(EXT_HDR) Makefile | $(BUILD)
 	$(CC) $(ALL_CFLAGS) $(SOFLAGS) -o $@ $(EXT_SRC) $(LDLIBS_EXT)
 
 $(BUILD):

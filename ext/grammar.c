@@ -87,3 +87,15 @@ int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs, size_t n
   }
   return rc;
 }
+
+void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n,
+                       char *zHex) {
+  XXH3_state_t state;
+  XXH128_canonical_t canon;
+  XXH3_INITSTATE(&state);
+  XXH3_128bits_reset(&state);
+  XXH3_128bits_update(&state, zPrefix, nPrefix);
+  XXH3_128bits_update(&state, z, n);
+  XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(&state));
+  idem_hex(canon.digest, sizeof(canon.digest), zHex);
+}

@@ -117,6 +117,10 @@ int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs,
                 size_t nArgs, const IdemMem *pMem, char *zHex,
                 IdemJcsError *pErr);
 
+/* XXH3-128 of zPrefix||z as canonical lowercase hex into zHex (33 bytes). */
+void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n,
+                       char *zHex);
+
 /* ------------------------------------------------------------------ */
 /* SQL layer (files that include sqlite3ext.h first)                   */
 /* ------------------------------------------------------------------ */
@@ -153,6 +157,29 @@ int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v
 
 /* Report rc/zErr on ctx and free zErr. */
 void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
+
+/* ledger.c: the "idempotency" module and the claim/settle functions. */
+typedef struct IdemLedger IdemLedger;
+struct IdemLedger {
+  sqlite3_vtab base;
+  sqlite3 *db;
+  void *pConn;            /* the connection's registry (IdemConn) */
+  char *zDb, *zName;      /* one allocation: zName follows zDb */
+  int nRef;               /* 1 while connected, +1 per cached reference */
+  int bDead;              /* disconnected; statements finalized */
+  IdemLedger *pNext;      /* registry list */
+  sqlite3_int64 aOpt[4];  /* lease_seconds, max_attempts, max_args_bytes, single_tenant */
+  sqlite3_stmt *aStmt[16];
+  int bChecked, iSchemaVersion, iTempSchemaVersion;
+  char *zForeign;         /* why operations are refused, or NULL */
+  char *zLastClaim;       /* idem_last_claim() */
+};
+
+/* A JSON string literal for UTF-8 text z (sqlite3_malloc; NULL on OOM). */
+char *idem_json_string(const char *z);
+
+/* Register the module and the ledger functions on db. */
+int idem_register_ledger(sqlite3 *db, char **pzErr);
 
 #endif /* SQLITE3EXT_H */
 

@@ -50,5 +50,6 @@ int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rou
                                   aFunc[i].zName, sqlite3_errstr(rc));
     }
   }
+  if (rc == SQLITE_OK) rc = idem_register_ledger(db, pzErrMsg);
   return rc;
 }
