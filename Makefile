@@ -56,8 +56,8 @@ $(BUILD):
 test: all test-programs
 	@bash tests/run.sh
 
-demo: all
-	@bash tests/demo.sh
+demo:
+	@$(MAKE) -s all >/dev/null && bash tests/demo.sh
 
 sanitize:
 	$(MAKE) BUILD=build/asan OPT=-O1 \

@@ -64,7 +64,9 @@ static int buf_reserve(IdemBuf *b, size_t extra) {
 
 int idem_buf_sink(void *pBuf, const char *p, size_t n) {
   IdemBuf *b = (IdemBuf *)pBuf;
-  int rc = buf_reserve(b, n);
+  int rc;
+  if (n == 0) return IDEM_JCS_OK; /* b->z may still be NULL: no NULL+0 */
+  rc = buf_reserve(b, n);
   if (rc) return rc;
   memcpy(b->z + b->n, p, n);
   b->n += n;
@@ -747,7 +749,10 @@ static int close_container(Parser *p, uint32_t iNode, uint32_t base, int isObj) 
   uint32_t cnt = p->nStk - base;
   int rc = grow_u32(p, &p->aKid, &p->nKidAlloc, p->nKid + cnt * (isObj ? 2 : 1));
   if (rc) return rc;
-  memcpy(p->aKid + p->nKid, p->aStk + base, (size_t)cnt * sizeof(uint32_t));
+  if (cnt > 0) {
+    /* skipped when empty: aKid and aStk may still be NULL (no NULL+0) */
+    memcpy(p->aKid + p->nKid, p->aStk + base, (size_t)cnt * sizeof(uint32_t));
+  }
   if (isObj && cnt > 1) {
     uint32_t *a = p->aKid + p->nKid, k;
     sort_members(p, a, a + cnt, cnt);

@@ -178,8 +178,28 @@ struct IdemLedger {
 /* A JSON string literal for UTF-8 text z (sqlite3_malloc; NULL on OOM). */
 char *idem_json_string(const char *z);
 
-/* Register the module and the ledger functions on db. */
+/* Register the module, the ledger functions and the guard functions. */
 int idem_register_ledger(sqlite3 *db, char **pzErr);
+
+/*
+** Resolve function argument iArg (a ledger name) like an unqualified table
+** name: temp, main, then attached schemas; it must be a table USING
+** idempotency. Cached per statement. On failure the error is reported on
+** ctx (messages start with zFunc) and NULL is returned.
+*/
+IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                const char *zFunc);
+
+/* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
+** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
+int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
+                           sqlite3_value *pToken, char **pzWhy);
+
+/* guard.c */
+char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zTable,
+                     const char *zKeyCol, const char *zTenCol, const char *zTokCol);
+int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew);
+int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
 
 #endif /* SQLITE3EXT_H */
 

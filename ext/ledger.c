@@ -90,6 +90,7 @@ enum {
   ST_TEMP_SCHEMA_VERSION,
   ST_GUARDS,
   ST_COUNT_LIVE,
+  ST_GET_KEY,
   N_STMT
 };
 
@@ -163,6 +164,10 @@ static const char *const azStmtSql[N_STMT] = {
     /* ST_COUNT_LIVE */
     "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\"),"
     " (SELECT count(*) FROM \"%w\".\"%w_rows\" WHERE status IN ('claimed','unknown'))",
+    /* ST_GET_KEY (single_tenant ledgers: a key is unique across the ledger) */
+    "SELECT id,conversation,tool,args,effect,status,result,error,attempt,token,"
+    "lease_until,members,marks,tenant,\"key\",updated_at FROM \"%w\".\"%w_rows\""
+    " WHERE \"key\"=?1",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -251,14 +256,13 @@ static int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName,
       "marks CHECK(marks IS NULL OR typeof(marks)='text'),"
       "members CHECK(members IS NULL OR typeof(members)='text'),"
       "UNIQUE(tenant,\"key\"));"
-      "%s"
       "CREATE TABLE \"%w\".\"%w_meta\"(k TEXT PRIMARY KEY NOT NULL, v NOT NULL) WITHOUT ROWID;"
       "INSERT INTO \"%w\".\"%w_meta\"(k,v) VALUES('format',%d),('lease_seconds',%lld),"
       "('max_attempts',%lld),('max_args_bytes',%lld),('single_tenant',%lld);"
       "CREATE TABLE \"%w\".\"%w_guards\"(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL UNIQUE,"
       " key_column TEXT NOT NULL, tenant_column TEXT, token_column TEXT);",
       zDb, zName,
-      aVal[OPT_SINGLE] ? "" : "", zDb, zName, zDb, zName, LEDGER_FORMAT, aVal[OPT_LEASE],
+      zDb, zName, zDb, zName, LEDGER_FORMAT, aVal[OPT_LEASE],
       aVal[OPT_ATTEMPTS], aVal[OPT_ARGS_BYTES], aVal[OPT_SINGLE], zDb, zName);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
@@ -1014,7 +1018,7 @@ static IdemLedger *registry_find(IdemConn *pConn, const char *zDb, const char *z
 ** Cached per statement through auxdata. On failure reports the error on
 ** ctx and returns NULL.
 */
-static IdemLedger *ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                   const char *zFunc) {
   IdemConn *pConn = (IdemConn *)sqlite3_user_data(ctx);
   sqlite3 *db = sqlite3_context_db_handle(ctx);
@@ -1124,7 +1128,7 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   memset(&d, 0, sizeof(d));
   memset(&q, 0, sizeof(q));
   q.args.pMem = &idem_sqlite_mem;
-  p = ledger_resolve(ctx, 0, argv[0], zFunc);
+  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
   rc = req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
                  argc > 6 ? argv[6] : 0, &q, &zErr);
@@ -1350,7 +1354,7 @@ static void idem_settle_func(sqlite3_context *ctx, int argc, sqlite3_value **arg
   int rc;
   Row r;
   (void)argc;
-  p = ledger_resolve(ctx, 0, argv[0], zFunc);
+  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
   zToken = (const char *)sqlite3_value_text(argv[1]);
   if (sqlite3_value_type(argv[1]) != SQLITE_TEXT || zToken == 0 || strlen(zToken) != 32 ||
@@ -1407,7 +1411,7 @@ static void idem_resolve_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   int rc;
   Row r;
   (void)argc;
-  p = ledger_resolve(ctx, 0, argv[0], zFunc);
+  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
   rc = idem_key_error(zFunc, "tenant", argv[1], &zErr);
   if (rc == SQLITE_OK) rc = idem_key_error(zFunc, "key", argv[2], &zErr);
@@ -1448,6 +1452,54 @@ done:
   sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
 }
 
+/*
+** For guard.c: does (tenant, key) hold a live claimed claim of ledger p
+** (with token pToken when not NULL)? SQLITE_OK with *pzWhy NULL when it
+** does; SQLITE_OK with *pzWhy saying why not (sqlite3_malloc) otherwise.
+*/
+int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
+                           sqlite3_value *pToken, char **pzWhy) {
+  sqlite3_stmt *pGet = 0;
+  int rc;
+  Row r;
+  *pzWhy = 0;
+  if (p->aOpt[OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL) {
+    rc = ledger_stmt(p, ST_GET_KEY, &pGet);
+    if (rc) return rc;
+    sqlite3_bind_value(pGet, 1, pKey);
+  } else {
+    rc = ledger_stmt(p, ST_GET, &pGet);
+    if (rc) return rc;
+    sqlite3_bind_value(pGet, 1, pTenant);
+    sqlite3_bind_value(pGet, 2, pKey);
+  }
+  rc = sqlite3_step(pGet);
+  if (rc == SQLITE_DONE) {
+    *pzWhy = sqlite3_mprintf("there is no claim for it");
+    rc = *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
+  } else if (rc == SQLITE_ROW) {
+    row_read(pGet, &r);
+    rc = SQLITE_OK;
+    if (strcmp(r.zStatus, "claimed") != 0) {
+      *pzWhy = sqlite3_mprintf("it is %s", r.zStatus);
+    } else if (ledger_now(p) >= r.leaseUntil) {
+      *pzWhy = sqlite3_mprintf("its claim's lease has expired");
+    } else if (pToken && (sqlite3_value_type(pToken) != SQLITE_TEXT ||
+                          strcmp((const char *)sqlite3_value_text(pToken), r.zToken) != 0)) {
+      *pzWhy = sqlite3_mprintf("the row's token is not the live claim's token (a stale holder?)");
+    } else {
+      goto done;
+    }
+    if (*pzWhy == 0) rc = SQLITE_NOMEM;
+  } else {
+    rc = sqlite3_reset(pGet);
+  }
+done:
+  sqlite3_reset(pGet);
+  sqlite3_clear_bindings(pGet);
+  return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* idem_purge and idem_last_claim                                      */
 /* ------------------------------------------------------------------ */
@@ -1460,7 +1512,7 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   sqlite3_int64 n;
   int rc;
   (void)argc;
-  p = ledger_resolve(ctx, 0, argv[0], zFunc);
+  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
   n = sqlite3_value_int64(argv[1]);
   if (sqlite3_value_type(argv[1]) != SQLITE_INTEGER || n < 0 || n > 315360000000LL) {
@@ -1488,7 +1540,7 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
 static void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   IdemLedger *p;
   (void)argc;
-  p = ledger_resolve(ctx, 0, argv[0], "idem_last_claim");
+  p = idem_ledger_resolve(ctx, 0, argv[0], "idem_last_claim");
   if (p == 0) return;
   if (p->zLastClaim) sqlite3_result_text(ctx, p->zLastClaim, -1, SQLITE_TRANSIENT);
   else sqlite3_result_null(ctx);
@@ -1731,6 +1783,7 @@ static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
   rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
   sqlite3_free(zSql);
   if (rc == SQLITE_OK) rc = ledger_rename_triggers(p->db, p->zDb, p->zName, zNew);
+  if (rc == SQLITE_OK) rc = idem_guard_rename(p->db, p->zDb, p->zName, zNew);
   if (rc == SQLITE_OK && p->aOpt[OPT_SINGLE]) {
     zSql = sqlite3_mprintf("DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";"
                            "CREATE UNIQUE INDEX \"%w\".\"%w_rows_key\" ON \"%w_rows\"(\"key\");",
@@ -2034,18 +2087,22 @@ int idem_register_ledger(sqlite3 *db, char **pzErr) {
   /* the module owns pConn and frees it when the connection closes */
   rc = sqlite3_create_module_v2(db, "idempotency", &ledgerModule, pConn, conn_free);
   if (rc != SQLITE_OK) {
-    *pzErr = sqlite3_mprintf("idempotency: cannot register module idempotency: %s",
-                             sqlite3_errstr(rc));
+    if (pzErr) {
+      *pzErr = sqlite3_mprintf("idempotency: cannot register module idempotency: %s",
+                               sqlite3_errstr(rc));
+    }
     return rc;
   }
   for (i = 0; i < sizeof(aFn) / sizeof(aFn[0]); i++) {
     rc = sqlite3_create_function(db, aFn[i].zName, aFn[i].nArg, IDEM_WRITES, pConn,
                                  aFn[i].xFunc, 0, 0);
     if (rc != SQLITE_OK) {
-      *pzErr = sqlite3_mprintf("idempotency: cannot register function %s/%d: %s",
-                               aFn[i].zName, aFn[i].nArg, sqlite3_errstr(rc));
+      if (pzErr) {
+        *pzErr = sqlite3_mprintf("idempotency: cannot register function %s/%d: %s",
+                                 aFn[i].zName, aFn[i].nArg, sqlite3_errstr(rc));
+      }
       return rc;
     }
   }
-  return SQLITE_OK;
+  return idem_register_guard(db, pConn, pzErr);
 }

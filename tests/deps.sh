@@ -8,10 +8,10 @@ for p in "$@"; do
 done
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "installing:$missing"
+  echo "installing:$missing" >&2
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing) >/dev/null || {
-    echo "could not install:$missing"; exit 1; }
+    echo "could not install:$missing" >&2; exit 1; }
 else
-  echo "missing system packages; run: sudo apt-get install -y$missing"
+  echo "missing system packages; run: sudo apt-get install -y$missing" >&2
   exit 1
 fi

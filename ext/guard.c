@@ -1,0 +1,398 @@
+/*
+** guard.c: claim-before-act for local writes.
+**
+**   idem_guard(ledger, table, key_column, tenant_column [, token_column])
+**   idem_unguard(ledger, table)
+**   idem_guard_check(ledger, table, tenant, key [, token])   -- called by the triggers
+**
+** A guard is two triggers on a rowid table in the ledger's schema:
+**
+**   "<table>_idem_<ledger>_insert"  BEFORE INSERT: the new row's (tenant,
+**       key) must hold a live claimed claim of the ledger (and, with a token
+**       column, carry that claim's token), else idem_guard_check raises
+**       SQLITE_CONSTRAINT naming the table and the key. The function is
+**       DETERMINISTIC|INNOCUOUS, so the trigger runs under trusted_schema=OFF
+**       and in defensive mode, and fails closed ("no such function") when the
+**       extension is not loaded. A function error is not a constraint
+**       conflict, so OR IGNORE / OR REPLACE cannot turn it into a skip.
+**   "<table>_idem_<ledger>_update"  BEFORE UPDATE: the key, tenant and token
+**       columns cannot change.
+**
+** The guard is recorded in <ledger>_guards. guard_sql() builds the trigger
+** text and guard_install() runs it, so tests can read what is installed.
+** Rows already in the table when the guard is installed are left alone.
+*/
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT3
+
+#include "idem_internal.h"
+
+#include <string.h>
+
+/*
+** The SQL that creates the guard triggers (two statements, each ending in
+** ';'), without a schema name in the trigger names' stored form: the
+** caller prefixes the schema when running it. Identifiers are quoted with
+** %w, literals with %Q. zTenCol and zTokCol may be NULL.
+*/
+char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zTable,
+                     const char *zKeyCol, const char *zTenCol, const char *zTokCol) {
+  char *zTen = zTenCol ? sqlite3_mprintf("NEW.\"%w\"", zTenCol) : sqlite3_mprintf("NULL");
+  char *zTok = zTokCol ? sqlite3_mprintf(", NEW.\"%w\"", zTokCol) : sqlite3_mprintf("%s", "");
+  char *zSql = 0;
+  if (zTen && zTok) {
+    sqlite3_str *s = sqlite3_str_new(0);
+    sqlite3_str_appendf(s,
+                        "CREATE TRIGGER \"%w\".\"%w_idem_%w_insert\" BEFORE INSERT ON \"%w\""
+                        " BEGIN SELECT idem_guard_check(%Q, %Q, %s, NEW.\"%w\"%s); END;",
+                        zDb, zTable, zLedger, zTable, zLedger, zTable, zTen, zKeyCol, zTok);
+    sqlite3_str_appendf(s,
+                        "CREATE TRIGGER \"%w\".\"%w_idem_%w_update\" BEFORE UPDATE ON \"%w\""
+                        " WHEN NEW.\"%w\" IS NOT OLD.\"%w\"",
+                        zDb, zTable, zLedger, zTable, zKeyCol, zKeyCol);
+    if (zTenCol) sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\"", zTenCol, zTenCol);
+    if (zTokCol) sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\"", zTokCol, zTokCol);
+    sqlite3_str_appendf(s,
+                        " BEGIN SELECT RAISE(ABORT, 'idem_guard: the key, tenant and token "
+                        "columns of a guarded table cannot be updated'); END;");
+    zSql = sqlite3_str_finish(s);
+  }
+  sqlite3_free(zTen);
+  sqlite3_free(zTok);
+  return zSql;
+}
+
+/* Drop the guard triggers of zTable for ledger zLedger (if present). */
+static int guard_drop_triggers(sqlite3 *db, const char *zDb, const char *zLedger,
+                               const char *zTable) {
+  char *zSql = sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_insert\";"
+                               "DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_update\";",
+                               zDb, zTable, zLedger, zDb, zTable, zLedger);
+  int rc;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_exec(db, zSql, 0, 0, 0);
+  sqlite3_free(zSql);
+  return rc;
+}
+
+/* Run the SQL idem_guard_sql() built. */
+static int guard_install(sqlite3 *db, const char *zSql, char **pzErr) {
+  return sqlite3_exec(db, zSql, 0, 0, pzErr);
+}
+
+/*
+** After ALTER TABLE ... RENAME of a ledger: recreate every guard's
+** triggers so that they name the ledger by its new name.
+*/
+int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew) {
+  sqlite3_stmt *pS = 0;
+  char *zSql = sqlite3_mprintf(
+      "SELECT tbl, key_column, tenant_column, token_column FROM \"%w\".\"%w_guards\"", zDb,
+      zNew);
+  int rc;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
+    const char *zTbl = (const char *)sqlite3_column_text(pS, 0);
+    char *zG;
+    rc = guard_drop_triggers(db, zDb, zOld, zTbl);
+    if (rc) break;
+    zG = idem_guard_sql(zDb, zNew, zTbl, (const char *)sqlite3_column_text(pS, 1),
+                        (const char *)sqlite3_column_text(pS, 2),
+                        (const char *)sqlite3_column_text(pS, 3));
+    if (zG == 0) {
+      rc = SQLITE_NOMEM;
+      break;
+    }
+    rc = guard_install(db, zG, 0);
+    sqlite3_free(zG);
+    if (rc) break;
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  sqlite3_finalize(pS);
+  return rc;
+}
+
+/* Does column zCol exist in zDb.zTable? */
+static int column_exists(sqlite3 *db, const char *zDb, const char *zTable, const char *zCol) {
+  return sqlite3_table_column_metadata(db, zDb, zTable, zCol, 0, 0, 0, 0, 0) == SQLITE_OK;
+}
+
+static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const char *zFunc = "idem_guard";
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  IdemLedger *p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
+  const char *zTable, *zKeyCol, *zTenCol = 0, *zTokCol = 0;
+  const char *azName[4] = {"table", "key_column", "tenant_column", "token_column"};
+  char *zErr = 0, *zSql = 0;
+  sqlite3_stmt *pS = 0;
+  int rc = SQLITE_OK, i, bSave = 0;
+
+  if (p == 0) return;
+  for (i = 1; i < argc; i++) {
+    int t = sqlite3_value_type(argv[i]);
+    if (t == SQLITE_NULL && (i == 3 || i == 4)) continue;
+    if (t != SQLITE_TEXT || sqlite3_value_bytes(argv[i]) == 0) {
+      zErr = sqlite3_mprintf("%s: %s must be a non-empty TEXT name", zFunc, azName[i - 1]);
+      rc = SQLITE_MISUSE;
+      goto done;
+    }
+  }
+  zTable = (const char *)sqlite3_value_text(argv[1]);
+  zKeyCol = (const char *)sqlite3_value_text(argv[2]);
+  if (sqlite3_value_type(argv[3]) == SQLITE_TEXT) zTenCol = (const char *)sqlite3_value_text(argv[3]);
+  if (argc > 4 && sqlite3_value_type(argv[4]) == SQLITE_TEXT) {
+    zTokCol = (const char *)sqlite3_value_text(argv[4]);
+  }
+  if (zTable == 0 || zKeyCol == 0) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  if (zTenCol == 0 && !p->aOpt[3]) {
+    zErr = sqlite3_mprintf("%s: tenant_column is NULL, but ledger %s was not created with "
+                           "single_tenant=1",
+                           zFunc, p->zName);
+    rc = SQLITE_MISUSE;
+    goto done;
+  }
+  /* a rowid table of the ledger's schema, not a view, virtual or shadow table */
+  zSql = sqlite3_mprintf("SELECT type, sql FROM \"%w\".sqlite_schema WHERE name=%Q COLLATE "
+                         "NOCASE AND type IN ('table','view')",
+                         p->zDb, zTable);
+  if (zSql == 0) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
+  if (rc) goto done;
+  rc = sqlite3_step(pS);
+  if (rc != SQLITE_ROW) {
+    rc = rc == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+    if (rc == SQLITE_OK) {
+      zErr = sqlite3_mprintf("%s: no table \"%s\" in schema %s, the schema of ledger %s", zFunc,
+                             zTable, p->zDb, p->zName);
+      rc = SQLITE_ERROR;
+    }
+    goto done;
+  }
+  {
+    const char *zType = (const char *)sqlite3_column_text(pS, 0);
+    const char *zTSql = (const char *)sqlite3_column_text(pS, 1);
+    size_t nL = strlen(p->zName);
+    int bShadow = sqlite3_strnicmp(zTable, p->zName, (int)nL) == 0 && zTable[nL] == '_';
+    int bVirtual = zTSql && sqlite3_strnicmp(zTSql, "CREATE VIRTUAL", 14) == 0;
+    int bNoRowid = 0;
+    if (zTSql) {
+      /* WITHOUT ROWID appears only at the end of a CREATE TABLE statement */
+      const char *z = strstr(zTSql, ")");
+      while (z) {
+        const char *zNext = strstr(z + 1, ")");
+        if (zNext == 0) break;
+        z = zNext;
+      }
+      if (z && sqlite3_strlike("%without%rowid%", z, 0) == 0) bNoRowid = 1;
+    }
+    if (zType == 0 || strcmp(zType, "table") != 0 || bShadow || bVirtual || bNoRowid) {
+      zErr = sqlite3_mprintf("%s: \"%s\" is not a rowid table that can be guarded (%s)", zFunc,
+                             zTable,
+                             zType && strcmp(zType, "view") == 0 ? "a view"
+                             : bShadow                           ? "a shadow table of the ledger"
+                             : bVirtual                          ? "a virtual table"
+                                                                 : "a WITHOUT ROWID table");
+      rc = SQLITE_MISUSE;
+      goto done;
+    }
+  }
+  sqlite3_finalize(pS);
+  pS = 0;
+  for (i = 2; i < argc; i++) {
+    const char *zCol = (const char *)sqlite3_value_text(argv[i]);
+    if (zCol && !column_exists(db, p->zDb, zTable, zCol)) {
+      zErr = sqlite3_mprintf("%s: table \"%s\" has no column \"%s\" (%s)", zFunc, zTable, zCol,
+                             azName[i - 1]);
+      rc = SQLITE_ERROR;
+      goto done;
+    }
+  }
+  sqlite3_free(zSql);
+  zSql = idem_guard_sql(p->zDb, p->zName, zTable, zKeyCol, zTenCol, zTokCol);
+  if (zSql == 0) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  rc = sqlite3_exec(db, "SAVEPOINT idem_guard", 0, 0, 0);
+  if (rc) goto done;
+  bSave = 1;
+  {
+    char *zIns = sqlite3_mprintf("INSERT INTO \"%w\".\"%w_guards\"(tbl,key_column,"
+                                 "tenant_column,token_column) VALUES(%Q,%Q,%Q,%Q)",
+                                 p->zDb, p->zName, zTable, zKeyCol, zTenCol, zTokCol);
+    if (zIns == 0) {
+      rc = SQLITE_NOMEM;
+      goto done;
+    }
+    rc = sqlite3_exec(db, zIns, 0, 0, 0);
+    sqlite3_free(zIns);
+    if (rc == SQLITE_CONSTRAINT) {
+      zErr = sqlite3_mprintf("%s: table \"%s\" is already guarded by ledger %s", zFunc, zTable,
+                             p->zName);
+      goto done;
+    }
+    if (rc) goto done;
+  }
+  rc = guard_install(db, zSql, 0);
+  if (rc) goto done;
+  rc = sqlite3_exec(db, "RELEASE idem_guard", 0, 0, 0);
+  if (rc == SQLITE_OK) bSave = 0;
+
+done:
+  sqlite3_finalize(pS);
+  sqlite3_free(zSql);
+  if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
+    zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db));
+  }
+  if (bSave) {
+    sqlite3_exec(db, "ROLLBACK TO idem_guard", 0, 0, 0);
+    sqlite3_exec(db, "RELEASE idem_guard", 0, 0, 0);
+  }
+  if (rc) {
+    idem_result_error(ctx, rc == SQLITE_MISUSE ? SQLITE_ERROR : rc, zErr);
+    return;
+  }
+  sqlite3_result_int(ctx, 1);
+}
+
+static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const char *zFunc = "idem_unguard";
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  IdemLedger *p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
+  const char *zTable;
+  char *zErr = 0, *zSql;
+  int rc, bSave = 0;
+  (void)argc;
+  if (p == 0) return;
+  zTable = (const char *)sqlite3_value_text(argv[1]);
+  if (sqlite3_value_type(argv[1]) != SQLITE_TEXT || zTable == 0) {
+    zErr = sqlite3_mprintf("%s: table must be TEXT", zFunc);
+    idem_result_error(ctx, SQLITE_ERROR, zErr);
+    return;
+  }
+  rc = sqlite3_exec(db, "SAVEPOINT idem_unguard", 0, 0, 0);
+  if (rc) goto done;
+  bSave = 1;
+  zSql = sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE tbl=%Q COLLATE NOCASE",
+                         p->zDb, p->zName, zTable);
+  if (zSql == 0) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  rc = sqlite3_exec(db, zSql, 0, 0, 0);
+  sqlite3_free(zSql);
+  if (rc) goto done;
+  if (sqlite3_changes(db) != 1) {
+    zErr = sqlite3_mprintf("%s: table \"%s\" is not guarded by ledger %s", zFunc, zTable,
+                           p->zName);
+    rc = SQLITE_ERROR;
+    goto done;
+  }
+  rc = guard_drop_triggers(db, p->zDb, p->zName, zTable);
+  if (rc) goto done;
+  rc = sqlite3_exec(db, "RELEASE idem_unguard", 0, 0, 0);
+  if (rc == SQLITE_OK) bSave = 0;
+done:
+  if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
+    zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db));
+  }
+  if (bSave) {
+    sqlite3_exec(db, "ROLLBACK TO idem_unguard", 0, 0, 0);
+    sqlite3_exec(db, "RELEASE idem_unguard", 0, 0, 0);
+  }
+  if (rc) {
+    idem_result_error(ctx, rc, zErr);
+    return;
+  }
+  sqlite3_result_int(ctx, 1);
+}
+
+/*
+** idem_guard_check(ledger, table, tenant, key [, token]): 1 when (tenant,
+** key) holds a live claimed claim of the ledger (with that token, when
+** given); otherwise SQLITE_CONSTRAINT naming the table and the key. Reads
+** only; called by the guard's insert trigger.
+*/
+static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const char *zFunc = "idem_guard";
+  IdemLedger *p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
+  const char *zTable = (const char *)sqlite3_value_text(argv[1]);
+  char *zErr = 0, *zWhy = 0;
+  int rc;
+  if (p == 0) return;
+  if (zTable == 0) zTable = "?";
+  if (p->aOpt[3] == 0 && sqlite3_value_type(argv[2]) != SQLITE_TEXT) {
+    zErr = sqlite3_mprintf("%s: insert into \"%s\" needs a tenant; got %s", zFunc, zTable,
+                           sqlite3_value_type(argv[2]) == SQLITE_NULL ? "NULL" : "a non-text value");
+    idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
+    return;
+  }
+  if (sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
+    zErr = sqlite3_mprintf("%s: insert into \"%s\" needs a key; got %s", zFunc, zTable,
+                           sqlite3_value_type(argv[3]) == SQLITE_NULL ? "NULL" : "a non-text value");
+    idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
+    return;
+  }
+  rc = idem_ledger_live_claim(p, argv[2], argv[3], argc > 4 ? argv[4] : 0, &zWhy);
+  if (rc == SQLITE_OK && zWhy == 0) {
+    sqlite3_result_int(ctx, 1);
+    return;
+  }
+  if (rc == SQLITE_OK) {
+    char *zK = idem_json_string((const char *)sqlite3_value_text(argv[3]));
+    zErr = zK ? sqlite3_mprintf("%s: insert into \"%s\" refused: key %s needs a live claim of "
+                                "ledger %s; %s",
+                                zFunc, zTable, zK, p->zName, zWhy)
+              : 0;
+    sqlite3_free(zK);
+    rc = zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+  }
+  sqlite3_free(zWhy);
+  if (zErr == 0 && rc != SQLITE_NOMEM) {
+    zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(sqlite3_context_db_handle(ctx)));
+  }
+  idem_result_error(ctx, rc, zErr);
+}
+
+int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
+  static const struct {
+    const char *zName;
+    int nArg, flags;
+    void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
+  } aFn[] = {
+      /* they write the schema: DIRECTONLY, so a planted view or trigger
+      ** cannot install or remove a guard */
+      {"idem_guard", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
+      {"idem_guard", 5, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
+      {"idem_unguard", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_unguard_func},
+      /* it only reads, and must run inside the guard's trigger, also
+      ** under trusted_schema=OFF: innocuous */
+      {"idem_guard_check", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+       idem_guard_check_func},
+      {"idem_guard_check", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+       idem_guard_check_func},
+  };
+  size_t i;
+  int rc;
+  for (i = 0; i < sizeof(aFn) / sizeof(aFn[0]); i++) {
+    rc = sqlite3_create_function(db, aFn[i].zName, aFn[i].nArg, aFn[i].flags, pConn,
+                                 aFn[i].xFunc, 0, 0);
+    if (rc != SQLITE_OK) {
+      if (pzErr) {
+        *pzErr = sqlite3_mprintf("idempotency: cannot register function %s/%d: %s",
+                                 aFn[i].zName, aFn[i].nArg, sqlite3_errstr(rc));
+      }
+      return rc;
+    }
+  }
+  return SQLITE_OK;
+}
