@@ -91,6 +91,7 @@ enum {
   ST_GUARDS,
   ST_COUNT_LIVE,
   ST_GET_KEY,
+  ST_SYNCHRONOUS,
   N_STMT
 };
 
@@ -168,6 +169,8 @@ static const char *const azStmtSql[N_STMT] = {
     "SELECT id,conversation,tool,args,effect,status,result,error,attempt,token,"
     "lease_until,members,marks,tenant,\"key\",updated_at FROM \"%w\".\"%w_rows\""
     " WHERE \"key\"=?1",
+    /* ST_SYNCHRONOUS */
+    "PRAGMA \"%w\".synchronous",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -637,13 +640,10 @@ static const char *request_diff(const Row *r, const Req *q, int *pDiff) {
 static int ledger_durable(IdemLedger *p) {
   sqlite3_stmt *pS = 0;
   int durable = 0;
-  char *zSql = sqlite3_mprintf("PRAGMA \"%w\".synchronous", p->zDb);
-  if (zSql && sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) == SQLITE_OK &&
-      sqlite3_step(pS) == SQLITE_ROW) {
-    durable = sqlite3_column_int(pS, 0) >= 2;
+  if (ledger_stmt(p, ST_SYNCHRONOUS, &pS) == SQLITE_OK) {
+    if (sqlite3_step(pS) == SQLITE_ROW) durable = sqlite3_column_int(pS, 0) >= 2;
+    sqlite3_reset(pS);
   }
-  sqlite3_finalize(pS);
-  sqlite3_free(zSql);
   if (durable) {
     const char *zFile = sqlite3_db_filename(p->db, p->zDb);
     if (zFile == 0 || zFile[0] == 0) durable = 0; /* memory or temp database */
