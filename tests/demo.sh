@@ -187,8 +187,45 @@ if command -v xxhsum >/dev/null 2>&1; then
 fi
 
 # ---------------------------------------------------------------------------
-# 3. The ledger: claim / in_progress / replay / unknown.
-#    (to be added here, once the idempotency virtual table exists)
+# 3. The ledger: the claim is taken before the action and decides who runs.
 # ---------------------------------------------------------------------------
+
+# ledger SQL...: run statements with the extension loaded, one session.
+ledger() { "$SQLITE3" -bail -cmd ".load ${EXT%.so}" "$db" "$@"; }
+
+echo
+echo "The ledger (a virtual table) arbitrates before the action runs:"
+echo "  sqlite> CREATE VIRTUAL TABLE ledger USING idempotency(lease_seconds=300);"
+ledger "CREATE VIRTUAL TABLE ledger USING idempotency(lease_seconds=300)" \
+  "CREATE VIRTUAL TABLE quick USING idempotency(lease_seconds=0)"
+
+claim="SELECT idem_claim('ledger', 'tenant-a', 'conv-1', 'send_email', '$call1')"
+first=$(ledger "$claim")
+echo "  first arrival:   $(printf '%s' "$first" | cut -c1-120)..."
+d1=$(ledger "SELECT json_extract('$first', '\$.decision')")
+token=$(ledger "SELECT json_extract('$first', '\$.token')")
+second=$(ledger "$claim")
+d2=$(ledger "SELECT json_extract('$second', '\$.decision')")
+echo "  second arrival:  $second"
+echo "  (the first caller acts, sending the key as its Idempotency-Key; then it settles)"
+ledger "SELECT idem_settle('ledger', '$token', 'succeeded', '{\"message_id\":\"m-17\"}')" >/dev/null
+third=$(ledger "$claim")
+d3=$(ledger "SELECT json_extract('$third', '\$.decision') || '/' || json_extract('$third', '\$.idempotent')")
+echo "  third arrival:   $third"
+
+# An external call whose lease ran out without a settle: it may have reached
+# the target, so the ledger keeps the claim and never retries it.
+qclaim="SELECT idem_claim('quick', 'tenant-a', 'conv-1', 'charge_card', '{\"amount\":5}')"
+ledger "$qclaim" >/dev/null
+retry=$(ledger "$qclaim")
+d4=$(ledger "SELECT json_extract('$retry', '\$.decision')")
+echo "  timed-out charge, retried: $retry"
+
+echo
+echo "decisions: first=$d1 second=$d2 third=$d3 retry_after_timeout=$d4"
+if [ "$d1" != admitted ] || [ "$d2" != in_progress ] || [ "$d3" != replay/1 ] || [ "$d4" != unknown ]; then
+  echo "demo: the ledger did not decide admitted / in_progress / replay / unknown" >&2
+  status=1
+fi
 
 exit "$status"
