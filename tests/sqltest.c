@@ -1,0 +1,520 @@
+/*
+** sqltest.c: runs the SQL test files of sqlite-idempotency.
+**
+**   sqltest [--ext PATH] FILE.sql...     run each file, print one line per check
+**   sqltest [--ext PATH] --eval SQL      print the rows of SQL, tab-separated
+**
+** Each file gets a fresh connection: an in-memory database, or a temporary
+** file when its first line is "-- sqltest: file". The extension named by
+** --ext is loaded through the C API (entry point sqlite3_idempotency_init);
+** SQL load_extension() stays disabled. Three helpers are registered:
+**
+**   errmsg(sql)       runs sql on the same connection (sqlite3_exec) and
+**                     returns the error message, or NULL when it succeeded
+**   errcode(sql)      the same, returning the extended error code (0 on
+**                     success); both are neither deterministic nor innocuous
+**   sqltest_clock(ms) sets the test clock to ms (Unix milliseconds) and
+**                     returns it; sqltest_clock(NULL) returns to the real
+**                     clock. The clock is the xCurrentTimeInt64 of the
+**                     default VFS, which the runner replaces with a copy
+**                     of the real one that reads this clock: the ledger's
+**                     only time source, so leases expire without sleeping
+**   sqltest_risky(x)  returns x; DETERMINISTIC but not INNOCUOUS, so a schema
+**                     may use it in CHECK, index and generated-column
+**                     expressions, and under PRAGMA trusted_schema=OFF those
+**                     are refused: the control that shows a test of the
+**                     INNOCUOUS functions could fail
+**
+** The file is run statement by statement (sqlite3_prepare_v2 with its tail),
+** so it may start with PRAGMA encoding='UTF-16le'. Every result row with
+** exactly two columns (id, ok) is one check:
+**
+**   ok is the integer 1     -> "PASS <file>:<id>"
+**   anything else           -> "FAIL <file>:<id>: got <value>"
+**
+** Rows of other shapes are ignored. A statement that fails is
+** "FAIL <file>:line N: <message>" and the run goes on with the next
+** statement. A check id used twice in one file, and a file with no check,
+** are failures too. The exit status is 1 when anything failed, 2 on a usage
+** error.
+*/
+#include <sqlite3.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int nPass = 0, nFail = 0;
+
+/* ------------------------------------------------------------------ */
+/* The test clock: a copy of the default VFS whose clock can be set.    */
+/* ------------------------------------------------------------------ */
+
+static sqlite3_vfs clockVfs;
+static sqlite3_vfs *pRealVfs;
+static sqlite3_int64 iClockMs; /* 0: the real clock */
+
+static int clock_time64(sqlite3_vfs *pVfs, sqlite3_int64 *pOut) {
+  (void)pVfs;
+  if (iClockMs == 0) return pRealVfs->xCurrentTimeInt64(pRealVfs, pOut);
+  *pOut = iClockMs + (sqlite3_int64)210866760000000LL; /* Julian day ms */
+  return SQLITE_OK;
+}
+
+static int clock_time(sqlite3_vfs *pVfs, double *pOut) {
+  sqlite3_int64 t = 0;
+  int rc = clock_time64(pVfs, &t);
+  *pOut = (double)t / 86400000.0;
+  return rc;
+}
+
+/* Make the clock VFS the default. The copy keeps the real VFS's methods
+** and pAppData, so files open exactly as before. */
+static int clock_install(void) {
+  pRealVfs = sqlite3_vfs_find(0);
+  if (pRealVfs == 0 || pRealVfs->iVersion < 2 || pRealVfs->xCurrentTimeInt64 == 0) {
+    return SQLITE_ERROR;
+  }
+  clockVfs = *pRealVfs;
+  clockVfs.zName = "sqltest-clock";
+  clockVfs.pNext = 0;
+  clockVfs.xCurrentTime = clock_time;
+  clockVfs.xCurrentTimeInt64 = clock_time64;
+  return sqlite3_vfs_register(&clockVfs, 1);
+}
+
+static void clock_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+    iClockMs = 0;
+    sqlite3_result_null(ctx);
+    return;
+  }
+  iClockMs = sqlite3_value_int64(argv[0]);
+  sqlite3_result_int64(ctx, iClockMs);
+}
+
+/* ------------------------------------------------------------------ */
+/* Helper SQL functions                                                */
+/* ------------------------------------------------------------------ */
+
+/* Run the SQL text argv[0] on this connection; returns the sqlite3_exec
+** code and leaves the message (sqlite3_malloc'd, or NULL) in *pzErr. */
+static int run_nested(sqlite3_context *ctx, sqlite3_value **argv, char **pzErr) {
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  const char *zSql = (const char *)sqlite3_value_text(argv[0]);
+  int rc;
+  *pzErr = 0;
+  if (zSql == 0) {
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+      sqlite3_result_error(ctx, "errmsg/errcode: the SQL argument is NULL", -1);
+    } else {
+      sqlite3_result_error_nomem(ctx);
+    }
+    return -1;
+  }
+  rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
+  if (rc != SQLITE_OK) rc = sqlite3_extended_errcode(db);
+  return rc;
+}
+
+static void errmsg_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  char *zErr = 0;
+  int rc = run_nested(ctx, argv, &zErr);
+  (void)argc;
+  if (rc > 0) {
+    const char *z = zErr ? zErr : sqlite3_errstr(rc);
+    sqlite3_result_text(ctx, z, -1, SQLITE_TRANSIENT);
+  } else if (rc == 0) {
+    sqlite3_result_null(ctx);
+  }
+  sqlite3_free(zErr);
+}
+
+static void risky_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  sqlite3_result_value(ctx, argv[0]);
+}
+
+static void errcode_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  char *zErr = 0;
+  int rc = run_nested(ctx, argv, &zErr);
+  (void)argc;
+  if (rc >= 0) sqlite3_result_int(ctx, rc);
+  sqlite3_free(zErr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Output                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Print z with control characters (newlines included) shown as '?', so
+** that every check stays on one line. */
+static void put_clean(const char *z) {
+  for (; z && *z; z++) putchar((unsigned char)*z < 0x20 ? '?' : *z);
+}
+
+/* Render column i of pStmt as an SQL-ish literal: NULL, 5, 1.5, 'text',
+** x'00ff'. Returns sqlite3_malloc'd text or NULL on OOM. */
+static char *render_value(sqlite3_stmt *pStmt, int i) {
+  switch (sqlite3_column_type(pStmt, i)) {
+    case SQLITE_NULL: return sqlite3_mprintf("NULL");
+    case SQLITE_INTEGER: return sqlite3_mprintf("%lld", sqlite3_column_int64(pStmt, i));
+    case SQLITE_FLOAT: return sqlite3_mprintf("%!.17g", sqlite3_column_double(pStmt, i));
+    case SQLITE_TEXT: return sqlite3_mprintf("%Q", (const char *)sqlite3_column_text(pStmt, i));
+    default: {
+      const unsigned char *a = sqlite3_column_blob(pStmt, i);
+      int n = sqlite3_column_bytes(pStmt, i), k;
+      sqlite3_str *s = sqlite3_str_new(0);
+      sqlite3_str_appendall(s, "x'");
+      for (k = 0; k < n && k < 64; k++) sqlite3_str_appendf(s, "%02x", a[k]);
+      sqlite3_str_appendall(s, n > 64 ? "...'" : "'");
+      return sqlite3_str_finish(s);
+    }
+  }
+}
+
+static void report_fail(const char *zFile, const char *zWhat, const char *zWhy) {
+  nFail++;
+  fputs("FAIL ", stdout);
+  put_clean(zFile);
+  putchar(':');
+  put_clean(zWhat);
+  fputs(": ", stdout);
+  put_clean(zWhy);
+  putchar('\n');
+}
+
+static void report_pass(const char *zFile, const char *zId) {
+  nPass++;
+  fputs("PASS ", stdout);
+  put_clean(zFile);
+  putchar(':');
+  put_clean(zId);
+  putchar('\n');
+}
+
+/* ------------------------------------------------------------------ */
+/* Check ids seen in one file                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct IdSet IdSet;
+struct IdSet {
+  char **az;
+  int n, nAlloc;
+};
+
+/* Add zId; returns 1 if it was new, 0 if seen before, -1 on OOM. */
+static int idset_add(IdSet *p, const char *zId) {
+  int i;
+  for (i = 0; i < p->n; i++) {
+    if (strcmp(p->az[i], zId) == 0) return 0;
+  }
+  if (p->n == p->nAlloc) {
+    int nNew = p->nAlloc ? 2 * p->nAlloc : 64;
+    char **az = sqlite3_realloc64(p->az, (sqlite3_uint64)nNew * sizeof(char *));
+    if (az == 0) return -1;
+    p->az = az;
+    p->nAlloc = nNew;
+  }
+  p->az[p->n] = sqlite3_mprintf("%s", zId);
+  if (p->az[p->n] == 0) return -1;
+  p->n++;
+  return 1;
+}
+
+static void idset_free(IdSet *p) {
+  int i;
+  for (i = 0; i < p->n; i++) sqlite3_free(p->az[i]);
+  sqlite3_free(p->az);
+  memset(p, 0, sizeof(*p));
+}
+
+/* ------------------------------------------------------------------ */
+/* Connections                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Open zPath (":memory:" or a file), load zExt (if any) and register the
+** helpers. Returns the handle or NULL after printing why. */
+static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) {
+  sqlite3 *db = 0;
+  char *zErr = 0;
+  int rc = sqlite3_open_v2(zPath, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 0);
+  if (rc != SQLITE_OK) {
+    report_fail(zName, "open", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_close(db);
+    return 0;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  if (zExt) {
+    rc = sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, (int *)0);
+    if (rc == SQLITE_OK) rc = sqlite3_load_extension(db, zExt, "sqlite3_idempotency_init", &zErr);
+    if (rc != SQLITE_OK) {
+      report_fail(zName, "load", zErr ? zErr : sqlite3_errmsg(db));
+      sqlite3_free(zErr);
+      sqlite3_close(db);
+      return 0;
+    }
+    /* C API loading only: SQL load_extension() stays off */
+    rc = sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, (int *)0);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "errmsg", 1, SQLITE_UTF8, 0, errmsg_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "errcode", 1, SQLITE_UTF8, 0, errcode_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "sqltest_clock", 1, SQLITE_UTF8, 0, clock_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "sqltest_risky", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, 0,
+                                 risky_func, 0, 0);
+  }
+  if (rc != SQLITE_OK) {
+    report_fail(zName, "helpers", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    return 0;
+  }
+  return db;
+}
+
+/* Close db; a failure (an unfinalized statement) is reported. */
+static void close_db(sqlite3 *db, const char *zName) {
+  if (sqlite3_close(db) != SQLITE_OK) {
+    report_fail(zName, "close", sqlite3_errmsg(db));
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Running a file                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Skip whitespace and SQL comments; returns the first byte of the next
+** token (or the terminating NUL). */
+static const char *skip_blank(const char *z) {
+  for (;;) {
+    while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r' || *z == '\f') z++;
+    if (z[0] == '-' && z[1] == '-') {
+      while (*z && *z != '\n') z++;
+    } else if (z[0] == '/' && z[1] == '*') {
+      const char *e = strstr(z + 2, "*/");
+      z = e ? e + 2 : z + strlen(z);
+    } else {
+      return z;
+    }
+  }
+}
+
+static int line_of(const char *zBase, const char *z) {
+  int n = 1;
+  for (; zBase < z; zBase++) n += *zBase == '\n';
+  return n;
+}
+
+/* After a statement that did not prepare, find where the next one starts:
+** the end of the shortest prefix that sqlite3_complete() accepts (so a
+** CREATE TRIGGER body is skipped whole). Returns NULL when none does. */
+static const char *next_statement(const char *z) {
+  const char *p = z;
+  while ((p = strchr(p, ';')) != 0) {
+    size_t n = (size_t)(p - z) + 1;
+    char *zPrefix = sqlite3_mprintf("%.*s", (int)n, z);
+    int done;
+    if (zPrefix == 0) return 0;
+    done = sqlite3_complete(zPrefix);
+    sqlite3_free(zPrefix);
+    if (done) return p + 1;
+    p++;
+  }
+  return 0;
+}
+
+/* Read a whole file into sqlite3_malloc'd memory, NUL-terminated. */
+static char *read_file(const char *zPath) {
+  FILE *f = fopen(zPath, "rb");
+  char *z = 0;
+  long n;
+  if (f == 0) return 0;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+    z = sqlite3_malloc64((sqlite3_uint64)n + 1);
+    if (z && fread(z, 1, (size_t)n, f) != (size_t)n) {
+      sqlite3_free(z);
+      z = 0;
+    }
+    if (z) z[n] = 0;
+  }
+  fclose(f);
+  return z;
+}
+
+/* Step pStmt to the end, reporting each (id, ok) row. Returns the final
+** step code. */
+static int run_statement(sqlite3_stmt *pStmt, const char *zName, IdSet *pIds) {
+  int rc;
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    const char *zId;
+    int isNew;
+    if (sqlite3_column_count(pStmt) != 2) continue;
+    zId = (const char *)sqlite3_column_text(pStmt, 0);
+    if (zId == 0) zId = "(null id)";
+    isNew = idset_add(pIds, zId);
+    if (isNew < 0) return SQLITE_NOMEM;
+    if (isNew == 0) {
+      report_fail(zName, zId, "this check id is used twice in the file");
+    } else if (sqlite3_column_type(pStmt, 1) == SQLITE_INTEGER &&
+               sqlite3_column_int64(pStmt, 1) == 1) {
+      report_pass(zName, zId);
+    } else {
+      char *zVal = render_value(pStmt, 1);
+      char *zWhy = sqlite3_mprintf("got %s", zVal ? zVal : "(out of memory)");
+      report_fail(zName, zId, zWhy ? zWhy : "(out of memory)");
+      sqlite3_free(zWhy);
+      sqlite3_free(zVal);
+    }
+  }
+  return rc;
+}
+
+static void run_file(const char *zPath, const char *zExt) {
+  const char *zName = strrchr(zPath, '/') ? strrchr(zPath, '/') + 1 : zPath;
+  char *zSql;
+  char zTmp[512];
+  const char *z;
+  sqlite3 *db;
+  IdSet ids = {0, 0, 0};
+  int useFile, nFailBefore = nFail;
+
+  errno = 0;
+  zSql = read_file(zPath);
+  if (zSql == 0) {
+    report_fail(zName, "read", strerror(errno ? errno : ENOMEM));
+    return;
+  }
+  useFile = strncmp(zSql, "-- sqltest: file", 16) == 0;
+  zTmp[0] = 0;
+  if (useFile) {
+    const char *zDir = getenv("TMPDIR");
+    int fd;
+    snprintf(zTmp, sizeof(zTmp), "%s/sqltest-XXXXXX", zDir && *zDir ? zDir : "/tmp");
+    fd = mkstemp(zTmp);
+    if (fd < 0) {
+      report_fail(zName, "tempfile", strerror(errno));
+      sqlite3_free(zSql);
+      return;
+    }
+    close(fd);
+  }
+  db = open_db(useFile ? zTmp : ":memory:", zExt, zName);
+  z = zSql;
+  while (db && *(z = skip_blank(z))) {
+    sqlite3_stmt *pStmt = 0;
+    const char *zTail = 0;
+    int line = line_of(zSql, z);
+    char zWhere[32];
+    int rc = sqlite3_prepare_v2(db, z, -1, &pStmt, &zTail);
+    snprintf(zWhere, sizeof(zWhere), "line %d", line);
+    if (rc != SQLITE_OK) {
+      report_fail(zName, zWhere, sqlite3_errmsg(db));
+      z = next_statement(z);
+      if (z == 0) break;
+      continue;
+    }
+    if (pStmt) {
+      rc = run_statement(pStmt, zName, &ids);
+      if (rc != SQLITE_DONE) report_fail(zName, zWhere, sqlite3_errmsg(db));
+      sqlite3_finalize(pStmt);
+    }
+    if (zTail == 0 || zTail == z) break; /* cannot happen; never loop */
+    z = zTail;
+  }
+  if (db) {
+    if (ids.n == 0 && nFail == nFailBefore) report_fail(zName, "checks", "the file ran no check");
+    close_db(db, zName);
+  }
+  if (useFile) {
+    static const char *azSuffix[] = {"", "-journal", "-wal", "-shm"};
+    size_t k;
+    for (k = 0; k < sizeof(azSuffix) / sizeof(azSuffix[0]); k++) {
+      char *zF = sqlite3_mprintf("%s%s", zTmp, azSuffix[k]);
+      if (zF) unlink(zF);
+      sqlite3_free(zF);
+    }
+  }
+  idset_free(&ids);
+  sqlite3_free(zSql);
+}
+
+/* --eval: print every row of zSql, columns separated by tabs (NULL as
+** an empty field). Returns 0, or 1 after printing the error to stderr. */
+static int run_eval(const char *zSql, const char *zExt) {
+  sqlite3 *db = open_db(":memory:", zExt, "eval");
+  const char *z = zSql;
+  int bad = 0;
+  if (db == 0) return 1;
+  while (!bad && *(z = skip_blank(z))) {
+    sqlite3_stmt *pStmt = 0;
+    const char *zTail = 0;
+    int rc = sqlite3_prepare_v2(db, z, -1, &pStmt, &zTail);
+    if (rc == SQLITE_OK && pStmt) {
+      while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+        int i, n = sqlite3_column_count(pStmt);
+        for (i = 0; i < n; i++) {
+          const char *zV = (const char *)sqlite3_column_text(pStmt, i);
+          if (i) putchar('\t');
+          fputs(zV ? zV : "", stdout);
+        }
+        putchar('\n');
+      }
+      if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_OK) {
+      fprintf(stderr, "sqltest: %s\n", sqlite3_errmsg(db));
+      bad = 1;
+    }
+    sqlite3_finalize(pStmt);
+    if (zTail == 0 || zTail == z) break;
+    z = zTail;
+  }
+  if (sqlite3_close(db) != SQLITE_OK) bad = 1;
+  return bad;
+}
+
+static int usage(void) {
+  fprintf(stderr,
+          "usage: sqltest [--ext PATH] FILE.sql...\n"
+          "       sqltest [--ext PATH] --eval SQL\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  const char *zExt = 0;
+  int i = 1, nFile = 0;
+  if (clock_install() != SQLITE_OK) {
+    fprintf(stderr, "sqltest: cannot install the test clock VFS\n");
+    return 2;
+  }
+  if (i + 1 < argc && strcmp(argv[i], "--ext") == 0) {
+    zExt = argv[i + 1];
+    i += 2;
+  }
+  if (i < argc && strcmp(argv[i], "--eval") == 0) {
+    int rc;
+    if (i + 2 != argc) return usage();
+    rc = run_eval(argv[i + 1], zExt);
+    sqlite3_shutdown();
+    return rc;
+  }
+  for (; i < argc; i++) {
+    if (argv[i][0] == '-') return usage();
+    iClockMs = 0; /* each file starts on the real clock */
+    run_file(argv[i], zExt);
+    fflush(stdout);
+    nFile++;
+  }
+  if (nFile == 0) return usage();
+  sqlite3_shutdown();
+  return nFail ? 1 : 0;
+}
