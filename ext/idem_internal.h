@@ -169,7 +169,7 @@ struct IdemLedger {
   int bDead;              /* disconnected; statements finalized */
   IdemLedger *pNext;      /* registry list */
   sqlite3_int64 aOpt[4];  /* lease_seconds, max_attempts, max_args_bytes, single_tenant */
-  sqlite3_stmt *aStmt[16];
+  sqlite3_stmt *aStmt[20];
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   char *zForeign;         /* why operations are refused, or NULL */
   char *zLastClaim;       /* idem_last_claim() */

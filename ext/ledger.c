@@ -92,12 +92,31 @@ enum {
   ST_COUNT_LIVE,
   ST_GET_KEY,
   ST_SYNCHRONOUS,
+  ST_SAVEPOINT,
+  ST_RELEASE,
+  ST_ROLLBACK_TO,
   N_STMT
+};
+
+/* Resolution cache: the last few ledger names a function was given, so
+** the hot path does not resolve the name again. An entry holds a
+** reference on its ledger. It is valid while the ledger is connected and,
+** for a ledger in main, while temp's schema version is unchanged (only a
+** temp table can shadow a main table); an attached ledger is resolved in
+** full each time. */
+#define N_CACHE 4
+typedef struct ConnCache ConnCache;
+struct ConnCache {
+  char *zName; /* as given (sqlite3_malloc) */
+  IdemLedger *p;
+  int iTempVersion;
 };
 
 typedef struct IdemConn IdemConn;
 struct IdemConn {
   IdemLedger *pList; /* connected ledgers */
+  ConnCache aCache[N_CACHE];
+  int iNext; /* next cache slot to replace */
 };
 
 /* ------------------------------------------------------------------ */
@@ -171,6 +190,10 @@ static const char *const azStmtSql[N_STMT] = {
     " WHERE \"key\"=?1",
     /* ST_SYNCHRONOUS */
     "PRAGMA \"%w\".synchronous",
+    /* ST_SAVEPOINT, ST_RELEASE, ST_ROLLBACK_TO (%.0s consumes the names) */
+    "SAVEPOINT idem_claim%.0s%.0s",
+    "RELEASE idem_claim%.0s%.0s",
+    "ROLLBACK TO idem_claim%.0s%.0s",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -217,15 +240,15 @@ static const char *const azTriggerFmt[3] = {
     " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
     " AND NEW.args IS OLD.args AND NEW.effect IS OLD.effect"
     " AND NEW.created_at IS OLD.created_at AND ("
-    "(OLD.status='claimed' AND NEW.status IN ('succeeded','failed','released','unknown')"
+    "(OLD.status='claimed' AND NEW.status<>'claimed'"
     " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt)"
-    " OR (OLD.status IN ('claimed','released') AND NEW.status='claimed'"
+    " OR ((OLD.status='claimed' OR OLD.status='released') AND NEW.status='claimed'"
     " AND NEW.attempt IS OLD.attempt+1 AND NEW.token IS NOT OLD.token)"
-    " OR (OLD.status='unknown' AND NEW.status IN ('succeeded','failed','released')"
+    " OR (OLD.status='unknown' AND NEW.status<>'unknown' AND NEW.status<>'claimed'"
     " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt)))"
     " BEGIN SELECT RAISE(ABORT,'idempotency: illegal change of a ledger row'); END",
     "CREATE TRIGGER \"%w_rows_delete\" BEFORE DELETE ON \"%w_rows\""
-    " WHEN OLD.status IN ('claimed','unknown')"
+    " WHEN OLD.status='claimed' OR OLD.status='unknown'"
     " BEGIN SELECT RAISE(ABORT,'idempotency: a claimed or unknown ledger row cannot be "
     "deleted'); END",
 };
@@ -246,8 +269,9 @@ static int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName,
       "conversation NOT NULL CHECK(" GRAMMAR("conversation") "),"
       "tool NOT NULL CHECK(" GRAMMAR("tool") "),"
       "args NOT NULL CHECK(typeof(args)='text' AND length(args)>=1),"
-      "effect NOT NULL CHECK(effect IN ('local','external')),"
-      "status NOT NULL CHECK(status IN ('claimed','succeeded','failed','released','unknown')),"
+      "effect NOT NULL CHECK(effect='local' OR effect='external'),"
+      "status NOT NULL CHECK(status='claimed' OR status='succeeded' OR status='failed'"
+      " OR status='released' OR status='unknown'),"
       "result CHECK(result IS NULL OR typeof(result)='text'),"
       "error CHECK(error IS NULL OR typeof(error)='text'),"
       "attempt INTEGER NOT NULL CHECK(typeof(attempt)='integer' AND attempt>=1),"
@@ -986,7 +1010,13 @@ static int req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant,
 /* Savepoints                                                          */
 /* ------------------------------------------------------------------ */
 
-static int exec_simple(sqlite3 *db, const char *zSql) { return sqlite3_exec(db, zSql, 0, 0, 0); }
+/* Run prepared statement i of p (a savepoint command) to completion. */
+static int ledger_exec(IdemLedger *p, int i) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, i, &pS);
+  if (rc) return rc;
+  return step_done(pS);
+}
 
 /* ------------------------------------------------------------------ */
 /* Ledger resolution for the functions                                 */
@@ -1002,6 +1032,22 @@ static void ledger_ref_free(void *pArg) {
   LedgerRef *r = (LedgerRef *)pArg;
   ledger_unref(r->p);
   sqlite3_free(r);
+}
+
+static void cache_clear(ConnCache *c) {
+  if (c->p) ledger_unref(c->p);
+  sqlite3_free(c->zName);
+  c->p = 0;
+  c->zName = 0;
+}
+
+/* temp's schema version, through ledger p's statement */
+static int ledger_temp_version(IdemLedger *p, int *pV) {
+  sqlite3_stmt *pT = 0;
+  int rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
+  if (rc) return rc;
+  if (sqlite3_step(pT) == SQLITE_ROW) *pV = sqlite3_column_int(pT, 0);
+  return sqlite3_reset(pT);
 }
 
 static IdemLedger *registry_find(IdemConn *pConn, const char *zDb, const char *zName) {
@@ -1040,6 +1086,18 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
     return 0;
   }
   if (pRef && !pRef->p->bDead && strcmp(pRef->zArg, zName) == 0) return pRef->p;
+  {
+    int i;
+    for (i = 0; i < N_CACHE; i++) {
+      ConnCache *c = &pConn->aCache[i];
+      if (c->p == 0 || c->p->bDead || strcmp(c->zName, zName) != 0) continue;
+      if (sqlite3_stricmp(c->p->zDb, "temp") == 0) return c->p;
+      if (sqlite3_stricmp(c->p->zDb, "main") == 0) {
+        int v = -1;
+        if (ledger_temp_version(c->p, &v) == SQLITE_OK && v == c->iTempVersion) return c->p;
+      }
+    }
+  }
 
   /* schemas in resolution order: temp first, then main, then attached */
   rc = sqlite3_prepare_v2(db,
@@ -1100,6 +1158,22 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
       sqlite3_set_auxdata(ctx, iArg, pRef, ledger_ref_free);
     }
   }
+  {
+    /* remember it; a failure to cache only costs speed */
+    ConnCache *c = &pConn->aCache[pConn->iNext];
+    char *zCopy = sqlite3_mprintf("%s", zName);
+    int v = -1;
+    if (zCopy && ledger_temp_version(p, &v) == SQLITE_OK) {
+      cache_clear(c);
+      c->zName = zCopy;
+      c->p = p;
+      c->iTempVersion = v;
+      p->nRef++;
+      pConn->iNext = (pConn->iNext + 1) % N_CACHE;
+    } else {
+      sqlite3_free(zCopy);
+    }
+  }
   return p;
 }
 
@@ -1150,12 +1224,12 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     rc = claim_decide(p, zFunc, &q, 0, 0, &d, &zErr);
     if (rc || d.zJson) goto done;
   }
-  rc = exec_simple(db, "SAVEPOINT idem_claim");
+  rc = ledger_exec(p, ST_SAVEPOINT);
   if (rc) goto done;
   bSave = 1;
   rc = claim_decide(p, zFunc, &q, 1, bAuto, &d, &zErr);
   if (rc == SQLITE_OK) {
-    rc = exec_simple(db, "RELEASE idem_claim");
+    rc = ledger_exec(p, ST_RELEASE);
     if (rc == SQLITE_OK) bSave = 0;
   }
 
@@ -1163,8 +1237,8 @@ done:
   if (bSave) {
     int rc2 = sqlite3_errcode(db);
     char *zDbErr = (rc && !zErr) ? sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db)) : 0;
-    exec_simple(db, "ROLLBACK TO idem_claim");
-    exec_simple(db, "RELEASE idem_claim");
+    ledger_exec(p, ST_ROLLBACK_TO);
+    ledger_exec(p, ST_RELEASE);
     if (zDbErr) {
       zErr = zDbErr;
       if (rc2 != SQLITE_OK) rc = rc2;
@@ -2060,7 +2134,12 @@ static sqlite3_module ledgerModule = {
     xShadowName,
 };
 
-static void conn_free(void *pArg) { sqlite3_free(pArg); }
+static void conn_free(void *pArg) {
+  IdemConn *pConn = (IdemConn *)pArg;
+  int i;
+  for (i = 0; i < N_CACHE; i++) cache_clear(&pConn->aCache[i]);
+  sqlite3_free(pConn);
+}
 
 /* Functions that write are DIRECTONLY and not innocuous: a view or a
 ** trigger in a database file cannot reach them. idem_last_claim only reads
