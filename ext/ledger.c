@@ -148,6 +148,28 @@ static void random_token(char *zOut) {
   idem_hex(a, 16, zOut);
 }
 
+/* Tokens are stored as 16-byte BLOBs (a smaller unique index) and shown
+** as 32 lowercase hex digits. Parse zHex into a[16]; 0 if malformed. */
+static int token_parse(const char *zHex, unsigned char *a) {
+  int i;
+  if (zHex == 0) return 0;
+  for (i = 0; i < 32; i++) {
+    char c = zHex[i];
+    int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    if (v < 0) return 0;
+    if (i & 1) a[i / 2] = (unsigned char)(a[i / 2] | v);
+    else a[i / 2] = (unsigned char)(v << 4);
+  }
+  return zHex[32] == 0;
+}
+
+/* Bind hex token zHex (already validated) as its 16-byte BLOB. */
+static int bind_token(sqlite3_stmt *pS, int i, const char *zHex) {
+  unsigned char a[16];
+  if (!token_parse(zHex, a)) return sqlite3_bind_null(pS, i);
+  return sqlite3_bind_blob(pS, i, a, 16, SQLITE_TRANSIENT);
+}
+
 static const char *const azStmtSql[N_STMT] = {
     /* ST_INSERT */
     "INSERT INTO \"%w\".\"%w_rows\"(tenant,\"key\",conversation,tool,args,effect,status,"
@@ -230,11 +252,8 @@ static void ledger_unref(IdemLedger *p) {
 
 /* The shadow-table triggers, as SQLite stores them (no schema name). The
 ** extension compares every trigger on a shadow table against these. */
-static const char *const azTriggerFmt[3] = {
-    "CREATE TRIGGER \"%w_rows_insert\" BEFORE INSERT ON \"%w_rows\""
-    " WHEN NEW.status IS NOT 'claimed' OR NEW.attempt IS NOT 1"
-    " BEGIN SELECT RAISE(ABORT,'idempotency: a ledger row must start claimed at attempt 1');"
-    " END",
+#define N_TRIGGER 2
+static const char *const azTriggerFmt[N_TRIGGER] = {
     "CREATE TRIGGER \"%w_rows_update\" BEFORE UPDATE ON \"%w_rows\" WHEN NOT ("
     "NEW.id IS OLD.id AND NEW.tenant IS OLD.tenant AND NEW.\"key\" IS OLD.\"key\""
     " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
@@ -275,8 +294,7 @@ static int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName,
       "result CHECK(result IS NULL OR typeof(result)='text'),"
       "error CHECK(error IS NULL OR typeof(error)='text'),"
       "attempt INTEGER NOT NULL CHECK(typeof(attempt)='integer' AND attempt>=1),"
-      "token NOT NULL UNIQUE CHECK(typeof(token)='text' AND length(token)=32"
-      " AND token NOT GLOB '*[^0-9a-f]*'),"
+      "token NOT NULL UNIQUE CHECK(typeof(token)='blob' AND length(token)=16),"
       "created_at INTEGER NOT NULL CHECK(typeof(created_at)='integer'),"
       "updated_at INTEGER NOT NULL CHECK(typeof(updated_at)='integer'),"
       "lease_until INTEGER NOT NULL CHECK(typeof(lease_until)='integer'),"
@@ -302,7 +320,7 @@ static int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName,
     rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
     sqlite3_free(zSql);
   }
-  for (i = 0; rc == SQLITE_OK && i < 3; i++) {
+  for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
     char *zTrig = trigger_sql(i, zName);
     if (zTrig == 0) return SQLITE_NOMEM;
     /* "CREATE TRIGGER " + schema + the stored text after it */
@@ -318,16 +336,16 @@ static int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName,
 /* Drop and recreate the shadow triggers under zNew (after a rename). */
 static int ledger_rename_triggers(sqlite3 *db, const char *zDb, const char *zOld,
                                   const char *zNew) {
-  static const char *azSuffix[3] = {"insert", "update", "delete"};
+  static const char *azSuffix[N_TRIGGER] = {"update", "delete"};
   int rc = SQLITE_OK, i;
-  for (i = 0; rc == SQLITE_OK && i < 3; i++) {
+  for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
     char *zSql = sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_rows_%s\"", zDb, zOld,
                                  azSuffix[i]);
     if (zSql == 0) return SQLITE_NOMEM;
     rc = sqlite3_exec(db, zSql, 0, 0, 0);
     sqlite3_free(zSql);
   }
-  for (i = 0; rc == SQLITE_OK && i < 3; i++) {
+  for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
     char *zTrig = trigger_sql(i, zNew), *zSql;
     if (zTrig == 0) return SQLITE_NOMEM;
     zSql = sqlite3_mprintf("CREATE TRIGGER \"%w\".%s", zDb, zTrig + 15);
@@ -352,7 +370,7 @@ static int ledger_rename_triggers(sqlite3 *db, const char *zDb, const char *zOld
 static int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   sqlite3_stmt *pV = 0, *pT = 0, *pQ = 0;
   int rc, v1 = 0, v2 = 0, i;
-  char *zSql = 0, *azExpect[3] = {0, 0, 0};
+  char *zSql = 0, *azExpect[N_TRIGGER] = {0, 0};
   rc = ledger_stmt(p, ST_SCHEMA_VERSION, &pV);
   if (rc) return rc;
   if (sqlite3_step(pV) == SQLITE_ROW) v1 = sqlite3_column_int(pV, 0);
@@ -368,7 +386,7 @@ static int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr)
   }
   sqlite3_free(p->zForeign);
   p->zForeign = 0;
-  for (i = 0; i < 3; i++) {
+  for (i = 0; i < N_TRIGGER; i++) {
     azExpect[i] = trigger_sql(i, p->zName);
     if (azExpect[i] == 0) {
       rc = SQLITE_NOMEM;
@@ -392,7 +410,7 @@ static int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr)
     const char *zTrig = (const char *)sqlite3_column_text(pQ, 0);
     const char *zTSql = (const char *)sqlite3_column_text(pQ, 1);
     int ok = 0;
-    for (i = 0; zTSql && i < 3; i++) ok |= strcmp(zTSql, azExpect[i]) == 0;
+    for (i = 0; zTSql && i < N_TRIGGER; i++) ok |= strcmp(zTSql, azExpect[i]) == 0;
     if (!ok) {
       p->zForeign = sqlite3_mprintf(
           "ledger %s has a foreign trigger \"%s\" on its shadow tables; every ledger "
@@ -415,7 +433,7 @@ static int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr)
 done:
   sqlite3_finalize(pQ);
   sqlite3_free(zSql);
-  for (i = 0; i < 3; i++) sqlite3_free(azExpect[i]);
+  for (i = 0; i < N_TRIGGER; i++) sqlite3_free(azExpect[i]);
   if (rc == SQLITE_ERROR && p->zForeign) {
     *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zForeign);
     if (*pzErr == 0) rc = SQLITE_NOMEM;
@@ -435,6 +453,7 @@ struct Row {
   const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError, *zToken;
   const char *zMembers, *zMarks, *zTenant, *zKey;
   int nArgs;
+  char zTokenHex[33];
 };
 
 static void row_read(sqlite3_stmt *pS, Row *r) {
@@ -448,7 +467,12 @@ static void row_read(sqlite3_stmt *pS, Row *r) {
   r->zResult = (const char *)sqlite3_column_text(pS, 6);
   r->zError = (const char *)sqlite3_column_text(pS, 7);
   r->attempt = sqlite3_column_int64(pS, 8);
-  r->zToken = (const char *)sqlite3_column_text(pS, 9);
+  if (sqlite3_column_bytes(pS, 9) == 16 && sqlite3_column_type(pS, 9) == SQLITE_BLOB) {
+    idem_hex((const unsigned char *)sqlite3_column_blob(pS, 9), 16, r->zTokenHex);
+  } else {
+    r->zTokenHex[0] = 0;
+  }
+  r->zToken = r->zTokenHex;
   r->leaseUntil = sqlite3_column_int64(pS, 10);
   r->zMembers = (const char *)sqlite3_column_text(pS, 11);
   r->zMarks = (const char *)sqlite3_column_text(pS, 12);
@@ -777,7 +801,7 @@ static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWri
     sqlite3_bind_text(pIns, 4, q->zTool, -1, SQLITE_STATIC);
     sqlite3_bind_text(pIns, 5, q->args.z, (int)q->args.n, SQLITE_STATIC);
     sqlite3_bind_text(pIns, 6, q->zEffect, -1, SQLITE_STATIC);
-    sqlite3_bind_text(pIns, 7, zToken, 32, SQLITE_STATIC);
+    bind_token(pIns, 7, zToken);
     sqlite3_bind_int64(pIns, 8, now);
     sqlite3_bind_int64(pIns, 9, lease);
     if (zMarks) sqlite3_bind_text(pIns, 10, zMarks, -1, SQLITE_STATIC);
@@ -874,7 +898,7 @@ static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWri
     sqlite3_bind_int64(pUpd, 5, now);
     sqlite3_bind_int64(pUpd, 6, r.id);
     sqlite3_bind_text(pUpd, 7, "claimed", -1, SQLITE_STATIC);
-    sqlite3_bind_text(pUpd, 8, r.zToken, -1, SQLITE_TRANSIENT);
+    bind_token(pUpd, 8, r.zToken);
     rc = step_done(pUpd);
     sqlite3_clear_bindings(pUpd);
     if (rc == SQLITE_OK) rc = write_check(p, zFunc, "poison update", pzErr);
@@ -900,14 +924,14 @@ static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWri
     }
     rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
     if (rc) goto done;
-    sqlite3_bind_text(pUpd, 1, zToken, 32, SQLITE_STATIC);
+    bind_token(pUpd, 1, zToken);
     sqlite3_bind_int64(pUpd, 2, now);
     sqlite3_bind_int64(pUpd, 3, lease);
     if (zMarks) sqlite3_bind_text(pUpd, 4, zMarks, -1, SQLITE_STATIC);
     else sqlite3_bind_null(pUpd, 4);
     sqlite3_bind_int64(pUpd, 5, id);
     sqlite3_bind_text(pUpd, 6, zOldStatus, -1, SQLITE_STATIC);
-    sqlite3_bind_text(pUpd, 7, zOld, 32, SQLITE_STATIC);
+    bind_token(pUpd, 7, zOld);
     rc = step_done(pUpd);
     sqlite3_clear_bindings(pUpd);
     if (rc == SQLITE_OK) rc = write_check(p, zFunc, "re-claim update", pzErr);
@@ -1371,7 +1395,7 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, Row *r, const char *z
   sqlite3_bind_int64(pUpd, 5, now);
   sqlite3_bind_int64(pUpd, 6, r->id);
   sqlite3_bind_text(pUpd, 7, r->zStatus, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(pUpd, 8, r->zToken, -1, SQLITE_TRANSIENT);
+  bind_token(pUpd, 8, r->zToken);
   *pzJson = sqlite3_mprintf("{\"key\":\"%s\",\"status\":\"%s\",\"attempt\":%lld,\"members\":%s}",
                             r->zKey, zStatus, r->attempt, zMembers ? zMembers : "[]");
   if (*pzJson == 0) {
@@ -1444,7 +1468,7 @@ static void idem_settle_func(sqlite3_context *ctx, int argc, sqlite3_value **arg
   if (rc) goto done;
   rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
   if (rc) goto done;
-  sqlite3_bind_text(pGet, 1, zToken, 32, SQLITE_STATIC);
+  bind_token(pGet, 1, zToken);
   rc = sqlite3_step(pGet);
   if (rc == SQLITE_DONE) {
     zErr = sqlite3_mprintf("%s: no claim of ledger %s holds token \"%s\" (a wrong token, or a "
@@ -1981,7 +2005,14 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
     return rc;
   }
   for (i = 0; i < argc; i++) {
-    rc = sqlite3_bind_value(c->pStmt, i + 1, argv[i]);
+    if (idxNum == IDX_TOKEN) {
+      /* the column shows hex text; the shadow table holds the BLOB */
+      rc = sqlite3_value_type(argv[i]) == SQLITE_TEXT
+               ? bind_token(c->pStmt, i + 1, (const char *)sqlite3_value_text(argv[i]))
+               : sqlite3_bind_null(c->pStmt, i + 1);
+    } else {
+      rc = sqlite3_bind_value(c->pStmt, i + 1, argv[i]);
+    }
     if (rc) return rc;
   }
   return xNext(pCur);
@@ -2013,6 +2044,13 @@ static int xColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int iCol) {
         }
       }
     }
+  }
+  if (iCol == COL_TOKEN) {
+    char zHex[33];
+    if (sqlite3_column_bytes(pS, 9) != 16) return SQLITE_CORRUPT_VTAB;
+    idem_hex((const unsigned char *)sqlite3_column_blob(pS, 9), 16, zHex);
+    sqlite3_result_text(ctx, zHex, 32, SQLITE_TRANSIENT);
+    return SQLITE_OK;
   }
   sqlite3_result_value(ctx, sqlite3_column_value(pS, aMap[iCol]));
   return SQLITE_OK;

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -82,8 +83,7 @@ static const BenchCase aCase[] = {
     /* the hash alone, in C, over the already canonical bytes: what is left
     ** of idem_key's cost once parsing and printing are taken out */
     {"XXH3-128 of canonical (C)", 0, 0, 0, xxh3_canonical},
-    /* ledger cases (claim vs INSERT ... ON CONFLICT DO NOTHING, replay
-    ** lookup vs primary-key SELECT) go here */
+    /* the ledger cases run in their own phase: see bench_ledger() */
 };
 #define N_CASE ((int)(sizeof(aCase) / sizeof(aCase[0])))
 
@@ -122,6 +122,14 @@ static void die(const char *zWhat, const char *zDetail) __attribute__((noreturn)
 static void die(const char *zWhat, const char *zDetail) {
   fprintf(stderr, "bench: %s: %s\n", zWhat, zDetail);
   exit(1);
+}
+
+static void exec_db(sqlite3 *pDb, const char *zSql) {
+  char *zErr = 0;
+  if (zSql && sqlite3_exec(pDb, zSql, 0, 0, &zErr) != SQLITE_OK) {
+    fprintf(stderr, "bench: %s\n  in: %s\n", zErr ? zErr : "out of memory", zSql);
+    exit(1);
+  }
 }
 
 static void exec_or_die(const char *zSql) {
@@ -256,6 +264,262 @@ static int find_case(const char *zName) {
   die("no such case in aRatio[]", zName);
 }
 
+/* ------------------------------------------------------------------ */
+/* The ledger phase                                                    */
+/* ------------------------------------------------------------------ */
+
+/* A ledger row's columns in a plain table with a UNIQUE key: the nearest
+** plain-SQLite equivalent of a claim is an INSERT ... ON CONFLICT DO
+** NOTHING of the same row, checked with changes(). */
+static const char zPlainSchema[] =
+    "CREATE TABLE plain(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, key TEXT NOT NULL,"
+    " conversation TEXT NOT NULL, tool TEXT NOT NULL, args TEXT NOT NULL, effect TEXT NOT NULL,"
+    " status TEXT NOT NULL, attempt INTEGER NOT NULL, token TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, lease_until INTEGER NOT NULL,"
+    " UNIQUE(tenant, key));"
+    "CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=3600);";
+
+/* ?1 args, ?2 a fresh counter */
+static const char zPlainInsert[] =
+    "INSERT INTO plain(tenant,key,conversation,tool,args,effect,status,attempt,token,"
+    "created_at,updated_at,lease_until) VALUES('t','k'||?2,'c'||?2,'tool',?1,'external',"
+    "'claimed',1,lower(hex(randomblob(16))),?2,?2,?2) ON CONFLICT DO NOTHING";
+static const char zClaim[] = "SELECT idem_claim('L','t','c'||?2,'tool',?1)";
+static const char zInsertClaim[] =
+    "INSERT INTO L(tenant,conversation,tool,args) VALUES('t','i'||?2,'tool',?1)";
+
+typedef struct Timed Timed;
+struct Timed {
+  const char *zName;
+  const char *zSql;
+  sqlite3_stmt *pStmt;
+  int bChanges; /* check sqlite3_changes()==1 after each call */
+  double aRound[64];
+};
+
+static sqlite3_stmt *prepare_or_die(sqlite3 *pDb, const char *zSql) {
+  sqlite3_stmt *p = 0;
+  if (sqlite3_prepare_v2(pDb, zSql, -1, &p, 0) != SQLITE_OK) die(zSql, sqlite3_errmsg(pDb));
+  return p;
+}
+
+/* Run t->pStmt n times with ?2 from *piKey (incremented, or cycled over
+** [0, nCycle) when nCycle > 0); returns microseconds per call. */
+static double timed_run(sqlite3 *pDb, Timed *t, int n, int64_t *piKey, int64_t nCycle,
+                        int bTxn) {
+  double t0 = now_us();
+  int i, rc;
+  if (bTxn) sqlite3_exec(pDb, "BEGIN", 0, 0, 0);
+  for (i = 0; i < n; i++) {
+    int64_t k = nCycle > 0 ? (*piKey)++ % nCycle : ++*piKey;
+    if (sqlite3_bind_parameter_count(t->pStmt) >= 2) sqlite3_bind_int64(t->pStmt, 2, k);
+    while ((rc = sqlite3_step(t->pStmt)) == SQLITE_ROW) {
+    }
+    if (rc != SQLITE_DONE) die(t->zName, sqlite3_errmsg(pDb));
+    if (t->bChanges && sqlite3_changes(pDb) != 1) die(t->zName, "changes() is not 1");
+    sqlite3_reset(t->pStmt);
+  }
+  if (bTxn && sqlite3_exec(pDb, "COMMIT", 0, 0, 0) != SQLITE_OK) die("COMMIT", sqlite3_errmsg(pDb));
+  return (now_us() - t0) / n;
+}
+
+static sqlite3 *open_bench_db(const char *zPath, const char *zExt) {
+  sqlite3 *pDb = 0;
+  char *zErr = 0;
+  if (sqlite3_open(zPath, &pDb) != SQLITE_OK) die("open", sqlite3_errmsg(pDb));
+  sqlite3_db_config(pDb, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, (int *)0);
+  if (sqlite3_load_extension(pDb, zExt, 0, &zErr) != SQLITE_OK) {
+    die(zExt, zErr ? zErr : sqlite3_errmsg(pDb));
+  }
+  if (sqlite3_exec(pDb, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", 0, 0, 0)) {
+    die("pragma", sqlite3_errmsg(pDb));
+  }
+  exec_db(pDb, zPlainSchema);
+  return pDb;
+}
+
+/*
+** Claims against the plain equivalent, on a WAL file database with
+** synchronous=FULL: in one transaction and in autocommit (one commit per
+** claim); then replay (a claim of a settled key) and a lookup through the
+** ledger table against a primary-key SELECT.
+*/
+static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTmp) {
+  int j, r, nMissed = 0;
+  int nRound = env_int("BENCH_LEDGER_ROUNDS", 9, 3, 63);
+  printf("\nledger (WAL file, synchronous=FULL), median of %d rounds, us per call\n", nRound);
+  printf("%-34s %10s %10s %10s\n", "", "small", "medium", "large");
+  {
+    double aRes[8][N_FIXTURE];
+    static const char *azRow[8] = {
+        "claim, one transaction: idem_claim", "  INSERT INTO ledger", "  plain INSERT ON CONFLICT",
+        "claim, autocommit: idem_claim", "  plain INSERT ON CONFLICT", "replay: idem_claim (settled)",
+        "  SELECT FROM ledger WHERE t,k", "  plain SELECT by primary key"};
+    for (j = 0; j < N_FIXTURE; j++) {
+      char zPath[4200];
+      sqlite3 *pDb;
+      int64_t iKey = 0, iCyc = 0;
+      Timed a[8];
+      int i, nTxn = 500, nAuto = 60;
+      snprintf(zPath, sizeof(zPath), "%s/ledger-%d.db", zTmp, j);
+      remove(zPath);
+      pDb = open_bench_db(zPath, zExt);
+      memset(a, 0, sizeof(a));
+      a[0].zSql = zClaim;
+      a[1].zSql = zInsertClaim;
+      a[1].bChanges = 1;
+      a[2].zSql = zPlainInsert;
+      a[2].bChanges = 1;
+      a[3].zSql = zClaim;
+      a[4].zSql = zPlainInsert;
+      a[4].bChanges = 1;
+      a[5].zSql = "SELECT idem_claim('L','t','s'||?2,'tool',?1)";
+      a[6].zSql = "SELECT * FROM L WHERE tenant='t' AND key=(SELECT key FROM plain WHERE id=?2+1)";
+      a[7].zSql = "SELECT * FROM plain WHERE tenant='t' AND key='k'||?2";
+      for (i = 0; i < 8; i++) {
+        a[i].zName = azRow[i];
+        a[i].pStmt = prepare_or_die(pDb, a[i].zSql);
+        sqlite3_bind_text(a[i].pStmt, 1, aFixIn[j].z, aFixIn[j].n, SQLITE_STATIC);
+      }
+      /* settled keys for the replay rows: s0..s999, settled succeeded */
+      exec_db(pDb, "BEGIN");
+      {
+        sqlite3_stmt *pS = prepare_or_die(pDb,
+            "SELECT idem_settle('L', json_extract(idem_claim('L','t','s'||?2,'tool',?1),"
+            "'$.token'), 'succeeded', '{\"ok\":true}')");
+        sqlite3_bind_text(pS, 1, aFixIn[j].z, aFixIn[j].n, SQLITE_STATIC);
+        for (i = 0; i < 1000; i++) {
+          sqlite3_bind_int64(pS, 2, i);
+          if (sqlite3_step(pS) != SQLITE_ROW) die("settle", sqlite3_errmsg(pDb));
+          sqlite3_reset(pS);
+        }
+        sqlite3_finalize(pS);
+      }
+      exec_db(pDb, "COMMIT");
+      for (r = 0; r < nRound; r++) {
+        a[0].aRound[r] = timed_run(pDb, &a[0], nTxn, &iKey, 0, 1);
+        a[1].aRound[r] = timed_run(pDb, &a[1], nTxn, &iKey, 0, 1);
+        a[2].aRound[r] = timed_run(pDb, &a[2], nTxn, &iKey, 0, 1);
+        a[3].aRound[r] = timed_run(pDb, &a[3], nAuto, &iKey, 0, 0);
+        a[4].aRound[r] = timed_run(pDb, &a[4], nAuto, &iKey, 0, 0);
+        a[5].aRound[r] = timed_run(pDb, &a[5], nTxn, &iCyc, 1000, 0);
+        a[6].aRound[r] = timed_run(pDb, &a[6], nTxn, &iCyc, 1000, 0);
+        a[7].aRound[r] = timed_run(pDb, &a[7], nTxn, &iCyc, 1000, 0);
+      }
+      for (i = 0; i < 8; i++) {
+        aRes[i][j] = median(a[i].aRound, nRound);
+        sqlite3_finalize(a[i].pStmt);
+      }
+      sqlite3_close(pDb);
+      remove(zPath);
+    }
+    for (r = 0; r < 8; r++) {
+      printf("%-34s", azRow[r]);
+      for (j = 0; j < N_FIXTURE; j++) printf(" %10.3f", aRes[r][j]);
+      printf("\n");
+    }
+    {
+      static const struct {
+        int iNum, iDen;
+        const char *zLabel;
+        double target;
+      } aR[] = {
+          {0, 2, "idem_claim / plain, one transaction", 1.3},
+          {1, 2, "INSERT claim / plain, one transaction", 1.3},
+          {3, 4, "idem_claim / plain, autocommit", 1.05},
+          {5, 7, "replay idem_claim / primary-key SELECT", 1.2},
+          {6, 7, "ledger SELECT / primary-key SELECT", 1.2},
+      };
+      printf("\n%-40s %8s %8s %8s   target\n", "ratio (same run)", "small", "medium", "large");
+      for (r = 0; r < (int)(sizeof(aR) / sizeof(aR[0])); r++) {
+        double x0 = aRes[aR[r].iNum][0] / aRes[aR[r].iDen][0];
+        printf("%-40s", aR[r].zLabel);
+        for (j = 0; j < N_FIXTURE; j++) printf(" %7.2fx", aRes[aR[r].iNum][j] / aRes[aR[r].iDen][j]);
+        printf("   <= %.2fx on small: %s\n", aR[r].target, x0 <= aR[r].target ? "met" : "MISSED");
+        if (x0 > aR[r].target) nMissed++;
+      }
+    }
+  }
+  return nMissed;
+}
+
+/*
+** Claim cost as the ledger grows (10k, 100k, 1M, 5M rows by default;
+** BENCH_SCALE_MAX lowers the top), at SQLite's default cache_size, against
+** the plain table grown alike; and bytes per claim on disk.
+*/
+static void bench_scale(const char *zExt, const Fixture *pSmall, const char *zTmp) {
+  static const int64_t aSize[] = {10000, 100000, 1000000, 5000000};
+  int64_t nMax = (int64_t)env_int("BENCH_SCALE_MAX", 5000000, 10000, 50000000);
+  char zPath[2][4200];
+  sqlite3 *apDb[2];
+  int k, w;
+  double aBase[2] = {0, 0};
+  printf("\nclaim cost as the table grows (small args, default cache_size, WAL, one transaction"
+         " per 10k rows)\n%-12s %14s %14s %10s %10s %14s %14s\n",
+         "rows", "idem_claim us", "plain us", "ledger x", "plain x", "ledger B/row",
+         "plain B/row");
+  for (w = 0; w < 2; w++) {
+    snprintf(zPath[w], sizeof(zPath[w]), "%s/scale-%d.db", zTmp, w);
+    remove(zPath[w]);
+    apDb[w] = open_bench_db(zPath[w], zExt);
+    exec_db(apDb[w], "PRAGMA synchronous=NORMAL");
+  }
+  {
+    int64_t nRows[2] = {0, 0};
+    Timed t[2];
+    memset(t, 0, sizeof(t));
+    t[0].zName = "scale claim";
+    t[0].zSql = zClaim;
+    t[1].zName = "scale plain";
+    t[1].zSql = zPlainInsert;
+    t[1].bChanges = 1;
+    for (w = 0; w < 2; w++) {
+      t[w].pStmt = prepare_or_die(apDb[w], t[w].zSql);
+      sqlite3_bind_text(t[w].pStmt, 1, pSmall->z, pSmall->n, SQLITE_STATIC);
+    }
+    for (k = 0; k < 4 && aSize[k] <= nMax; k++) {
+      double us[2];
+      int64_t aBytes[2];
+      for (w = 0; w < 2; w++) {
+        /* grow to the size, 10k rows per transaction */
+        while (nRows[w] < aSize[k]) {
+          int64_t n = aSize[k] - nRows[w] > 10000 ? 10000 : aSize[k] - nRows[w];
+          int64_t iKey = 1000000000 + nRows[w];
+          timed_run(apDb[w], &t[w], (int)n, &iKey, 0, 1);
+          nRows[w] += n;
+        }
+        {
+          /* measure 2000 fresh claims, keys beyond the grown range */
+          int64_t iKey = 9000000000LL + aSize[k] * 10;
+          us[w] = timed_run(apDb[w], &t[w], 2000, &iKey, 0, 1);
+          nRows[w] += 2000;
+        }
+        {
+          sqlite3_stmt *pS = prepare_or_die(
+              apDb[w], "SELECT page_count*page_size FROM pragma_page_count, pragma_page_size");
+          sqlite3_step(pS);
+          aBytes[w] = sqlite3_column_int64(pS, 0);
+          sqlite3_finalize(pS);
+        }
+      }
+      if (k == 0) {
+        aBase[0] = us[0];
+        aBase[1] = us[1];
+      }
+      printf("%-12lld %14.3f %14.3f %9.2fx %9.2fx %14.0f %14.0f\n", (long long)aSize[k], us[0],
+             us[1], us[0] / aBase[0], us[1] / aBase[1], (double)aBytes[0] / (double)nRows[0],
+             (double)aBytes[1] / (double)nRows[1]);
+      fflush(stdout);
+    }
+    for (w = 0; w < 2; w++) sqlite3_finalize(t[w].pStmt);
+  }
+  for (w = 0; w < 2; w++) {
+    sqlite3_close(apDb[w]);
+    remove(zPath[w]);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *zExt, *zDir;
   Fixture aFix[N_FIXTURE];
@@ -343,6 +607,16 @@ int main(int argc, char **argv) {
   }
   printf("\n%d case(s) x %d fixtures in %.1f s; %s\n", N_CASE, N_FIXTURE, (now_us() - t0) / 1e6,
          nMissed ? "some targets MISSED" : "all targets met");
+
+  {
+    const char *zTmp = getenv("TMPDIR");
+    char zTmpDir[4096];
+    snprintf(zTmpDir, sizeof(zTmpDir), "%s/idem-bench-XXXXXX", zTmp && *zTmp ? zTmp : "/tmp");
+    if (mkdtemp(zTmpDir) == 0) die("mkdtemp", zTmpDir);
+    if (env_int("BENCH_LEDGER", 1, 0, 1)) nMissed += bench_ledger(zExt, aFix, zTmpDir);
+    if (env_int("BENCH_SCALE", 1, 0, 1)) bench_scale(zExt, &aFix[0], zTmpDir);
+    rmdir(zTmpDir);
+  }
 
   for (j = 0; j < N_FIXTURE; j++) {
     sqlite3_free(aFix[j].z);
