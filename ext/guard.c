@@ -3,7 +3,7 @@
 **
 **   idem_guard(ledger, table, key_column, tenant_column [, token_column])
 **   idem_unguard(ledger, table)
-**   idem_guard_check(ledger, table, tenant, key [, token])   -- called by the triggers
+**   idem_guard_check(ledger, ledger_id, table, tenant, key [, token])   -- the triggers' check
 **
 ** A guard is two triggers on a rowid table in the ledger's schema:
 **
@@ -30,44 +30,45 @@ SQLITE_EXTENSION_INIT3
 #include <string.h>
 
 /*
-** The SQL that creates the guard triggers (two statements, each ending in
-** ';'), without a schema name in the trigger names' stored form: the
-** caller prefixes the schema when running it. Identifiers are quoted with
-** %w, literals with %Q. zTenCol and zTokCol may be NULL.
+** The SQL that creates the guard triggers of table zTable (two statements,
+** each ending in ';'). The triggers are named after zTrigBase (the table's
+** name when the guard was installed: a trigger keeps its name when SQLite
+** moves it with a renamed table) and the ledger, and call the check with
+** the ledger's name and identity, so a same-named ledger in another schema
+** never answers for this one. Identifiers are quoted with %w, literals
+** with %Q. zTenCol and zTokCol may be NULL.
 */
-char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zTable,
-                     const char *zKeyCol, const char *zTenCol, const char *zTokCol) {
-  char *zTen = zTenCol ? sqlite3_mprintf("NEW.\"%w\"", zTenCol) : sqlite3_mprintf("NULL");
-  char *zTok = zTokCol ? sqlite3_mprintf(", NEW.\"%w\"", zTokCol) : sqlite3_mprintf("%s", "");
-  char *zSql = 0;
-  if (zTen && zTok) {
-    sqlite3_str *s = sqlite3_str_new(0);
-    sqlite3_str_appendf(s,
-                        "CREATE TRIGGER \"%w\".\"%w_idem_%w_insert\" BEFORE INSERT ON \"%w\""
-                        " BEGIN SELECT idem_guard_check(%Q, %Q, %s, NEW.\"%w\"%s); END;",
-                        zDb, zTable, zLedger, zTable, zLedger, zTable, zTen, zKeyCol, zTok);
-    sqlite3_str_appendf(s,
-                        "CREATE TRIGGER \"%w\".\"%w_idem_%w_update\" BEFORE UPDATE ON \"%w\""
-                        " WHEN NEW.\"%w\" IS NOT OLD.\"%w\"",
-                        zDb, zTable, zLedger, zTable, zKeyCol, zKeyCol);
-    if (zTenCol) sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\"", zTenCol, zTenCol);
-    if (zTokCol) sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\"", zTokCol, zTokCol);
-    sqlite3_str_appendf(s,
+char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zLedgerId,
+                     const char *zTrigBase, const char *zTable, const char *zKeyCol,
+                     const char *zTenCol, const char *zTokCol) {
+  sqlite3_str *s = sqlite3_str_new(0);
+  sqlite3_str_appendf(s,
+                      "CREATE TRIGGER \"%w\".\"%w_idem_%w_insert\" BEFORE INSERT ON \"%w\""
+                      " BEGIN SELECT idem_guard_check(%Q, %Q, %Q, ",
+                      zDb, zTrigBase, zLedger, zTable, zLedger, zLedgerId, zTable);
+  if (zTenCol) sqlite3_str_appendf(s, "NEW.\"%w\"", zTenCol);
+  else sqlite3_str_appendall(s, "NULL");
+  sqlite3_str_appendf(s, ", NEW.\"%w\"", zKeyCol);
+  if (zTokCol) sqlite3_str_appendf(s, ", NEW.\"%w\"", zTokCol);
+  sqlite3_str_appendall(s, "); END;");
+  sqlite3_str_appendf(s,
+                      "CREATE TRIGGER \"%w\".\"%w_idem_%w_update\" BEFORE UPDATE ON \"%w\""
+                      " WHEN NEW.\"%w\" IS NOT OLD.\"%w\"",
+                      zDb, zTrigBase, zLedger, zTable, zKeyCol, zKeyCol);
+  if (zTenCol) sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\"", zTenCol, zTenCol);
+  if (zTokCol) sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\"", zTokCol, zTokCol);
+  sqlite3_str_appendall(s,
                         " BEGIN SELECT RAISE(ABORT, 'idem_guard: the key, tenant and token "
                         "columns of a guarded table cannot be updated'); END;");
-    zSql = sqlite3_str_finish(s);
-  }
-  sqlite3_free(zTen);
-  sqlite3_free(zTok);
-  return zSql;
+  return sqlite3_str_finish(s);
 }
 
-/* Drop the guard triggers of zTable for ledger zLedger (if present). */
+/* Drop the guard triggers named after zTrigBase for ledger zLedger. */
 static int guard_drop_triggers(sqlite3 *db, const char *zDb, const char *zLedger,
-                               const char *zTable) {
+                               const char *zTrigBase) {
   char *zSql = sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_insert\";"
                                "DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_update\";",
-                               zDb, zTable, zLedger, zDb, zTable, zLedger);
+                               zDb, zTrigBase, zLedger, zDb, zTrigBase, zLedger);
   int rc;
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_exec(db, zSql, 0, 0, 0);
@@ -82,24 +83,29 @@ static int guard_install(sqlite3 *db, const char *zSql, char **pzErr) {
 
 /*
 ** After ALTER TABLE ... RENAME of a ledger: recreate every guard's
-** triggers so that they name the ledger by its new name.
+** triggers so that they name the ledger by its new name. A guard whose
+** table is gone (its trigger with it) is left as it is.
 */
-int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew) {
+int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
+                      const char *zLedgerId) {
   sqlite3_stmt *pS = 0;
   char *zSql = sqlite3_mprintf(
-      "SELECT tbl, key_column, tenant_column, token_column FROM \"%w\".\"%w_guards\"", zDb,
-      zNew);
+      "SELECT g.tbl, g.key_column, g.tenant_column, g.token_column, t.tbl_name"
+      " FROM \"%w\".\"%w_guards\" AS g JOIN \"%w\".sqlite_schema AS t"
+      " ON t.type='trigger' AND t.name=g.tbl||'_idem_'||%Q||'_insert'",
+      zDb, zNew, zDb, zOld);
   int rc;
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
   sqlite3_free(zSql);
   if (rc) return rc;
   while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
-    const char *zTbl = (const char *)sqlite3_column_text(pS, 0);
+    const char *zBase = (const char *)sqlite3_column_text(pS, 0);
     char *zG;
-    rc = guard_drop_triggers(db, zDb, zOld, zTbl);
+    rc = guard_drop_triggers(db, zDb, zOld, zBase);
     if (rc) break;
-    zG = idem_guard_sql(zDb, zNew, zTbl, (const char *)sqlite3_column_text(pS, 1),
+    zG = idem_guard_sql(zDb, zNew, zLedgerId, zBase, (const char *)sqlite3_column_text(pS, 4),
+                        (const char *)sqlite3_column_text(pS, 1),
                         (const char *)sqlite3_column_text(pS, 2),
                         (const char *)sqlite3_column_text(pS, 3));
     if (zG == 0) {
@@ -181,7 +187,10 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     const char *zType = (const char *)sqlite3_column_text(pS, 0);
     const char *zTSql = (const char *)sqlite3_column_text(pS, 1);
     size_t nL = strlen(p->zName);
-    int bShadow = sqlite3_strnicmp(zTable, p->zName, (int)nL) == 0 && zTable[nL] == '_';
+    int bShadow = sqlite3_strnicmp(zTable, p->zName, (int)nL) == 0 &&
+                  (sqlite3_stricmp(zTable + nL, "_rows") == 0 ||
+                   sqlite3_stricmp(zTable + nL, "_meta") == 0 ||
+                   sqlite3_stricmp(zTable + nL, "_guards") == 0);
     int bVirtual = zTSql && sqlite3_strnicmp(zTSql, "CREATE VIRTUAL", 14) == 0;
     int bNoRowid = 0;
     if (zTSql) {
@@ -217,7 +226,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     }
   }
   sqlite3_free(zSql);
-  zSql = idem_guard_sql(p->zDb, p->zName, zTable, zKeyCol, zTenCol, zTokCol);
+  zSql = idem_guard_sql(p->zDb, p->zName, p->zId, zTable, zTable, zKeyCol, zTenCol, zTokCol);
   if (zSql == 0) {
     rc = SQLITE_NOMEM;
     goto done;
@@ -235,7 +244,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     }
     rc = sqlite3_exec(db, zIns, 0, 0, 0);
     sqlite3_free(zIns);
-    if (rc == SQLITE_CONSTRAINT) {
+    if ((rc & 0xff) == SQLITE_CONSTRAINT) {
       zErr = sqlite3_mprintf("%s: table \"%s\" is already guarded by ledger %s", zFunc, zTable,
                              p->zName);
       goto done;
@@ -251,7 +260,7 @@ done:
   sqlite3_finalize(pS);
   sqlite3_free(zSql);
   if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
-    zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db));
+    zErr = idem_db_error(db, zFunc, rc);
   }
   if (bSave) {
     sqlite3_exec(db, "ROLLBACK TO idem_guard", 0, 0, 0);
@@ -268,13 +277,15 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   static const char *zFunc = "idem_unguard";
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   IdemLedger *p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
-  const char *zTable;
-  char *zErr = 0, *zSql;
+  const char *zTable = 0;
+  char *zErr = 0, *zSql, *zBase = 0;
+  sqlite3_stmt *pS = 0;
+  sqlite3_int64 iGuard;
   int rc, bSave = 0;
   (void)argc;
   if (p == 0) return;
-  zTable = (const char *)sqlite3_value_text(argv[1]);
-  if (sqlite3_value_type(argv[1]) != SQLITE_TEXT || zTable == 0) {
+  if (sqlite3_value_type(argv[1]) == SQLITE_TEXT) zTable = (const char *)sqlite3_value_text(argv[1]);
+  if (zTable == 0) {
     zErr = sqlite3_mprintf("%s: table must be TEXT", zFunc);
     idem_result_error(ctx, SQLITE_ERROR, zErr);
     return;
@@ -282,8 +293,39 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   rc = sqlite3_exec(db, "SAVEPOINT idem_unguard", 0, 0, 0);
   if (rc) goto done;
   bSave = 1;
-  zSql = sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE tbl=%Q COLLATE NOCASE",
-                         p->zDb, p->zName, zTable);
+  /* the guard of the table by its current name (it may have been renamed
+  ** since: its insert trigger moved with it) */
+  zSql = sqlite3_mprintf("SELECT g.id, g.tbl FROM \"%w\".\"%w_guards\" AS g"
+                         " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
+                         " AND t.name=g.tbl||'_idem_'||%Q||'_insert'"
+                         " WHERE coalesce(t.tbl_name, g.tbl)=%Q COLLATE NOCASE",
+                         p->zDb, p->zName, p->zDb, p->zName, zTable);
+  if (zSql == 0) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  if (rc) goto done;
+  if (sqlite3_step(pS) != SQLITE_ROW) {
+    rc = sqlite3_reset(pS);
+    if (rc == SQLITE_OK) {
+      zErr = sqlite3_mprintf("%s: table \"%s\" is not guarded by ledger %s", zFunc, zTable,
+                             p->zName);
+      rc = SQLITE_ERROR;
+    }
+    goto done;
+  }
+  zBase = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(pS, 1));
+  iGuard = sqlite3_column_int64(pS, 0);
+  sqlite3_finalize(pS);
+  pS = 0;
+  if (zBase == 0) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  zSql = sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", p->zDb, p->zName,
+                         iGuard);
   if (zSql == 0) {
     rc = SQLITE_NOMEM;
     goto done;
@@ -292,18 +334,19 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   sqlite3_free(zSql);
   if (rc) goto done;
   if (sqlite3_changes(db) != 1) {
-    zErr = sqlite3_mprintf("%s: table \"%s\" is not guarded by ledger %s", zFunc, zTable,
-                           p->zName);
+    zErr = sqlite3_mprintf("%s: the guard of \"%s\" could not be removed", zFunc, zTable);
     rc = SQLITE_ERROR;
     goto done;
   }
-  rc = guard_drop_triggers(db, p->zDb, p->zName, zTable);
+  rc = guard_drop_triggers(db, p->zDb, p->zName, zBase);
   if (rc) goto done;
   rc = sqlite3_exec(db, "RELEASE idem_unguard", 0, 0, 0);
   if (rc == SQLITE_OK) bSave = 0;
 done:
+  sqlite3_finalize(pS);
+  sqlite3_free(zBase);
   if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
-    zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db));
+    zErr = idem_db_error(db, zFunc, rc);
   }
   if (bSave) {
     sqlite3_exec(db, "ROLLBACK TO idem_unguard", 0, 0, 0);
@@ -316,50 +359,90 @@ done:
   sqlite3_result_int(ctx, 1);
 }
 
+/* The current name of the table guarded under the name zBase (the insert
+** trigger, named after zBase, moves with a renamed table); a copy of zBase
+** if it cannot be found. sqlite3_malloc; NULL on OOM. */
+static char *current_table(IdemLedger *p, const char *zBase) {
+  sqlite3_stmt *pS = 0;
+  char *zSql = sqlite3_mprintf("SELECT tbl_name FROM \"%w\".sqlite_schema WHERE type='trigger'"
+                               " AND name=%Q||'_idem_'||%Q||'_insert'",
+                               p->zDb, zBase, p->zName);
+  char *zOut = 0;
+  if (zSql && sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) == SQLITE_OK &&
+      sqlite3_step(pS) == SQLITE_ROW) {
+    zOut = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(pS, 0));
+  } else {
+    zOut = sqlite3_mprintf("%s", zBase);
+  }
+  sqlite3_finalize(pS);
+  sqlite3_free(zSql);
+  return zOut;
+}
+
 /*
-** idem_guard_check(ledger, table, tenant, key [, token]): 1 when (tenant,
-** key) holds a live claimed claim of the ledger (with that token, when
-** given); otherwise SQLITE_CONSTRAINT naming the table and the key. Reads
-** only; called by the guard's insert trigger.
+** idem_guard_check(ledger, ledger_id, table, tenant, key [, token]): 1 when
+** (tenant, key) holds a live claimed claim of the ledger with that name
+** and identity (with that token, when given); otherwise SQLITE_CONSTRAINT
+** naming the table and the key. Reads only; called by a guard's insert
+** trigger.
 */
 static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_guard";
-  IdemLedger *p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
-  const char *zTable = (const char *)sqlite3_value_text(argv[1]);
+  const char *zName = (const char *)sqlite3_value_text(argv[0]);
+  const char *zId = (const char *)sqlite3_value_text(argv[1]);
+  const char *zTable = (const char *)sqlite3_value_text(argv[2]);
+  IdemLedger *p;
   char *zErr = 0, *zWhy = 0;
-  int rc;
-  if (p == 0) return;
-  if (zTable == 0) zTable = "?";
-  if (p->aOpt[3] == 0 && sqlite3_value_type(argv[2]) != SQLITE_TEXT) {
-    zErr = sqlite3_mprintf("%s: insert into \"%s\" needs a tenant; got %s", zFunc, zTable,
-                           sqlite3_value_type(argv[2]) == SQLITE_NULL ? "NULL" : "a non-text value");
+  int rc = SQLITE_OK;
+  if (zName == 0 || zId == 0 || zTable == 0) {
+    zErr = sqlite3_mprintf("%s: idem_guard_check needs the ledger's name and identity and the "
+                           "table's name",
+                           zFunc);
+    idem_result_error(ctx, zErr ? SQLITE_MISUSE : SQLITE_NOMEM, zErr);
+    return;
+  }
+  p = idem_ledger_find_by_id(ctx, zName, zId, &rc);
+  if (rc) {
+    idem_result_error(ctx, rc, 0);
+    return;
+  }
+  if (p == 0) {
+    zErr = sqlite3_mprintf("%s: insert into \"%s\" refused: its guard names ledger %s (%s), "
+                           "which is not attached",
+                           zFunc, zTable, zName, zId);
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  if (sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
-    zErr = sqlite3_mprintf("%s: insert into \"%s\" needs a key; got %s", zFunc, zTable,
+  if (p->aOpt[3] == 0 && sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
+    zErr = sqlite3_mprintf("%s: insert into \"%s\" needs a tenant; got %s", zFunc, zTable,
                            sqlite3_value_type(argv[3]) == SQLITE_NULL ? "NULL" : "a non-text value");
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  rc = idem_ledger_live_claim(p, argv[2], argv[3], argc > 4 ? argv[4] : 0, &zWhy);
+  if (sqlite3_value_type(argv[4]) != SQLITE_TEXT) {
+    zErr = sqlite3_mprintf("%s: insert into \"%s\" needs a key; got %s", zFunc, zTable,
+                           sqlite3_value_type(argv[4]) == SQLITE_NULL ? "NULL" : "a non-text value");
+    idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
+    return;
+  }
+  rc = idem_ledger_live_claim(p, argv[3], argv[4], argc > 5 ? argv[5] : 0, &zWhy);
   if (rc == SQLITE_OK && zWhy == 0) {
     sqlite3_result_int(ctx, 1);
     return;
   }
   if (rc == SQLITE_OK) {
-    char *zK = idem_json_string((const char *)sqlite3_value_text(argv[3]));
-    zErr = zK ? sqlite3_mprintf("%s: insert into \"%s\" refused: key %s needs a live claim of "
-                                "ledger %s; %s",
-                                zFunc, zTable, zK, p->zName, zWhy)
-              : 0;
+    char *zK = idem_json_string((const char *)sqlite3_value_text(argv[4]));
+    char *zCur = current_table(p, zTable);
+    zErr = zK && zCur ? sqlite3_mprintf("%s: insert into \"%s\" refused: key %s needs a live "
+                                        "claim of ledger %s; %s",
+                                        zFunc, zCur, zK, p->zName, zWhy)
+                      : 0;
     sqlite3_free(zK);
+    sqlite3_free(zCur);
     rc = zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
   sqlite3_free(zWhy);
-  if (zErr == 0 && rc != SQLITE_NOMEM) {
-    zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(sqlite3_context_db_handle(ctx)));
-  }
+  if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(sqlite3_context_db_handle(ctx), zFunc, rc);
   idem_result_error(ctx, rc, zErr);
 }
 
@@ -376,9 +459,9 @@ int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
       {"idem_unguard", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_unguard_func},
       /* it only reads, and must run inside the guard's trigger, also
       ** under trusted_schema=OFF: innocuous */
-      {"idem_guard_check", 4, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-       idem_guard_check_func},
       {"idem_guard_check", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+       idem_guard_check_func},
+      {"idem_guard_check", 6, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
        idem_guard_check_func},
   };
   size_t i;

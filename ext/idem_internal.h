@@ -155,6 +155,10 @@ int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v
                          IdemBuf *pBuf, const char *zPrefix, size_t nPrefix,
                          char *zHexOut, char **pzErr);
 
+/* "<zFunc>: <message>" for an SQLite error rc: the connection's message
+** when it describes rc, else SQLite's text for rc (sqlite3_malloc). */
+char *idem_db_error(sqlite3 *db, const char *zFunc, int rc);
+
 /* Report rc/zErr on ctx and free zErr. */
 void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
 
@@ -172,6 +176,7 @@ struct IdemLedger {
   sqlite3_stmt *aStmt[20];
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   char *zForeign;         /* why operations are refused, or NULL */
+  char zId[17];           /* random identity, kept in <name>_meta: guards name it */
   char *zLastClaim;       /* idem_last_claim() */
 };
 
@@ -195,10 +200,18 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
 int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
                            sqlite3_value *pToken, char **pzWhy);
 
+/* The ledger named zName whose identity is zId, searched in every schema
+** (guards call it: a same-named ledger elsewhere must not answer for
+** theirs). NULL with *pRc SQLITE_OK when there is none. */
+IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, const char *zId,
+                                   int *pRc);
+
 /* guard.c */
-char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zTable,
-                     const char *zKeyCol, const char *zTenCol, const char *zTokCol);
-int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew);
+char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zLedgerId,
+                     const char *zTrigBase, const char *zTable, const char *zKeyCol,
+                     const char *zTenCol, const char *zTokCol);
+int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
+                      const char *zLedgerId);
 int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
 
 #endif /* SQLITE3EXT_H */

@@ -170,6 +170,11 @@ static int bind_token(sqlite3_stmt *pS, int i, const char *zHex) {
   return sqlite3_bind_blob(pS, i, a, 16, SQLITE_TRANSIENT);
 }
 
+/* The columns every row query selects, in Row order. */
+#define ROW_COLUMNS                                                                  \
+  "id,conversation,tool,args,effect,status,result,error,attempt,token,lease_until," \
+  "members,marks,tenant,\"key\",updated_at,expirations"
+
 static const char *const azStmtSql[N_STMT] = {
     /* ST_INSERT */
     "INSERT INTO \"%w\".\"%w_rows\"(tenant,\"key\",conversation,tool,args,effect,status,"
@@ -177,17 +182,15 @@ static const char *const azStmtSql[N_STMT] = {
     " VALUES(?1,?2,?3,?4,?5,?6,'claimed',1,?7,?8,?8,?9,?10)"
     " ON CONFLICT(tenant,\"key\") DO NOTHING",
     /* ST_GET */
-    "SELECT id,conversation,tool,args,effect,status,result,error,attempt,token,"
-    "lease_until,members,marks,tenant,\"key\",updated_at FROM \"%w\".\"%w_rows\""
+    "SELECT " ROW_COLUMNS " FROM \"%w\".\"%w_rows\""
     " WHERE tenant=?1 AND \"key\"=?2",
     /* ST_BY_TOKEN */
-    "SELECT id,conversation,tool,args,effect,status,result,error,attempt,token,"
-    "lease_until,members,marks,tenant,\"key\",updated_at FROM \"%w\".\"%w_rows\""
+    "SELECT " ROW_COLUMNS " FROM \"%w\".\"%w_rows\""
     " WHERE token=?1",
     /* ST_RECLAIM: take-over or re-claim, compare-and-set on status+token */
     "UPDATE \"%w\".\"%w_rows\" SET status='claimed',attempt=attempt+1,token=?1,"
-    "updated_at=?2,lease_until=?3,marks=?4,result=NULL,error=NULL,members=NULL"
-    " WHERE id=?5 AND status=?6 AND token=?7",
+    "updated_at=?2,lease_until=?3,marks=?4,result=NULL,error=NULL,members=NULL,"
+    "expirations=expirations+?5 WHERE id=?6 AND status=?7 AND token=?8",
     /* ST_SETTLE: compare-and-set on status+token */
     "UPDATE \"%w\".\"%w_rows\" SET status=?1,result=?2,error=?3,members=?4,updated_at=?5"
     " WHERE id=?6 AND status=?7 AND token=?8",
@@ -202,13 +205,14 @@ static const char *const azStmtSql[N_STMT] = {
     /* ST_TEMP_SCHEMA_VERSION */
     "PRAGMA temp.schema_version",
     /* ST_GUARDS */
-    "SELECT id,tbl,key_column,tenant_column FROM \"%w\".\"%w_guards\" ORDER BY id",
+    "SELECT g.id, g.tbl, g.key_column, g.tenant_column, t.tbl_name"
+    " FROM \"%w\".\"%w_guards\" AS g LEFT JOIN \"%w\".sqlite_schema AS t"
+    " ON t.type='trigger' AND t.name=g.tbl||'_idem_'||?1||'_insert' ORDER BY g.id",
     /* ST_COUNT_LIVE */
     "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\"),"
     " (SELECT count(*) FROM \"%w\".\"%w_rows\" WHERE status IN ('claimed','unknown'))",
     /* ST_GET_KEY (single_tenant ledgers: a key is unique across the ledger) */
-    "SELECT id,conversation,tool,args,effect,status,result,error,attempt,token,"
-    "lease_until,members,marks,tenant,\"key\",updated_at FROM \"%w\".\"%w_rows\""
+    "SELECT " ROW_COLUMNS " FROM \"%w\".\"%w_rows\""
     " WHERE \"key\"=?1",
     /* ST_SYNCHRONOUS */
     "PRAGMA \"%w\".synchronous",
@@ -278,7 +282,7 @@ static char *trigger_sql(int i, const char *zName) {
 
 /* Create the shadow tables and triggers of ledger zName in schema zDb. */
 static int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName,
-                                const sqlite3_int64 *aVal, char **pzErr) {
+                                const sqlite3_int64 *aVal, const char *zId, char **pzErr) {
   int rc, i;
   char *zSql = sqlite3_mprintf(
       "CREATE TABLE \"%w\".\"%w_rows\"("
@@ -300,14 +304,16 @@ static int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName,
       "lease_until INTEGER NOT NULL CHECK(typeof(lease_until)='integer'),"
       "marks CHECK(marks IS NULL OR typeof(marks)='text'),"
       "members CHECK(members IS NULL OR typeof(members)='text'),"
+      "expirations INTEGER NOT NULL DEFAULT 0 CHECK(typeof(expirations)='integer'"
+      " AND expirations>=0),"
       "UNIQUE(tenant,\"key\"));"
       "CREATE TABLE \"%w\".\"%w_meta\"(k TEXT PRIMARY KEY NOT NULL, v NOT NULL) WITHOUT ROWID;"
-      "INSERT INTO \"%w\".\"%w_meta\"(k,v) VALUES('format',%d),('lease_seconds',%lld),"
+      "INSERT INTO \"%w\".\"%w_meta\"(k,v) VALUES('format',%d),('id',%Q),('lease_seconds',%lld),"
       "('max_attempts',%lld),('max_args_bytes',%lld),('single_tenant',%lld);"
       "CREATE TABLE \"%w\".\"%w_guards\"(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL UNIQUE,"
       " key_column TEXT NOT NULL, tenant_column TEXT, token_column TEXT);",
       zDb, zName,
-      zDb, zName, zDb, zName, LEDGER_FORMAT, aVal[OPT_LEASE],
+      zDb, zName, zDb, zName, LEDGER_FORMAT, zId, aVal[OPT_LEASE],
       aVal[OPT_ATTEMPTS], aVal[OPT_ARGS_BYTES], aVal[OPT_SINGLE], zDb, zName);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
@@ -382,7 +388,9 @@ static int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr)
   rc = sqlite3_reset(pT);
   if (rc) return rc;
   if (p->bChecked && v1 == p->iSchemaVersion && v2 == p->iTempSchemaVersion) {
-    return p->zForeign ? SQLITE_ERROR : SQLITE_OK;
+    if (p->zForeign == 0) return SQLITE_OK;
+    *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zForeign);
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   sqlite3_free(p->zForeign);
   p->zForeign = 0;
@@ -394,10 +402,10 @@ static int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr)
     }
   }
   zSql = sqlite3_mprintf(
-      "SELECT name, sql, %Q FROM \"%w\".sqlite_schema WHERE type='trigger' AND tbl_name IN "
-      "('%q_rows','%q_meta','%q_guards') COLLATE NOCASE"
+      "SELECT name, sql, %Q FROM \"%w\".sqlite_schema WHERE type='trigger' AND tbl_name"
+      " COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards')"
       " UNION ALL SELECT name, sql, 'temp' FROM temp.sqlite_schema WHERE type='trigger'"
-      " AND %d AND tbl_name IN ('%q_rows','%q_meta','%q_guards') COLLATE NOCASE",
+      " AND %d AND tbl_name COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards')",
       p->zDb, p->zDb, p->zName, p->zName, p->zName, sqlite3_stricmp(p->zDb, "temp") != 0,
       p->zName, p->zName, p->zName);
   if (zSql == 0) {
@@ -445,40 +453,101 @@ done:
 /* Rows                                                                */
 /* ------------------------------------------------------------------ */
 
-/* A ledger row as read by ST_GET/ST_BY_TOKEN; the text pointers live
-** until the statement is reset. */
+
+
+/* A ledger row, copied out of the statement that read it (row_load), so
+** the statement can be reset before anything is written: a statement
+** still stepping would hold a read transaction, and SQLite does not wait
+** on the busy handler when a read transaction must become a write. */
 typedef struct Row Row;
 struct Row {
-  sqlite3_int64 id, attempt, leaseUntil, updatedAt;
-  const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError, *zToken;
+  sqlite3_int64 id, attempt, leaseUntil, updatedAt, expirations;
+  const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError;
   const char *zMembers, *zMarks, *zTenant, *zKey;
   int nArgs;
-  char zTokenHex[33];
+  char zToken[33]; /* hex */
+  char *pBuf;      /* owns the text above (sqlite3_malloc) */
 };
 
-static void row_read(sqlite3_stmt *pS, Row *r) {
+static void row_free(Row *r) {
+  sqlite3_free(r->pBuf);
+  r->pBuf = 0;
+}
+
+/* Copy the current row of pS (selected with ROW_COLUMNS) into r; the
+** caller resets pS and calls row_free(). */
+static int row_load(sqlite3_stmt *pS, Row *r) {
+  static const int aText[11] = {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 14};
+  const char **apDest[11];
+  sqlite3_int64 nTotal = 0;
+  int i;
+  char *z;
+  memset(r, 0, sizeof(*r));
+  apDest[0] = &r->zConv;
+  apDest[1] = &r->zTool;
+  apDest[2] = &r->zArgs;
+  apDest[3] = &r->zEffect;
+  apDest[4] = &r->zStatus;
+  apDest[5] = &r->zResult;
+  apDest[6] = &r->zError;
+  apDest[7] = &r->zMembers;
+  apDest[8] = &r->zMarks;
+  apDest[9] = &r->zTenant;
+  apDest[10] = &r->zKey;
+  for (i = 0; i < 11; i++) {
+    if (sqlite3_column_type(pS, aText[i]) == SQLITE_NULL) continue;
+    if (sqlite3_column_text(pS, aText[i]) == 0) return SQLITE_NOMEM;
+    nTotal += sqlite3_column_bytes(pS, aText[i]) + 1;
+  }
+  z = r->pBuf = sqlite3_malloc64(nTotal + 1);
+  if (z == 0) return SQLITE_NOMEM;
+  for (i = 0; i < 11; i++) {
+    int n;
+    if (sqlite3_column_type(pS, aText[i]) == SQLITE_NULL) continue;
+    n = sqlite3_column_bytes(pS, aText[i]);
+    memcpy(z, sqlite3_column_text(pS, aText[i]), (size_t)n);
+    z[n] = 0;
+    *apDest[i] = z;
+    if (i == 2) r->nArgs = n;
+    z += n + 1;
+  }
   r->id = sqlite3_column_int64(pS, 0);
-  r->zConv = (const char *)sqlite3_column_text(pS, 1);
-  r->zTool = (const char *)sqlite3_column_text(pS, 2);
-  r->zArgs = (const char *)sqlite3_column_text(pS, 3);
-  r->nArgs = sqlite3_column_bytes(pS, 3);
-  r->zEffect = (const char *)sqlite3_column_text(pS, 4);
-  r->zStatus = (const char *)sqlite3_column_text(pS, 5);
-  r->zResult = (const char *)sqlite3_column_text(pS, 6);
-  r->zError = (const char *)sqlite3_column_text(pS, 7);
   r->attempt = sqlite3_column_int64(pS, 8);
   if (sqlite3_column_bytes(pS, 9) == 16 && sqlite3_column_type(pS, 9) == SQLITE_BLOB) {
-    idem_hex((const unsigned char *)sqlite3_column_blob(pS, 9), 16, r->zTokenHex);
-  } else {
-    r->zTokenHex[0] = 0;
+    idem_hex((const unsigned char *)sqlite3_column_blob(pS, 9), 16, r->zToken);
   }
-  r->zToken = r->zTokenHex;
   r->leaseUntil = sqlite3_column_int64(pS, 10);
-  r->zMembers = (const char *)sqlite3_column_text(pS, 11);
-  r->zMarks = (const char *)sqlite3_column_text(pS, 12);
-  r->zTenant = (const char *)sqlite3_column_text(pS, 13);
-  r->zKey = (const char *)sqlite3_column_text(pS, 14);
   r->updatedAt = sqlite3_column_int64(pS, 15);
+  r->expirations = sqlite3_column_int64(pS, 16);
+  if (r->zConv == 0 || r->zTool == 0 || r->zArgs == 0 || r->zEffect == 0 || r->zStatus == 0 ||
+      r->zTenant == 0 || r->zKey == 0) {
+    row_free(r);
+    return SQLITE_CORRUPT_VTAB;
+  }
+  return SQLITE_OK;
+}
+
+/*
+** Run the row query pS (bound by the caller) and load its row into r.
+** Returns SQLITE_OK with *pbFound set, or an error; pS is always reset
+** and its bindings cleared.
+*/
+static int row_fetch(sqlite3_stmt *pS, Row *r, int *pbFound) {
+  int rc = sqlite3_step(pS);
+  *pbFound = 0;
+  memset(r, 0, sizeof(*r));
+  if (rc == SQLITE_ROW) {
+    rc = row_load(pS, r);
+    if (rc == SQLITE_OK) *pbFound = 1;
+  } else if (rc == SQLITE_DONE) {
+    rc = SQLITE_OK;
+  } else {
+    rc = sqlite3_reset(pS);
+    if (rc == SQLITE_OK) rc = SQLITE_ERROR;
+  }
+  sqlite3_reset(pS);
+  sqlite3_clear_bindings(pS);
+  return rc;
 }
 
 static int row_is_local(const Row *r) { return r->zEffect && strcmp(r->zEffect, "local") == 0; }
@@ -488,42 +557,64 @@ static int row_is_local(const Row *r) { return r->zEffect && strcmp(r->zEffect, 
 /* ------------------------------------------------------------------ */
 
 /*
-** The marks of a new local claim: for each guard, the guarded table's
-** largest rowid now, as text "gid:rowid;gid:rowid;" (empty when there are
-** no guards). *pz is from sqlite3_malloc (NULL for no guards).
+** Call xVisit for each guard of p whose table still exists, with the
+** table's current name: a guard follows its table through ALTER TABLE
+** RENAME (its insert trigger keeps its name and SQLite moves it), and a
+** guard whose table was dropped (its trigger went with it) is skipped.
 */
-static int ledger_marks(IdemLedger *p, char **pz) {
+static int guards_each(IdemLedger *p, int (*xVisit)(IdemLedger *, sqlite3_int64, const char *,
+                                                       const char *, const char *, void *),
+                       void *pArg) {
   sqlite3_stmt *pG = 0;
-  sqlite3_str *s;
-  int rc, n = 0;
-  *pz = 0;
-  rc = ledger_stmt(p, ST_GUARDS, &pG);
+  int rc = ledger_stmt(p, ST_GUARDS, &pG);
   if (rc) return rc;
-  s = sqlite3_str_new(p->db);
+  sqlite3_bind_text(pG, 1, p->zName, -1, SQLITE_STATIC);
   while ((rc = sqlite3_step(pG)) == SQLITE_ROW) {
-    sqlite3_stmt *pM = 0;
-    char *zSql = sqlite3_mprintf("SELECT max(rowid) FROM \"%w\".\"%w\"", p->zDb,
-                                 (const char *)sqlite3_column_text(pG, 1));
-    if (zSql == 0) {
+    const char *zTbl = (const char *)sqlite3_column_text(pG, 4);
+    if (sqlite3_column_type(pG, 4) == SQLITE_NULL) continue; /* table dropped */
+    if (zTbl == 0) {
       rc = SQLITE_NOMEM;
       break;
     }
-    rc = sqlite3_prepare_v2(p->db, zSql, -1, &pM, 0);
-    sqlite3_free(zSql);
+    rc = xVisit(p, sqlite3_column_int64(pG, 0), zTbl, (const char *)sqlite3_column_text(pG, 2),
+                (const char *)sqlite3_column_text(pG, 3), pArg);
     if (rc) break;
-    if ((rc = sqlite3_step(pM)) == SQLITE_ROW) {
-      sqlite3_str_appendf(s, "%lld:%lld;", sqlite3_column_int64(pG, 0),
-                          sqlite3_column_int64(pM, 0));
-      n++;
-      rc = SQLITE_OK;
-    }
-    rc = sqlite3_finalize(pM) ? sqlite3_errcode(p->db) : rc;
-    if (rc != SQLITE_OK && rc != SQLITE_DONE) break;
   }
-  sqlite3_reset(pG);
   if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
+  else sqlite3_reset(pG);
+  return rc;
+}
+
+static int marks_visit(IdemLedger *p, sqlite3_int64 iGuard, const char *zTbl, const char *zKeyCol,
+                       const char *zTenCol, void *pArg) {
+  sqlite3_str *s = (sqlite3_str *)pArg;
+  sqlite3_stmt *pM = 0;
+  char *zSql = sqlite3_mprintf("SELECT max(rowid) FROM \"%w\".\"%w\"", p->zDb, zTbl);
+  int rc;
+  (void)zKeyCol;
+  (void)zTenCol;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pM, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pM) == SQLITE_ROW) {
+    sqlite3_str_appendf(s, "%lld:%lld;", iGuard, sqlite3_column_int64(pM, 0));
+  }
+  return sqlite3_finalize(pM);
+}
+
+/*
+** The marks of a new local claim: for each guard, the guarded table's
+** largest rowid now, as text "gid:rowid;gid:rowid;" (NULL when there are
+** no guards). *pz is from sqlite3_malloc.
+*/
+static int ledger_marks(IdemLedger *p, char **pz) {
+  sqlite3_str *s = sqlite3_str_new(p->db);
+  int rc = guards_each(p, marks_visit, s);
+  *pz = 0;
   if (rc == SQLITE_OK) rc = sqlite3_str_errcode(s);
-  if (rc == SQLITE_OK && n > 0) {
+  if (rc == SQLITE_OK && sqlite3_str_length(s) > 0) {
     *pz = sqlite3_str_finish(s);
     if (*pz == 0) rc = SQLITE_NOMEM;
   } else {
@@ -548,6 +639,51 @@ static sqlite3_int64 mark_of(const char *zMarks, sqlite3_int64 iGuard) {
   return -1;
 }
 
+typedef struct MemberScan MemberScan;
+struct MemberScan {
+  const char *zTenant, *zKey, *zMarks;
+  sqlite3_str *s;
+  int n;
+};
+
+static int members_visit(IdemLedger *p, sqlite3_int64 iGuard, const char *zTbl,
+                         const char *zKeyCol, const char *zTenCol, void *pArg) {
+  MemberScan *m = (MemberScan *)pArg;
+  sqlite3_stmt *pM = 0;
+  char *zSql, *zQ;
+  int rc;
+  if (zTenCol) {
+    zSql = sqlite3_mprintf(
+        "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 AND \"%w\"=?2 AND rowid>?3"
+        " ORDER BY rowid",
+        p->zDb, zTbl, zKeyCol, zTenCol);
+  } else {
+    zSql = sqlite3_mprintf(
+        "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 AND ?2 IS NOT NULL AND rowid>?3"
+        " ORDER BY rowid",
+        p->zDb, zTbl, zKeyCol);
+  }
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pM, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  zQ = idem_json_string(zTbl);
+  if (zQ == 0) {
+    sqlite3_finalize(pM);
+    return SQLITE_NOMEM;
+  }
+  sqlite3_bind_text(pM, 1, m->zKey, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pM, 2, m->zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pM, 3, mark_of(m->zMarks, iGuard));
+  while (sqlite3_step(pM) == SQLITE_ROW) {
+    sqlite3_str_appendf(m->s, "%s{\"table\":%s,\"rowid\":%lld}", m->n ? "," : "", zQ,
+                        sqlite3_column_int64(pM, 0));
+    m->n++;
+  }
+  sqlite3_free(zQ);
+  return sqlite3_finalize(pM);
+}
+
 /*
 ** The members of claim (zTenant, zKey, zMarks): the guarded rows of that
 ** tenant and key above the claim's marks, as a JSON array of
@@ -556,68 +692,25 @@ static sqlite3_int64 mark_of(const char *zMarks, sqlite3_int64 iGuard) {
 */
 static int ledger_members(IdemLedger *p, const char *zTenant, const char *zKey,
                           const char *zMarks, char **pz, int *pnMember) {
-  sqlite3_stmt *pG = 0;
-  sqlite3_str *s;
-  int rc, n = 0;
+  MemberScan m;
+  int rc;
+  m.zTenant = zTenant;
+  m.zKey = zKey;
+  m.zMarks = zMarks;
+  m.n = 0;
+  m.s = sqlite3_str_new(p->db);
   *pz = 0;
   *pnMember = 0;
-  rc = ledger_stmt(p, ST_GUARDS, &pG);
-  if (rc) return rc;
-  s = sqlite3_str_new(p->db);
-  sqlite3_str_appendchar(s, 1, '[');
-  while ((rc = sqlite3_step(pG)) == SQLITE_ROW) {
-    sqlite3_stmt *pM = 0;
-    const char *zTbl = (const char *)sqlite3_column_text(pG, 1);
-    const char *zKeyCol = (const char *)sqlite3_column_text(pG, 2);
-    const char *zTenCol = (const char *)sqlite3_column_text(pG, 3);
-    char *zSql;
-    if (zTenCol) {
-      zSql = sqlite3_mprintf(
-          "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 AND \"%w\"=?2 AND rowid>?3"
-          " ORDER BY rowid",
-          p->zDb, zTbl, zKeyCol, zTenCol);
-    } else {
-      zSql = sqlite3_mprintf(
-          "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 AND ?2 IS NOT NULL AND rowid>?3"
-          " ORDER BY rowid",
-          p->zDb, zTbl, zKeyCol);
-    }
-    if (zSql == 0) {
-      rc = SQLITE_NOMEM;
-      break;
-    }
-    rc = sqlite3_prepare_v2(p->db, zSql, -1, &pM, 0);
-    sqlite3_free(zSql);
-    if (rc) break;
-    sqlite3_bind_text(pM, 1, zKey, -1, SQLITE_STATIC);
-    sqlite3_bind_text(pM, 2, zTenant, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(pM, 3, mark_of(zMarks, sqlite3_column_int64(pG, 0)));
-    while ((rc = sqlite3_step(pM)) == SQLITE_ROW) {
-      char *zQ = idem_json_string(zTbl);
-      if (zQ == 0) {
-        rc = SQLITE_NOMEM;
-        break;
-      }
-      sqlite3_str_appendf(s, "%s{\"table\":%s,\"rowid\":%lld}", n ? "," : "", zQ,
-                          sqlite3_column_int64(pM, 0));
-      sqlite3_free(zQ);
-      n++;
-    }
-    if (rc == SQLITE_DONE) rc = SQLITE_OK;
-    if (rc == SQLITE_OK) rc = sqlite3_finalize(pM);
-    else sqlite3_finalize(pM);
-    if (rc) break;
-  }
-  sqlite3_reset(pG);
-  if (rc == SQLITE_DONE) rc = SQLITE_OK;
-  sqlite3_str_appendchar(s, 1, ']');
-  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(s);
+  sqlite3_str_appendchar(m.s, 1, '[');
+  rc = guards_each(p, members_visit, &m);
+  sqlite3_str_appendchar(m.s, 1, ']');
+  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(m.s);
   if (rc == SQLITE_OK) {
-    *pz = sqlite3_str_finish(s);
+    *pz = sqlite3_str_finish(m.s);
     if (*pz == 0) rc = SQLITE_NOMEM;
-    *pnMember = n;
+    *pnMember = m.n;
   } else {
-    sqlite3_free(sqlite3_str_finish(s));
+    sqlite3_free(sqlite3_str_finish(m.s));
   }
   return rc;
 }
@@ -657,6 +750,7 @@ struct Req {
   const char *zTenant, *zConv, *zTool, *zEffect;
   char zKey[IDEM_KEY_MAX_CHARS + 1];
   IdemBuf args; /* canonical */
+  char *zMarks; /* marks read before the write pass, or NULL */
 };
 
 #define DEC_ADMITTED 1
@@ -769,12 +863,40 @@ static int step_done(sqlite3_stmt *pS) {
   return rc;
 }
 
+/* A message for an SQLite error rc met by zFunc: the connection's
+** message when it describes rc, else SQLite's text for rc. */
+char *idem_db_error(sqlite3 *db, const char *zFunc, int rc) {
+  if ((sqlite3_errcode(db) & 0xff) == (rc & 0xff)) {
+    return sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db));
+  }
+  return sqlite3_mprintf("%s: %s", zFunc, sqlite3_errstr(rc));
+}
+
+static const char *value_type_name(sqlite3_value *v) {
+  switch (sqlite3_value_type(v)) {
+    case SQLITE_NULL: return "NULL";
+    case SQLITE_INTEGER: return "INTEGER";
+    case SQLITE_FLOAT: return "REAL";
+    case SQLITE_BLOB: return "BLOB";
+    default: return "TEXT";
+  }
+}
+
+/* Bind the same-row compare-and-set arguments. */
+static void bind_cas(sqlite3_stmt *pS, int i, const Row *r) {
+  sqlite3_bind_int64(pS, i, r->id);
+  sqlite3_bind_text(pS, i + 1, r->zStatus, -1, SQLITE_TRANSIENT);
+  bind_token(pS, i + 2, r->zToken);
+}
+
 /*
 ** Decide a claim for request q, writing what the decision needs. bWrite=0
 ** is the read-only pass: it returns DEC_ADMITTED with zJson NULL when a
 ** write is needed (the caller then runs the write pass). In the write pass
 ** the first statement is the conditional insert, so the write lock is taken
-** through the busy handler before anything is read.
+** through the busy handler before anything is read, and every result is
+** built before the one write that makes it true, so nothing can fail
+** after the write.
 */
 static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWrite,
                         int bCommitted, Decision *d, char **pzErr) {
@@ -783,16 +905,28 @@ static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWri
   sqlite3_int64 lease = now + p->aOpt[OPT_LEASE] * 1000;
   char zToken[33];
   char *zMarks = 0, *zMembers = 0;
-  int rc, nMember = 0;
+  int rc, nMember = 0, bFound = 0, bLocal = strcmp(q->zEffect, "local") == 0;
   Row r;
 
   memset(d, 0, sizeof(*d));
+  memset(&r, 0, sizeof(r));
+  random_token(zToken);
   if (bWrite) {
-    random_token(zToken);
-    if (strcmp(q->zEffect, "local") == 0) {
-      rc = ledger_marks(p, &zMarks);
-      if (rc) goto done;
+    if (bLocal) {
+      if (q->zMarks) {
+        zMarks = sqlite3_mprintf("%s", q->zMarks);
+        if (zMarks == 0) {
+          rc = SQLITE_NOMEM;
+          goto done;
+        }
+      } else {
+        /* inside the caller's transaction or the INSERT's: reading is safe */
+        rc = ledger_marks(p, &zMarks);
+        if (rc) goto done;
+      }
     }
+    rc = build_admitted(p, q, zToken, 1, lease, bCommitted, d);
+    if (rc) goto done;
     rc = ledger_stmt(p, ST_INSERT, &pIns);
     if (rc) goto done;
     sqlite3_bind_text(pIns, 1, q->zTenant, -1, SQLITE_STATIC);
@@ -806,43 +940,45 @@ static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWri
     sqlite3_bind_int64(pIns, 9, lease);
     if (zMarks) sqlite3_bind_text(pIns, 10, zMarks, -1, SQLITE_STATIC);
     else sqlite3_bind_null(pIns, 10);
-    rc = sqlite3_step(pIns);
-    if (rc != SQLITE_DONE) {
-      rc = sqlite3_reset(pIns);
-      sqlite3_clear_bindings(pIns);
-      goto done;
-    }
-    sqlite3_reset(pIns);
+    rc = step_done(pIns);
     sqlite3_clear_bindings(pIns);
+    if (rc) goto done;
     if (sqlite3_changes(p->db) == 1) {
       d->id = sqlite3_last_insert_rowid(p->db);
-      rc = build_admitted(p, q, zToken, 1, lease, bCommitted, d);
-      goto done;
+      goto done; /* admitted, attempt 1: the result was built above */
     }
+    sqlite3_free(d->zJson);
+    d->zJson = 0;
   }
 
   rc = ledger_stmt(p, ST_GET, &pGet);
   if (rc) goto done;
   sqlite3_bind_text(pGet, 1, q->zTenant, -1, SQLITE_STATIC);
   sqlite3_bind_text(pGet, 2, q->zKey, -1, SQLITE_STATIC);
-  rc = sqlite3_step(pGet);
-  if (rc == SQLITE_DONE) {
+  rc = row_fetch(pGet, &r, &bFound);
+  if (rc) goto done;
+  if (!bFound && p->aOpt[OPT_SINGLE]) {
+    /* single_tenant: the key may be held under another tenant */
+    rc = ledger_stmt(p, ST_GET_KEY, &pGet);
+    if (rc) goto done;
+    sqlite3_bind_text(pGet, 1, q->zKey, -1, SQLITE_STATIC);
+    rc = row_fetch(pGet, &r, &bFound);
+    if (rc) goto done;
+    if (bFound) {
+      rc = build_simple(&r, DEC_MISMATCH, "tenant", d);
+      goto done;
+    }
+  }
+  if (!bFound) {
     if (bWrite) {
       /* the insert did nothing, yet no row holds the key */
       rc = write_check(p, zFunc, "claim insert", pzErr);
       if (rc == SQLITE_OK) rc = SQLITE_ERROR;
     } else {
-      rc = SQLITE_OK;
       d->eDec = DEC_ADMITTED; /* needs the write pass */
     }
     goto done;
   }
-  if (rc != SQLITE_ROW) {
-    rc = sqlite3_reset(pGet);
-    goto done;
-  }
-  row_read(pGet, &r);
-  rc = SQLITE_OK;
   {
     int bDiff;
     const char *zField = request_diff(&r, q, &bDiff);
@@ -882,13 +1018,19 @@ static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWri
     d->eDec = DEC_ADMITTED; /* needs the write pass */
     goto done;
   }
-  if (strcmp(r.zStatus, "claimed") == 0 && r.attempt >= p->aOpt[OPT_ATTEMPTS]) {
-    /* a poison call: stop taking it over */
-    char zErr[160];
+  if (strcmp(r.zStatus, "claimed") == 0 && r.expirations + 1 >= p->aOpt[OPT_ATTEMPTS]) {
+    /* a poison call: this expiry is its max_attempts-th; stop retrying it */
+    char zErr[200];
     sqlite3_snprintf(sizeof(zErr), zErr,
-                     "{\"reason\":\"max_attempts\",\"attempts\":%lld,\"message\":\"the claim "
-                     "expired %lld times without a settle; it is not retried\"}",
-                     r.attempt, r.attempt);
+                     "{\"reason\":\"max_attempts\",\"attempts\":%lld,\"message\":\"%lld "
+                     "attempts expired without a settle; the call is not retried\"}",
+                     r.attempt, r.expirations + 1);
+    r.zStatus = "failed";
+    r.zError = zErr;
+    r.zMembers = "[]";
+    rc = build_replay(p, &r, d);
+    r.zStatus = "claimed";
+    if (rc) goto done;
     rc = ledger_stmt(p, ST_SETTLE, &pUpd);
     if (rc) goto done;
     sqlite3_bind_text(pUpd, 1, "failed", -1, SQLITE_STATIC);
@@ -896,56 +1038,35 @@ static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWri
     sqlite3_bind_text(pUpd, 3, zErr, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(pUpd, 4, "[]", -1, SQLITE_STATIC);
     sqlite3_bind_int64(pUpd, 5, now);
-    sqlite3_bind_int64(pUpd, 6, r.id);
-    sqlite3_bind_text(pUpd, 7, "claimed", -1, SQLITE_STATIC);
-    bind_token(pUpd, 8, r.zToken);
+    bind_cas(pUpd, 6, &r);
     rc = step_done(pUpd);
     sqlite3_clear_bindings(pUpd);
     if (rc == SQLITE_OK) rc = write_check(p, zFunc, "poison update", pzErr);
-    if (rc) goto done;
-    r.zStatus = "failed";
-    r.zError = zErr;
-    r.zMembers = "[]";
-    rc = build_replay(p, &r, d);
     goto done;
   }
-  {
-    char *zKeyCopy = 0;
-    sqlite3_int64 attempt = r.attempt + 1, id = r.id;
-    char zOld[33], zOldStatus[16];
-    sqlite3_snprintf(sizeof(zOld), zOld, "%s", r.zToken);
-    sqlite3_snprintf(sizeof(zOldStatus), zOldStatus, "%s", r.zStatus);
-    sqlite3_reset(pGet);
-    sqlite3_clear_bindings(pGet);
-    pGet = 0;
-    if (strcmp(q->zEffect, "local") == 0 && zMarks == 0) {
-      rc = ledger_marks(p, &zMarks);
-      if (rc) goto done;
-    }
-    rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
+  if (bLocal && zMarks == 0) {
+    rc = ledger_marks(p, &zMarks);
     if (rc) goto done;
-    bind_token(pUpd, 1, zToken);
-    sqlite3_bind_int64(pUpd, 2, now);
-    sqlite3_bind_int64(pUpd, 3, lease);
-    if (zMarks) sqlite3_bind_text(pUpd, 4, zMarks, -1, SQLITE_STATIC);
-    else sqlite3_bind_null(pUpd, 4);
-    sqlite3_bind_int64(pUpd, 5, id);
-    sqlite3_bind_text(pUpd, 6, zOldStatus, -1, SQLITE_STATIC);
-    bind_token(pUpd, 7, zOld);
-    rc = step_done(pUpd);
-    sqlite3_clear_bindings(pUpd);
-    if (rc == SQLITE_OK) rc = write_check(p, zFunc, "re-claim update", pzErr);
-    if (rc) goto done;
-    d->id = id;
-    (void)zKeyCopy;
-    rc = build_admitted(p, q, zToken, attempt, lease, bCommitted, d);
   }
+  rc = build_admitted(p, q, zToken, r.attempt + 1, lease, bCommitted, d);
+  if (rc) goto done;
+  rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
+  if (rc) goto done;
+  bind_token(pUpd, 1, zToken);
+  sqlite3_bind_int64(pUpd, 2, now);
+  sqlite3_bind_int64(pUpd, 3, lease);
+  if (zMarks) sqlite3_bind_text(pUpd, 4, zMarks, -1, SQLITE_STATIC);
+  else sqlite3_bind_null(pUpd, 4);
+  /* a take-over counts an expiry; a re-claim after a release does not */
+  sqlite3_bind_int(pUpd, 5, strcmp(r.zStatus, "claimed") == 0);
+  bind_cas(pUpd, 6, &r);
+  rc = step_done(pUpd);
+  sqlite3_clear_bindings(pUpd);
+  if (rc == SQLITE_OK) rc = write_check(p, zFunc, "re-claim update", pzErr);
+  if (rc == SQLITE_OK) d->id = r.id;
 
 done:
-  if (pGet) {
-    sqlite3_reset(pGet);
-    sqlite3_clear_bindings(pGet);
-  }
+  row_free(&r);
   sqlite3_free(zMarks);
   sqlite3_free(zMembers);
   if (rc != SQLITE_OK) {
@@ -956,12 +1077,19 @@ done:
   return rc;
 }
 
-static void req_free(Req *q) { idem_buf_free(&q->args); }
+static void req_free(Req *q) {
+  idem_buf_free(&q->args);
+  sqlite3_free(q->zMarks);
+  q->zMarks = 0;
+}
 
 /*
 ** Validate a request: tenant, conversation, tool, args, effect and the
 ** optional operation id; fill q (args canonical; key derived unless the
-** operation id is given). On error returns the code with *pzErr set.
+** operation id is given). pEffect NULL means the default (external);
+** pOpId NULL means none given (an SQL NULL given is an error, bOpIdNull
+** lets the INSERT path treat its NULL key column as not given). On error
+** returns the code with *pzErr set.
 */
 static int req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant,
                      sqlite3_value *pConv, sqlite3_value *pTool, sqlite3_value *pArgs,
@@ -984,32 +1112,21 @@ static int req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant,
   if (pEffect == 0) {
     q->zEffect = "external";
   } else {
-    const char *z = (const char *)sqlite3_value_text(pEffect);
-    if (sqlite3_value_type(pEffect) != SQLITE_TEXT || z == 0 ||
-        (strcmp(z, "local") != 0 && strcmp(z, "external") != 0)) {
-      char *zQ = z && sqlite3_value_type(pEffect) == SQLITE_TEXT ? idem_json_string(z) : 0;
+    /* the type first: reading a BLOB as text would make it TEXT */
+    int bText = sqlite3_value_type(pEffect) == SQLITE_TEXT;
+    const char *z = bText ? (const char *)sqlite3_value_text(pEffect) : 0;
+    if (bText && z == 0) return SQLITE_NOMEM;
+    if (!bText || (strcmp(z, "local") != 0 && strcmp(z, "external") != 0)) {
+      char *zQ = bText ? idem_json_string(z) : 0;
+      if (bText && zQ == 0) return SQLITE_NOMEM;
       *pzErr = sqlite3_mprintf("%s: effect must be 'local' or 'external', got %s", zFunc,
-                               zQ ? zQ
-                                  : (sqlite3_value_type(pEffect) == SQLITE_NULL ? "NULL"
-                                     : sqlite3_value_type(pEffect) == SQLITE_INTEGER
-                                         ? "INTEGER"
-                                     : sqlite3_value_type(pEffect) == SQLITE_FLOAT ? "REAL"
-                                     : sqlite3_value_type(pEffect) == SQLITE_BLOB  ? "BLOB"
-                                                                                   : "?"));
+                               zQ ? zQ : value_type_name(pEffect));
       sqlite3_free(zQ);
       return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     }
     q->zEffect = strcmp(z, "local") == 0 ? "local" : "external";
   }
-  if (sqlite3_value_type(pArgs) == SQLITE_TEXT &&
-      sqlite3_value_bytes(pArgs) > p->aOpt[OPT_ARGS_BYTES]) {
-    *pzErr = sqlite3_mprintf("%s: args is %d bytes, over the ledger's max_args_bytes of %lld",
-                             zFunc, sqlite3_value_bytes(pArgs), p->aOpt[OPT_ARGS_BYTES]);
-    return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
-  }
-  rc = idem_canonical_value(zFunc, "args", pArgs, &q->args, 0, 0, 0, pzErr);
-  if (rc) return rc;
-  if (pOpId && sqlite3_value_type(pOpId) != SQLITE_NULL) {
+  if (pOpId) {
     const char *z;
     rc = idem_key_error(zFunc, "operation_id", pOpId, pzErr);
     if (rc) return rc;
@@ -1021,7 +1138,16 @@ static int req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant,
       return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     }
     sqlite3_snprintf(sizeof(q->zKey), q->zKey, "%s", z);
-  } else {
+  }
+  if (sqlite3_value_type(pArgs) == SQLITE_TEXT &&
+      sqlite3_value_bytes(pArgs) > p->aOpt[OPT_ARGS_BYTES]) {
+    *pzErr = sqlite3_mprintf("%s: args is %d bytes, over the ledger's max_args_bytes of %lld",
+                             zFunc, sqlite3_value_bytes(pArgs), p->aOpt[OPT_ARGS_BYTES]);
+    return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
+  }
+  rc = idem_canonical_value(zFunc, "args", pArgs, &q->args, 0, 0, 0, pzErr);
+  if (rc) return rc;
+  if (pOpId == 0) {
     char zPrefix[3 * (IDEM_KEY_MAX_CHARS + 1) + 1];
     sqlite3_snprintf(sizeof(zPrefix), zPrefix, "%s:%s:%s:", q->zTenant, q->zConv, q->zTool);
     memcpy(q->zKey, IDEM_KEY_PREFIX, 6);
@@ -1201,6 +1327,48 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
   return p;
 }
 
+IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, const char *zId,
+                                   int *pRc) {
+  IdemConn *pConn = (IdemConn *)sqlite3_user_data(ctx);
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  sqlite3_stmt *pList = 0;
+  IdemLedger *p;
+  int rc, iPass;
+  for (iPass = 0; iPass < 2; iPass++) {
+    for (p = pConn->pList; p; p = p->pNext) {
+      if (!p->bDead && strcmp(p->zId, zId) == 0 && sqlite3_stricmp(p->zName, zName) == 0) {
+        *pRc = SQLITE_OK;
+        return p;
+      }
+    }
+    if (iPass) break;
+    /* not connected yet: connect every same-named table, then look again */
+    rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list", -1, &pList, 0);
+    while (rc == SQLITE_OK && sqlite3_step(pList) == SQLITE_ROW) {
+      const char *zDb = (const char *)sqlite3_column_text(pList, 0);
+      sqlite3_stmt *pProbe = 0;
+      char *zSql = zDb ? sqlite3_mprintf("SELECT 1 FROM \"%w\".\"%w\" WHERE 0", zDb, zName) : 0;
+      if (zSql == 0) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      if (sqlite3_prepare_v2(db, zSql, -1, &pProbe, 0) != SQLITE_OK &&
+          (sqlite3_errcode(db) & 0xff) == SQLITE_NOMEM) {
+        rc = SQLITE_NOMEM;
+      }
+      sqlite3_finalize(pProbe);
+      sqlite3_free(zSql);
+    }
+    sqlite3_finalize(pList);
+    if (rc) {
+      *pRc = rc;
+      return 0;
+    }
+  }
+  *pRc = SQLITE_OK;
+  return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* idem_claim                                                          */
 /* ------------------------------------------------------------------ */
@@ -1247,6 +1415,15 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     ** mismatched keys need no write */
     rc = claim_decide(p, zFunc, &q, 0, 0, &d, &zErr);
     if (rc || d.zJson) goto done;
+    if (strcmp(q.zEffect, "local") == 0) {
+      /* the guarded tables' marks, read now: inside the savepoint a read
+      ** before the insert would hold a read transaction, and its upgrade
+      ** to a write would not wait for the busy handler. Rows of this key
+      ** can only land under a live claim of it, so an older mark loses
+      ** none of this claim's members. */
+      rc = ledger_marks(p, &q.zMarks);
+      if (rc) goto done;
+    }
   }
   rc = ledger_exec(p, ST_SAVEPOINT);
   if (rc) goto done;
@@ -1258,21 +1435,15 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   }
 
 done:
+  if (rc && zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(db, zFunc, rc);
   if (bSave) {
-    int rc2 = sqlite3_errcode(db);
-    char *zDbErr = (rc && !zErr) ? sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db)) : 0;
     ledger_exec(p, ST_ROLLBACK_TO);
     ledger_exec(p, ST_RELEASE);
-    if (zDbErr) {
-      zErr = zDbErr;
-      if (rc2 != SQLITE_OK) rc = rc2;
-    }
   }
   req_free(&q);
   if (rc) {
     sqlite3_free(d.zJson);
     sqlite3_free(d.zWhy);
-    if (zErr == 0 && rc != SQLITE_NOMEM) zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db));
     idem_result_error(ctx, rc, zErr);
     return;
   }
@@ -1423,12 +1594,15 @@ static const char *const azResolve[] = {"succeeded", "failed", "released", 0};
 static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus,
                         const char *const *az, sqlite3_value *pDetail, IdemBuf *pBuf,
                         char **pzErr) {
-  const char *z = (const char *)sqlite3_value_text(pStatus);
-  if (sqlite3_value_type(pStatus) != SQLITE_TEXT || z == 0 || !is_status(z, az)) {
-    char *zQ = (z && sqlite3_value_type(pStatus) == SQLITE_TEXT) ? idem_json_string(z) : 0;
+  int bText = sqlite3_value_type(pStatus) == SQLITE_TEXT; /* before any conversion */
+  const char *z = bText ? (const char *)sqlite3_value_text(pStatus) : 0;
+  if (bText && z == 0) return SQLITE_NOMEM;
+  if (!bText || !is_status(z, az)) {
+    char *zQ = bText ? idem_json_string(z) : 0;
+    if (bText && zQ == 0) return SQLITE_NOMEM;
     *pzErr = sqlite3_mprintf("%s: status must be one of %s%s%s%s%s; got %s", zFunc, az[0],
                              ", ", az[1], az[3] ? ", released or " : " or ",
-                             az[3] ? az[3] : az[2], zQ ? zQ : "a non-text value");
+                             az[3] ? az[3] : az[2], zQ ? zQ : value_type_name(pStatus));
     sqlite3_free(zQ);
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
@@ -1442,21 +1616,41 @@ static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus
   return idem_canonical_value(zFunc, "detail", pDetail, pBuf, 0, 0, 0, pzErr);
 }
 
+/* Report the end of idem_settle / idem_resolve on ctx. */
+static void outcome_result(sqlite3_context *ctx, const char *zFunc, int rc, char *zErr,
+                           char *zJson) {
+  if (rc) {
+    if (zErr == 0 && rc != SQLITE_NOMEM) {
+      zErr = idem_db_error(sqlite3_context_db_handle(ctx), zFunc, rc);
+    }
+    idem_result_error(ctx, rc, zErr);
+    return;
+  }
+  sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
+}
+
 static void idem_settle_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_settle";
   IdemLedger *p;
   IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0};
   sqlite3_stmt *pGet = 0;
   char *zErr = 0, *zJson = 0;
-  const char *zToken;
-  int rc;
+  const char *zToken = 0;
+  unsigned char aTok[16];
+  int rc, bFound = 0;
   Row r;
   (void)argc;
+  memset(&r, 0, sizeof(r));
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
-  zToken = (const char *)sqlite3_value_text(argv[1]);
-  if (sqlite3_value_type(argv[1]) != SQLITE_TEXT || zToken == 0 || strlen(zToken) != 32 ||
-      zToken[strspn(zToken, "0123456789abcdef")] != 0) {
+  if (sqlite3_value_type(argv[1]) == SQLITE_TEXT) {
+    zToken = (const char *)sqlite3_value_text(argv[1]);
+    if (zToken == 0) {
+      rc = SQLITE_NOMEM;
+      goto done;
+    }
+  }
+  if (!token_parse(zToken, aTok)) {
     zErr = sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned",
                            zFunc);
     rc = zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
@@ -1469,35 +1663,21 @@ static void idem_settle_func(sqlite3_context *ctx, int argc, sqlite3_value **arg
   rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
   if (rc) goto done;
   bind_token(pGet, 1, zToken);
-  rc = sqlite3_step(pGet);
-  if (rc == SQLITE_DONE) {
+  rc = row_fetch(pGet, &r, &bFound);
+  if (rc) goto done;
+  if (!bFound) {
     zErr = sqlite3_mprintf("%s: no claim of ledger %s holds token \"%s\" (a wrong token, or a "
                            "claim that was taken over)",
                            zFunc, p->zName, zToken);
     rc = zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     goto done;
   }
-  if (rc != SQLITE_ROW) {
-    rc = sqlite3_reset(pGet);
-    goto done;
-  }
-  row_read(pGet, &r);
   rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(argv[2]), &detail, 0,
                      &zJson, &zErr);
 done:
-  if (pGet) {
-    sqlite3_reset(pGet);
-    sqlite3_clear_bindings(pGet);
-  }
+  row_free(&r);
   idem_buf_free(&detail);
-  if (rc) {
-    if (zErr == 0 && rc != SQLITE_NOMEM) {
-      zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(sqlite3_context_db_handle(ctx)));
-    }
-    idem_result_error(ctx, rc, zErr);
-    return;
-  }
-  sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
+  outcome_result(ctx, zFunc, rc, zErr, zJson);
 }
 
 static void idem_resolve_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -1506,9 +1686,10 @@ static void idem_resolve_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0};
   sqlite3_stmt *pGet = 0;
   char *zErr = 0, *zJson = 0;
-  int rc;
+  int rc, bFound = 0;
   Row r;
   (void)argc;
+  memset(&r, 0, sizeof(r));
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
   rc = idem_key_error(zFunc, "tenant", argv[1], &zErr);
@@ -1520,34 +1701,20 @@ static void idem_resolve_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   if (rc) goto done;
   sqlite3_bind_value(pGet, 1, argv[1]);
   sqlite3_bind_value(pGet, 2, argv[2]);
-  rc = sqlite3_step(pGet);
-  if (rc == SQLITE_DONE) {
+  rc = row_fetch(pGet, &r, &bFound);
+  if (rc) goto done;
+  if (!bFound) {
     zErr = sqlite3_mprintf("%s: ledger %s has no key \"%s\" for tenant \"%s\"", zFunc,
                            p->zName, sqlite3_value_text(argv[2]), sqlite3_value_text(argv[1]));
     rc = zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     goto done;
   }
-  if (rc != SQLITE_ROW) {
-    rc = sqlite3_reset(pGet);
-    goto done;
-  }
-  row_read(pGet, &r);
   rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(argv[3]), &detail, 1,
                      &zJson, &zErr);
 done:
-  if (pGet) {
-    sqlite3_reset(pGet);
-    sqlite3_clear_bindings(pGet);
-  }
+  row_free(&r);
   idem_buf_free(&detail);
-  if (rc) {
-    if (zErr == 0 && rc != SQLITE_NOMEM) {
-      zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(sqlite3_context_db_handle(ctx)));
-    }
-    idem_result_error(ctx, rc, zErr);
-    return;
-  }
-  sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
+  outcome_result(ctx, zFunc, rc, zErr, zJson);
 }
 
 /*
@@ -1558,7 +1725,7 @@ done:
 int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
                            sqlite3_value *pToken, char **pzWhy) {
   sqlite3_stmt *pGet = 0;
-  int rc;
+  int rc, bFound = 0;
   Row r;
   *pzWhy = 0;
   if (p->aOpt[OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL) {
@@ -1571,31 +1738,23 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
     sqlite3_bind_value(pGet, 1, pTenant);
     sqlite3_bind_value(pGet, 2, pKey);
   }
-  rc = sqlite3_step(pGet);
-  if (rc == SQLITE_DONE) {
+  rc = row_fetch(pGet, &r, &bFound);
+  if (rc) return rc;
+  if (!bFound) {
     *pzWhy = sqlite3_mprintf("there is no claim for it");
-    rc = *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
-  } else if (rc == SQLITE_ROW) {
-    row_read(pGet, &r);
-    rc = SQLITE_OK;
-    if (strcmp(r.zStatus, "claimed") != 0) {
-      *pzWhy = sqlite3_mprintf("it is %s", r.zStatus);
-    } else if (ledger_now(p) >= r.leaseUntil) {
-      *pzWhy = sqlite3_mprintf("its claim's lease has expired");
-    } else if (pToken && (sqlite3_value_type(pToken) != SQLITE_TEXT ||
-                          strcmp((const char *)sqlite3_value_text(pToken), r.zToken) != 0)) {
-      *pzWhy = sqlite3_mprintf("the row's token is not the live claim's token (a stale holder?)");
-    } else {
-      goto done;
-    }
-    if (*pzWhy == 0) rc = SQLITE_NOMEM;
+  } else if (strcmp(r.zStatus, "claimed") != 0) {
+    *pzWhy = sqlite3_mprintf("it is %s", r.zStatus);
+  } else if (ledger_now(p) >= r.leaseUntil) {
+    *pzWhy = sqlite3_mprintf("its claim's lease has expired");
+  } else if (pToken && (sqlite3_value_type(pToken) != SQLITE_TEXT ||
+                        strcmp((const char *)sqlite3_value_text(pToken), r.zToken) != 0)) {
+    *pzWhy = sqlite3_mprintf("the row's token is not the live claim's token (a stale holder?)");
   } else {
-    rc = sqlite3_reset(pGet);
+    row_free(&r);
+    return SQLITE_OK;
   }
-done:
-  sqlite3_reset(pGet);
-  sqlite3_clear_bindings(pGet);
-  return rc;
+  row_free(&r);
+  return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1626,9 +1785,7 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     rc = step_done(pDel);
   }
   if (rc) {
-    if (zErr == 0 && rc != SQLITE_NOMEM) {
-      zErr = sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(sqlite3_context_db_handle(ctx)));
-    }
+    if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
     idem_result_error(ctx, rc, zErr);
     return;
   }
@@ -1714,7 +1871,7 @@ static int parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal,
 
 /* Read the options and check the format from zName_meta. */
 static int read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
-                     char **pzErr) {
+                     char *zId, char **pzErr) {
   sqlite3_stmt *pS = 0;
   int rc, j, nFound = 0;
   sqlite3_int64 iFormat = -1;
@@ -1722,15 +1879,20 @@ static int read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
   sqlite3_free(zSql);
+  if ((rc & 0xff) == SQLITE_NOMEM) return SQLITE_NOMEM;
   if (rc) {
     *pzErr = sqlite3_mprintf("idempotency: ledger %s is missing its shadow table %s_meta", zName,
                              zName);
     return SQLITE_CORRUPT_VTAB;
   }
+  zId[0] = 0;
   while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
     const char *k = (const char *)sqlite3_column_text(pS, 0);
     if (k == 0) continue;
     if (strcmp(k, "format") == 0) iFormat = sqlite3_column_int64(pS, 1);
+    if (strcmp(k, "id") == 0 && sqlite3_column_bytes(pS, 1) == 16) {
+      memcpy(zId, sqlite3_column_text(pS, 1), 17);
+    }
     for (j = 0; j < N_OPT; j++) {
       if (strcmp(k, aOpt[j].zName) == 0) {
         aVal[j] = sqlite3_column_int64(pS, 1);
@@ -1745,7 +1907,7 @@ static int read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
                              zName, iFormat, LEDGER_FORMAT);
     return SQLITE_CORRUPT_VTAB;
   }
-  if (nFound != N_OPT) {
+  if (nFound != N_OPT || zId[0] == 0) {
     *pzErr = sqlite3_mprintf("idempotency: ledger %s has incomplete options in %s_meta", zName,
                              zName);
     return SQLITE_CORRUPT_VTAB;
@@ -1759,16 +1921,20 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   IdemLedger *p;
   sqlite3_int64 aVal[N_OPT];
   size_t nDb = strlen(argv[1]), nName = strlen(argv[2]);
+  char zId[17];
   int rc;
 
   *ppVtab = 0;
   rc = parse_options(argc, argv, aVal, pzErr);
   if (rc) return rc;
   if (bCreate) {
-    rc = ledger_create_schema(db, argv[1], argv[2], aVal, pzErr);
+    unsigned char a[8];
+    sqlite3_randomness(8, a);
+    idem_hex(a, 8, zId);
+    rc = ledger_create_schema(db, argv[1], argv[2], aVal, zId, pzErr);
     if (rc) return rc;
   } else {
-    rc = read_meta(db, argv[1], argv[2], aVal, pzErr);
+    rc = read_meta(db, argv[1], argv[2], aVal, zId, pzErr);
     if (rc) return rc;
   }
   rc = sqlite3_declare_vtab(db, zDeclare);
@@ -1789,6 +1955,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   p->pConn = pConn;
   p->nRef = 1;
   memcpy(p->aOpt, aVal, sizeof(aVal));
+  memcpy(p->zId, zId, sizeof(zId));
   p->pNext = pConn->pList;
   pConn->pList = p;
   *ppVtab = &p->base;
@@ -1881,7 +2048,7 @@ static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
   rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
   sqlite3_free(zSql);
   if (rc == SQLITE_OK) rc = ledger_rename_triggers(p->db, p->zDb, p->zName, zNew);
-  if (rc == SQLITE_OK) rc = idem_guard_rename(p->db, p->zDb, p->zName, zNew);
+  if (rc == SQLITE_OK) rc = idem_guard_rename(p->db, p->zDb, p->zName, zNew, p->zId);
   if (rc == SQLITE_OK && p->aOpt[OPT_SINGLE]) {
     zSql = sqlite3_mprintf("DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";"
                            "CREATE UNIQUE INDEX \"%w\".\"%w_rows_key\" ON \"%w_rows\"(\"key\");",
@@ -1992,9 +2159,8 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
   c->pStmt = 0;
   c->bEof = 0;
   c->now = ledger_now(p);
-  zSql = sqlite3_mprintf("SELECT id,conversation,tool,args,effect,status,result,error,attempt,"
-                         "token,lease_until,members,marks,tenant,\"key\",updated_at,created_at"
-                         " FROM \"%w\".\"%w_rows\"%s ORDER BY id",
+  zSql = sqlite3_mprintf("SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\"%s"
+                         " ORDER BY id",
                          p->zDb, p->zName, zWhere);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_prepare_v2(p->db, zSql, -1, &c->pStmt, 0);
@@ -2025,23 +2191,24 @@ static int xColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int iCol) {
   IdemLedger *p = (IdemLedger *)pCur->pVtab;
   sqlite3_stmt *pS = c->pStmt;
   /* map declared columns to the cursor statement's columns */
-  static const int aMap[N_COL] = {13, 14, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 15, 10, 11};
+  static const int aMap[N_COL] = {13, 14, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 15, 10, 11};
   if (iCol == COL_STATUS) {
-    Row r;
-    row_read(pS, &r);
-    if (r.zStatus && strcmp(r.zStatus, "claimed") == 0 && c->now >= r.leaseUntil) {
-      if (!row_is_local(&r)) {
-        sqlite3_result_text(ctx, "unknown", -1, SQLITE_STATIC);
-        return SQLITE_OK;
-      } else {
+    const char *zStatus = (const char *)sqlite3_column_text(pS, 5);
+    const char *zEffect = (const char *)sqlite3_column_text(pS, 4);
+    if (zStatus && strcmp(zStatus, "claimed") == 0 && c->now >= sqlite3_column_int64(pS, 10)) {
+      int n = 0;
+      if (zEffect && strcmp(zEffect, "local") == 0) {
+        /* an expired local claim is unknown once rows of it landed */
         char *zM = 0;
-        int n = 0, rc = ledger_members(p, r.zTenant, r.zKey, r.zMarks, &zM, &n);
+        int rc = ledger_members(p, (const char *)sqlite3_column_text(pS, 13),
+                                (const char *)sqlite3_column_text(pS, 14),
+                                (const char *)sqlite3_column_text(pS, 12), &zM, &n);
         sqlite3_free(zM);
         if (rc) return rc;
-        if (n > 0) {
-          sqlite3_result_text(ctx, "unknown", -1, SQLITE_STATIC);
-          return SQLITE_OK;
-        }
+      }
+      if (n > 0 || !(zEffect && strcmp(zEffect, "local") == 0)) {
+        sqlite3_result_text(ctx, "unknown", -1, SQLITE_STATIC);
+        return SQLITE_OK;
       }
     }
   }
@@ -2126,7 +2293,8 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     memset(&d, 0, sizeof(d));
     rc = req_parse(p, "idempotency", argv[2 + COL_TENANT], argv[2 + COL_CONV],
                    argv[2 + COL_TOOL], argv[2 + COL_ARGS],
-                   sqlite3_value_type(pEffect) == SQLITE_NULL ? 0 : pEffect, argv[2 + COL_KEY],
+                   sqlite3_value_type(pEffect) == SQLITE_NULL ? 0 : pEffect,
+                   sqlite3_value_type(argv[2 + COL_KEY]) == SQLITE_NULL ? 0 : argv[2 + COL_KEY],
                    &q, &zErr);
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc == SQLITE_OK) rc = claim_decide(p, "idempotency", &q, 1, 0, &d, &zErr);
@@ -2151,7 +2319,7 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     sqlite3_free(d.zWhy);
     req_free(&q);
     if (rc) {
-      if (zErr == 0 && rc != SQLITE_NOMEM) zErr = sqlite3_mprintf("idempotency: %s", sqlite3_errmsg(db));
+      if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(db, "idempotency", rc);
       return vtab_error(pVtab, rc, zErr);
     }
   }

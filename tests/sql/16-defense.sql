@@ -1,0 +1,173 @@
+-- Defense in depth: the shadow table L_rows refuses, in plain SQL, what
+-- the ledger would never write (NOT NULL, the key grammar, the domains,
+-- per-tenant uniqueness, illegal status changes, deleting live rows), and
+-- a foreign trigger on a shadow table stops every ledger operation.
+-- (Defensive mode, SQLITE_DBCONFIG_DEFENSIVE, can only be set through the
+-- C API, so it is tested by another suite.)
+
+SELECT sqltest_clock(1700000000000);
+CREATE VIRTUAL TABLE L USING idempotency;
+SELECT 'seed', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'external', 'k1'), '$.decision') = 'admitted';
+SELECT 'seed-succeeded', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'external', 'k2'), '$.decision') = 'admitted'
+       AND json_extract(idem_settle('L', (SELECT token FROM L WHERE key = 'k2'), 'succeeded', '{}'), '$.status') = 'succeeded';
+SELECT 'seed-unknown', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'external', 'k3'), '$.decision') = 'admitted'
+       AND json_extract(idem_settle('L', (SELECT token FROM L WHERE key = 'k3'), 'unknown', NULL), '$.status') = 'unknown';
+SELECT 'seed-released', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'local', 'k4'), '$.decision') = 'admitted'
+       AND json_extract(idem_settle('L', (SELECT token FROM L WHERE key = 'k4'), 'released', NULL), '$.status') = 'released';
+
+-- a template of a well-formed direct insert; each check breaks one column
+CREATE TEMP TABLE base(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until);
+INSERT INTO base VALUES ('t', 'd1', 'c', 'x', '{}', 'external', 'claimed', 1, randomblob(16), 0, 0, 0);
+CREATE TEMP VIEW ins AS SELECT 'INSERT INTO L_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) ' AS pre;
+
+SELECT 'key-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', NULL, ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 'NOT NULL constraint failed: L_rows.key';
+SELECT 'key-null-code', errcode((SELECT pre FROM ins) || 'VALUES (''t'', NULL, ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 1299;
+SELECT 'key-empty', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', '''', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') GLOB 'CHECK constraint failed: *"key"*';
+SELECT 'key-empty-code', errcode((SELECT pre FROM ins) || 'VALUES (''t'', '''', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'key-space', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''a b'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'key-129', errcode((SELECT pre FROM ins) || 'VALUES (''t'', printf(''%.129c'', ''k''), ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'key-nul', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''a'' || char(0) || ''b'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'key-integer', errcode((SELECT pre FROM ins) || 'VALUES (''t'', 5, ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'key-blob', errcode((SELECT pre FROM ins) || 'VALUES (''t'', x''6b'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'key-unicode', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''café'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'tenant-integer', errmsg((SELECT pre FROM ins) || 'VALUES (5, ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') GLOB 'CHECK constraint failed: typeof(tenant)*';
+SELECT 'tenant-null', errmsg((SELECT pre FROM ins) || 'VALUES (NULL, ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 'NOT NULL constraint failed: L_rows.tenant';
+SELECT 'tenant-colon', errcode((SELECT pre FROM ins) || 'VALUES (''t:1'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'conversation-empty', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', '''', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') GLOB 'CHECK constraint failed: typeof(conversation)*';
+SELECT 'tool-bad', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x/y'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') GLOB 'CHECK constraint failed: typeof(tool)*';
+SELECT 'args-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', NULL, ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 'NOT NULL constraint failed: L_rows.args';
+SELECT 'effect-bogus', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''remote'', ''claimed'', 1, randomblob(16), 0, 0, 0)') GLOB 'CHECK constraint failed: *effect*';
+SELECT 'status-bogus', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''bogus'', 1, randomblob(16), 0, 0, 0)') GLOB 'CHECK constraint failed: *status*';
+SELECT 'status-bogus-code', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''bogus'', 1, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'status-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', NULL, 1, randomblob(16), 0, 0, 0)') = 'NOT NULL constraint failed: L_rows.status';
+SELECT 'attempt-zero', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 0, randomblob(16), 0, 0, 0)') = 275;
+SELECT 'token-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, NULL, 0, 0, 0)') = 'NOT NULL constraint failed: L_rows.token';
+SELECT 'token-short', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(15), 0, 0, 0)') = 275;
+SELECT 'token-text', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, ''0123456789abcdef'', 0, 0, 0)') = 275;
+SELECT 'time-text', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), ''now'', 0, 0)') = 275;
+-- a second row with the same (tenant, key): a second claim
+SELECT 'second-claim', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''k1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 'UNIQUE constraint failed: L_rows.tenant, L_rows.key';
+SELECT 'second-claim-code', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''k1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 2067;
+SELECT 'second-claim-of-terminal', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''k2'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') = 2067;
+SELECT 'same-token', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d9'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, (SELECT token FROM L_rows WHERE "key" = ''k1''), 0, 0, 0)') = 'UNIQUE constraint failed: L_rows.token';
+SELECT 'other-tenant-same-key-ok', errmsg((SELECT pre FROM ins) || 'VALUES (''t2'', ''k1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(16), 0, 0, 0)') IS NULL;
+SELECT 'direct-refusals-wrote-nothing', (SELECT count(*) FROM L_rows) = 5;
+
+-- status changes by plain SQL: only the legal transitions
+SELECT 'succeeded-to-claimed', errmsg('UPDATE L_rows SET status = ''claimed'' WHERE "key" = ''k2''') = 'idempotency: illegal change of a ledger row';
+SELECT 'succeeded-to-claimed-code', errcode('UPDATE L_rows SET status = ''claimed'' WHERE "key" = ''k2''') = 1811;
+SELECT 'succeeded-to-claimed-new-attempt', errcode('UPDATE L_rows SET status = ''claimed'', attempt = attempt + 1, token = randomblob(16) WHERE "key" = ''k2''') = 1811;
+SELECT 'succeeded-to-failed', errcode('UPDATE L_rows SET status = ''failed'' WHERE "key" = ''k2''') = 1811;
+SELECT 'succeeded-to-released', errcode('UPDATE L_rows SET status = ''released'' WHERE "key" = ''k2''') = 1811;
+SELECT 'succeeded-to-unknown', errcode('UPDATE L_rows SET status = ''unknown'' WHERE "key" = ''k2''') = 1811;
+SELECT 'unknown-to-claimed', errcode('UPDATE L_rows SET status = ''claimed'' WHERE "key" = ''k3''') = 1811;
+SELECT 'released-to-succeeded', errcode('UPDATE L_rows SET status = ''succeeded'' WHERE "key" = ''k4''') = 1811;
+SELECT 'claimed-to-claimed-same-token', errcode('UPDATE L_rows SET status = ''claimed'', attempt = attempt + 1 WHERE "key" = ''k1''') = 1811;
+SELECT 'settle-with-other-token', errcode('UPDATE L_rows SET status = ''succeeded'', token = randomblob(16) WHERE "key" = ''k1''') = 1811;
+SELECT 'settle-with-other-attempt', errcode('UPDATE L_rows SET status = ''succeeded'', attempt = 7 WHERE "key" = ''k1''') = 1811;
+-- the request columns never change
+SELECT 'change-args', errmsg('UPDATE L_rows SET args = ''{"a":1}'' WHERE "key" = ''k1''') = 'idempotency: illegal change of a ledger row';
+SELECT 'change-args-terminal', errcode('UPDATE L_rows SET args = ''{"a":1}'' WHERE "key" = ''k2''') = 1811;
+SELECT 'change-tenant', errcode('UPDATE L_rows SET tenant = ''t9'' WHERE "key" = ''k1''') = 1811;
+SELECT 'change-key', errcode('UPDATE L_rows SET "key" = ''k9'' WHERE "key" = ''k1''') = 1811;
+SELECT 'change-conversation', errcode('UPDATE L_rows SET conversation = ''c9'' WHERE "key" = ''k1''') = 1811;
+SELECT 'change-tool', errcode('UPDATE L_rows SET tool = ''x9'' WHERE "key" = ''k1''') = 1811;
+SELECT 'change-effect', errcode('UPDATE L_rows SET effect = ''local'' WHERE "key" = ''k1''') = 1811;
+SELECT 'change-created-at', errcode('UPDATE L_rows SET created_at = 1 WHERE "key" = ''k1''') = 1811;
+SELECT 'change-id', errcode('UPDATE L_rows SET id = 99 WHERE "key" = ''k1''') = 1811;
+SELECT 'change-result-of-terminal', errcode('UPDATE L_rows SET result = ''{"forged":1}'' WHERE "key" = ''k2''') = 1811;
+SELECT 'update-to-bogus-status', errcode('UPDATE L_rows SET status = ''bogus'' WHERE "key" = ''k1''') IN (275, 1811);
+SELECT 'updates-changed-nothing', (SELECT group_concat("key" || '=' || status || '/' || attempt, ',') FROM (SELECT * FROM L_rows WHERE tenant = 't' ORDER BY "key"))
+       = 'k1=claimed/1,k2=succeeded/1,k3=unknown/1,k4=released/1';
+SELECT 'args-unchanged', (SELECT args FROM L_rows WHERE "key" = 'k1') = '{}';
+-- deleting a live row
+SELECT 'delete-claimed', errmsg('DELETE FROM L_rows WHERE "key" = ''k1''') = 'idempotency: a claimed or unknown ledger row cannot be deleted';
+SELECT 'delete-claimed-code', errcode('DELETE FROM L_rows WHERE "key" = ''k1''') = 1811;
+SELECT 'delete-unknown', errmsg('DELETE FROM L_rows WHERE "key" = ''k3''') = 'idempotency: a claimed or unknown ledger row cannot be deleted';
+SELECT 'delete-all-refused-atomic', errcode('DELETE FROM L_rows') = 1811 AND (SELECT count(*) FROM L_rows) = 5;
+SELECT 'delete-terminal-ok', errmsg('DELETE FROM L_rows WHERE "key" = ''k4''') IS NULL AND (SELECT count(*) FROM L_rows WHERE "key" = 'k4') = 0;
+-- the layer guards against mistakes, not against rewriting the file: a legal plain-SQL change passes
+SELECT 'legal-direct-settle', errmsg('UPDATE L_rows SET status = ''failed'', error = ''{"direct":1}'' WHERE tenant = ''t2'' AND "key" = ''k1''') IS NULL;
+SELECT 'integrity', (SELECT integrity_check FROM pragma_integrity_check) = 'ok';
+
+-- ---------------------------------------------------------------- foreign triggers
+SELECT 'before-trigger-works', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f0'), '$.decision') = 'admitted';
+CREATE TRIGGER t BEFORE INSERT ON L_rows BEGIN SELECT RAISE(IGNORE); END;
+SELECT 'foreign-claim', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f1'')')
+       = 'idem_claim: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'foreign-claim-code', errcode('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f1'')') = 1;
+SELECT 'foreign-claim-again', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f1'')')
+       = 'idem_claim: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'foreign-claim-existing-key', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f0'')')
+       = 'idem_claim: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'foreign-settle', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE key = ''f0''), ''succeeded'', NULL)')
+       = 'idem_settle: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'foreign-resolve', errmsg('SELECT idem_resolve(''L'', ''t'', ''k3'', ''failed'', NULL)')
+       = 'idem_resolve: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'foreign-purge', errmsg('SELECT idem_purge(''L'', 0)')
+       = 'idem_purge: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'foreign-insert', errmsg('INSERT INTO L(tenant, conversation, tool, args, key) VALUES (''f'', ''c'', ''x'', ''{}'', ''f2'')')
+       = 'idempotency: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'foreign-insert-ignore', errcode('INSERT OR IGNORE INTO L(tenant, conversation, tool, args, key) VALUES (''f'', ''c'', ''x'', ''{}'', ''f2'')') <> 0;
+SELECT 'foreign-delete', errmsg('DELETE FROM L WHERE key = ''k2''')
+       = 'idempotency: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'foreign-nothing-admitted', (SELECT count(*) FROM L_rows WHERE tenant = 'f') = 1 AND (SELECT status FROM L_rows WHERE "key" = 'f0') = 'claimed';
+SELECT 'foreign-nothing-changed', (SELECT count(*) FROM L_rows) = 5 AND (SELECT status FROM L_rows WHERE "key" = 'k3') = 'unknown';
+-- another ledger is not affected
+CREATE VIRTUAL TABLE M USING idempotency;
+SELECT 'other-ledger-works', json_extract(idem_claim('M', 'f', 'c', 'x', '{}'), '$.decision') = 'admitted';
+-- dropping it restores operation
+DROP TRIGGER t;
+SELECT 'restored-claim', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f1'), '$.decision') = 'admitted';
+SELECT 'restored-settle', json_extract(idem_settle('L', (SELECT token FROM L WHERE key = 'f0'), 'succeeded', NULL), '$.status') = 'succeeded';
+INSERT INTO L(tenant, conversation, tool, args, key) VALUES ('f', 'c', 'x', '{}', 'f2');
+SELECT 'restored-insert', changes() = 1;
+-- a TEMP trigger on main.L_rows
+CREATE TEMP TRIGGER tt AFTER UPDATE ON main.L_rows BEGIN SELECT 1; END;
+SELECT 'temp-trigger-claim', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f3'')')
+       = 'idem_claim: ledger L has a foreign trigger "tt" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'temp-trigger-settle', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE key = ''f1''), ''succeeded'', NULL)')
+       = 'idem_settle: ledger L has a foreign trigger "tt" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'temp-trigger-insert', errmsg('INSERT INTO L(tenant, conversation, tool, args, key) VALUES (''f'', ''c'', ''x'', ''{}'', ''f3'')')
+       = 'idempotency: ledger L has a foreign trigger "tt" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'temp-trigger-nothing', (SELECT count(*) FROM L_rows WHERE "key" = 'f3') = 0 AND (SELECT status FROM L_rows WHERE "key" = 'f1') = 'claimed';
+DROP TRIGGER tt;
+SELECT 'temp-dropped-restored', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f3'), '$.decision') = 'admitted';
+-- a trigger on the meta and the guards table
+CREATE TRIGGER tm AFTER UPDATE ON L_meta BEGIN SELECT 1; END;
+SELECT 'meta-trigger', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f4'')')
+       = 'idem_claim: ledger L has a foreign trigger "tm" on its shadow tables; every ledger operation is refused until it is dropped';
+DROP TRIGGER tm;
+CREATE TRIGGER tg BEFORE INSERT ON L_guards BEGIN SELECT 1; END;
+SELECT 'guards-trigger', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f4'')')
+       = 'idem_claim: ledger L has a foreign trigger "tg" on its shadow tables; every ledger operation is refused until it is dropped';
+DROP TRIGGER tg;
+-- the table named in another case (SQL names are case-insensitive)
+CREATE TRIGGER tcase BEFORE INSERT ON l_ROWS BEGIN SELECT RAISE(IGNORE); END;
+SELECT 'case-trigger', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f5'')')
+       = 'idem_claim: ledger L has a foreign trigger "tcase" on its shadow tables; every ledger operation is refused until it is dropped';
+-- whatever the message, a suppressed write is an error, never a false admitted
+SELECT 'case-trigger-never-admitted', errcode('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f5'')') = 1
+       AND (SELECT count(*) FROM L_rows WHERE "key" = 'f5') = 0;
+SELECT 'case-trigger-insert-never-admitted', errcode('INSERT INTO L(tenant, conversation, tool, args, key) VALUES (''f'', ''c'', ''x'', ''{}'', ''f5'')') <> 0
+       AND (SELECT count(*) FROM L_rows WHERE "key" = 'f5') = 0;
+DROP TRIGGER tcase;
+CREATE TRIGGER tcase2 BEFORE UPDATE ON l_rows BEGIN SELECT RAISE(IGNORE); END;
+SELECT 'case-trigger-update', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE key = ''f1''), ''succeeded'', NULL)')
+       = 'idem_settle: ledger L has a foreign trigger "tcase2" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'case-trigger-update-never-settled', errcode('SELECT idem_settle(''L'', (SELECT token FROM L WHERE key = ''f1''), ''succeeded'', NULL)') = 1
+       AND (SELECT status FROM L_rows WHERE "key" = 'f1') = 'claimed';
+DROP TRIGGER tcase2;
+-- one of the ledger's own names with other SQL is foreign too
+DROP TRIGGER L_rows_delete;
+CREATE TRIGGER L_rows_delete BEFORE DELETE ON L_rows BEGIN SELECT 1; END;
+SELECT 'impostor-trigger', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f6'')')
+       = 'idem_claim: ledger L has a foreign trigger "L_rows_delete" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'impostor-nothing', (SELECT count(*) FROM L_rows WHERE "key" = 'f6') = 0;
+-- a trigger on an unrelated table does not matter
+DROP TRIGGER L_rows_delete;
+CREATE TABLE plain(x);
+CREATE TRIGGER unrelated AFTER INSERT ON plain BEGIN SELECT 1; END;
+-- (with the delete trigger missing the ledger still runs; only foreign triggers stop it)
+SELECT 'unrelated-trigger-ok', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f7'), '$.decision') = 'admitted';
+SELECT sqltest_clock(NULL);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Guards from Python (tests/guard/test_guard.py) with Debian's
+# /usr/bin/python3, not whatever python3 comes first on PATH: fail closed
+# without the extension, the exactly-once recipe surviving a crash before
+# COMMIT, and several processes racing on one key. The script prints
+# PASS/FAIL/SKIP lines itself; it skips when that python cannot load
+# extensions or $EXT is a sanitizer build with no plain build beside it.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+PY=/usr/bin/python3
+if [ ! -x "$PY" ]; then
+  echo "SKIP guard-python: $PY is not installed (Debian: apt-get install python3)"
+  exit 0
+fi
+if ! "$PY" -c 'import sqlite3, sys; sys.exit(0 if hasattr(sqlite3.connect(":memory:"), "enable_load_extension") else 1)' 2>/dev/null; then
+  echo "SKIP guard-python: $PY's sqlite3 module lacks enable_load_extension"
+  exit 0
+fi
+EXT=${EXT:-${BUILD:-build}/idempotency.so} exec "$PY" tests/guard/test_guard.py
