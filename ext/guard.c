@@ -446,12 +446,11 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
   idem_result_error(ctx, rc, zErr);
 }
 
-int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
-  static const struct {
-    const char *zName;
-    int nArg, flags;
-    void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
-  } aFn[] = {
+static const struct {
+  const char *zName;
+  int nArg, flags;
+  void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
+} aFn[] = {
       /* they write the schema: DIRECTONLY, so a planted view or trigger
       ** cannot install or remove a guard */
       {"idem_guard", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
@@ -463,7 +462,16 @@ int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
        idem_guard_check_func},
       {"idem_guard_check", 6, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
        idem_guard_check_func},
-  };
+};
+
+void idem_unregister_guard(sqlite3 *db) {
+  size_t i;
+  for (i = 0; i < sizeof(aFn) / sizeof(aFn[0]); i++) {
+    sqlite3_create_function(db, aFn[i].zName, aFn[i].nArg, SQLITE_UTF8, 0, 0, 0, 0);
+  }
+}
+
+int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
   size_t i;
   int rc;
   for (i = 0; i < sizeof(aFn) / sizeof(aFn[0]); i++) {

@@ -214,6 +214,11 @@ int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char
                       const char *zLedgerId);
 int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
 
+/* Remove what registration added (after a failed init: SQLite unloads the
+** library, so nothing of it may stay registered). */
+void idem_unregister_ledger(sqlite3 *db);
+void idem_unregister_guard(sqlite3 *db);
+
 #endif /* SQLITE3EXT_H */
 
 #endif /* IDEM_INTERNAL_H */

@@ -51,5 +51,13 @@ int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rou
     }
   }
   if (rc == SQLITE_OK) rc = idem_register_ledger(db, pzErrMsg);
+  if (rc != SQLITE_OK) {
+    /* SQLite unloads the library after a failed init: leave nothing of it
+    ** registered (a function or module pointing into unloaded code) */
+    idem_unregister_ledger(db);
+    for (i = 0; i < sizeof(aFunc) / sizeof(aFunc[0]); i++) {
+      sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, SQLITE_UTF8, 0, 0, 0, 0);
+    }
+  }
   return rc;
 }

@@ -95,6 +95,7 @@ enum {
   ST_SAVEPOINT,
   ST_RELEASE,
   ST_ROLLBACK_TO,
+  ST_ROLLBACK,
   N_STMT
 };
 
@@ -220,6 +221,7 @@ static const char *const azStmtSql[N_STMT] = {
     "SAVEPOINT idem_claim%.0s%.0s",
     "RELEASE idem_claim%.0s%.0s",
     "ROLLBACK TO idem_claim%.0s%.0s",
+    "ROLLBACK%.0s%.0s",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -1200,6 +1202,29 @@ static int ledger_temp_version(IdemLedger *p, int *pV) {
   return sqlite3_reset(pT);
 }
 
+/*
+** Does zDb.zName exist as a table (of any kind)? Preparing a statement
+** over it also connects a virtual table. *pbFound is set; an error other
+** than "no such table" (out of memory, a ledger that fails to connect) is
+** returned.
+*/
+static int probe_table(sqlite3 *db, const char *zDb, const char *zName, int *pbFound) {
+  sqlite3_stmt *pProbe = 0;
+  char *zSql = sqlite3_mprintf("SELECT 1 FROM \"%w\".\"%w\" WHERE 0", zDb, zName);
+  int rc;
+  *pbFound = 0;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(db, zSql, -1, &pProbe, 0);
+  sqlite3_free(zSql);
+  sqlite3_finalize(pProbe);
+  if (rc == SQLITE_OK) {
+    *pbFound = 1;
+  } else if ((rc & 0xff) == SQLITE_ERROR && sqlite3_strglob("no such table: *", sqlite3_errmsg(db)) == 0) {
+    rc = SQLITE_OK;
+  }
+  return rc;
+}
+
 static IdemLedger *registry_find(IdemConn *pConn, const char *zDb, const char *zName) {
   IdemLedger *p;
   for (p = pConn->pList; p; p = p->pNext) {
@@ -1253,40 +1278,32 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
   rc = sqlite3_prepare_v2(db,
                           "SELECT name FROM pragma_database_list ORDER BY seq<>1, seq", -1,
                           &pList, 0);
-  while (rc == SQLITE_OK && sqlite3_step(pList) == SQLITE_ROW) {
-    const char *zDb = (const char *)sqlite3_column_text(pList, 0);
-    sqlite3_stmt *pProbe = 0;
-    char *zSql;
+  while (rc == SQLITE_OK) {
+    const char *zDb;
+    int bFound = 0;
+    rc = sqlite3_step(pList);
+    if (rc == SQLITE_DONE) {
+      rc = SQLITE_OK;
+      break;
+    }
+    if (rc != SQLITE_ROW) break;
+    rc = SQLITE_OK;
+    zDb = (const char *)sqlite3_column_text(pList, 0);
     if (zDb == 0) {
       rc = SQLITE_NOMEM;
       break;
     }
-    zSql = sqlite3_mprintf("SELECT 1 FROM \"%w\".\"%w\" WHERE 0", zDb, zName);
-    if (zSql == 0) {
-      rc = SQLITE_NOMEM;
-      break;
-    }
     /* preparing connects the virtual table, which registers it */
-    if (sqlite3_prepare_v2(db, zSql, -1, &pProbe, 0) == SQLITE_OK) {
-      sqlite3_finalize(pProbe);
-      sqlite3_free(zSql);
-      p = registry_find(pConn, zDb, zName);
-      if (p == 0) break; /* a table, but not a ledger */
-      break;
-    }
-    sqlite3_free(zSql);
-    if (sqlite3_errcode(db) == SQLITE_NOMEM) {
-      rc = SQLITE_NOMEM;
+    rc = probe_table(db, zDb, zName, &bFound);
+    if (rc == SQLITE_OK && bFound) {
+      p = registry_find(pConn, zDb, zName); /* NULL: a table, but not a ledger */
       break;
     }
   }
+  if (rc) zErr = idem_db_error(db, zFunc, rc);
   sqlite3_finalize(pList);
-  if (rc == SQLITE_NOMEM) {
-    sqlite3_result_error_nomem(ctx);
-    return 0;
-  }
-  if (rc != SQLITE_OK) {
-    sqlite3_result_error(ctx, sqlite3_errmsg(db), -1);
+  if (rc) {
+    idem_result_error(ctx, rc, zErr);
     return 0;
   }
   if (p == 0) {
@@ -1344,20 +1361,17 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
     if (iPass) break;
     /* not connected yet: connect every same-named table, then look again */
     rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list", -1, &pList, 0);
-    while (rc == SQLITE_OK && sqlite3_step(pList) == SQLITE_ROW) {
-      const char *zDb = (const char *)sqlite3_column_text(pList, 0);
-      sqlite3_stmt *pProbe = 0;
-      char *zSql = zDb ? sqlite3_mprintf("SELECT 1 FROM \"%w\".\"%w\" WHERE 0", zDb, zName) : 0;
-      if (zSql == 0) {
-        rc = SQLITE_NOMEM;
+    while (rc == SQLITE_OK) {
+      const char *zDb;
+      int bFound = 0;
+      rc = sqlite3_step(pList);
+      if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
         break;
       }
-      if (sqlite3_prepare_v2(db, zSql, -1, &pProbe, 0) != SQLITE_OK &&
-          (sqlite3_errcode(db) & 0xff) == SQLITE_NOMEM) {
-        rc = SQLITE_NOMEM;
-      }
-      sqlite3_finalize(pProbe);
-      sqlite3_free(zSql);
+      if (rc != SQLITE_ROW) break;
+      zDb = (const char *)sqlite3_column_text(pList, 0);
+      rc = zDb ? probe_table(db, zDb, zName, &bFound) : SQLITE_NOMEM;
     }
     sqlite3_finalize(pList);
     if (rc) {
@@ -1389,7 +1403,7 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   Req q;
   Decision d;
   char *zErr = 0;
-  int rc, bAuto, bSave = 0;
+  int rc, bAuto = 0, bSave = 0;
 
   memset(&d, 0, sizeof(d));
   memset(&q, 0, sizeof(q));
@@ -1425,6 +1439,14 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
       if (rc) goto done;
     }
   }
+  {
+    /* prepared before anything is written, so that undoing cannot fail
+    ** for want of memory to prepare it */
+    sqlite3_stmt *pX;
+    int i;
+    for (i = ST_SAVEPOINT; rc == SQLITE_OK && i <= ST_ROLLBACK; i++) rc = ledger_stmt(p, i, &pX);
+    if (rc) goto done;
+  }
   rc = ledger_exec(p, ST_SAVEPOINT);
   if (rc) goto done;
   bSave = 1;
@@ -1437,8 +1459,9 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
 done:
   if (rc && zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(db, zFunc, rc);
   if (bSave) {
-    ledger_exec(p, ST_ROLLBACK_TO);
-    ledger_exec(p, ST_RELEASE);
+    int rcU = ledger_exec(p, ST_ROLLBACK_TO);
+    if (rcU == SQLITE_OK) rcU = ledger_exec(p, ST_RELEASE);
+    if (rcU != SQLITE_OK && bAuto) ledger_exec(p, ST_ROLLBACK); /* the transaction is ours */
   }
   req_free(&q);
   if (rc) {
@@ -2353,17 +2376,28 @@ static void conn_free(void *pArg) {
 ** DIRECTONLY too. */
 #define IDEM_WRITES (SQLITE_UTF8 | SQLITE_DIRECTONLY)
 
-int idem_register_ledger(sqlite3 *db, char **pzErr) {
-  static const struct {
-    const char *zName;
-    int nArg;
-    void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
-  } aFn[] = {
+static const struct {
+  const char *zName;
+  int nArg;
+  void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
+} aFn[] = {
       {"idem_claim", 5, idem_claim_func},   {"idem_claim", 6, idem_claim_func},
       {"idem_claim", 7, idem_claim_func},   {"idem_settle", 4, idem_settle_func},
       {"idem_resolve", 5, idem_resolve_func}, {"idem_purge", 2, idem_purge_func},
       {"idem_last_claim", 1, idem_last_claim_func},
-  };
+};
+
+void idem_unregister_ledger(sqlite3 *db) {
+  size_t i;
+  idem_unregister_guard(db);
+  for (i = 0; i < sizeof(aFn) / sizeof(aFn[0]); i++) {
+    sqlite3_create_function(db, aFn[i].zName, aFn[i].nArg, SQLITE_UTF8, 0, 0, 0, 0);
+  }
+  /* drops the module; its destructor frees the connection's registry */
+  sqlite3_create_module_v2(db, "idempotency", 0, 0, 0);
+}
+
+int idem_register_ledger(sqlite3 *db, char **pzErr) {
   IdemConn *pConn = sqlite3_malloc64(sizeof(IdemConn));
   size_t i;
   int rc;
