@@ -28,6 +28,7 @@
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,7 +223,13 @@ struct Parser {
   IdemBuf aux;
   int depth;
   IdemJcsError *pErr;
+  /* first storage of the three arrays: small documents allocate nothing */
+  Node aNodeInit[48];
+  uint32_t aKidInit[96];
+  uint32_t aStkInit[48];
 };
+
+#define IDEM_INLINE static inline __attribute__((always_inline))
 
 static int fail(Parser *p, size_t off, const char *zFmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -237,26 +244,40 @@ static int fail(Parser *p, size_t off, const char *zFmt, ...) {
   return IDEM_JCS_INVALID;
 }
 
-static int grow_u32(Parser *p, uint32_t **pa, uint32_t *pnAlloc, uint32_t need) {
-  uint32_t nNew;
-  uint32_t *a;
-  if (need <= *pnAlloc) return IDEM_JCS_OK;
-  nNew = *pnAlloc ? *pnAlloc : 32;
-  while (nNew < need) nNew *= 2;
-  a = p->pMem->xRealloc(*pa, (size_t)nNew * sizeof(uint32_t));
-  if (a == 0) return IDEM_JCS_NOMEM;
+/* Grow array *pa (of nAlloc elements of sz bytes, first stored in
+** aInit) to hold at least need elements. */
+static int grow_array(Parser *p, void **pa, uint32_t *pnAlloc, uint32_t need, size_t sz,
+                      const void *aInit) {
+  uint32_t nNew = *pnAlloc;
+  void *a;
+  while (nNew < need) {
+    if (nNew > 0x40000000u) return IDEM_JCS_NOMEM;
+    nNew *= 2;
+  }
+  if (*pa == aInit) {
+    a = p->pMem->xMalloc((size_t)nNew * sz);
+    if (a == 0) return IDEM_JCS_NOMEM;
+    memcpy(a, aInit, (size_t)*pnAlloc * sz);
+  } else {
+    a = p->pMem->xRealloc(*pa, (size_t)nNew * sz);
+    if (a == 0) return IDEM_JCS_NOMEM;
+  }
   *pa = a;
   *pnAlloc = nNew;
   return IDEM_JCS_OK;
 }
 
-static int new_node(Parser *p, int type, uint32_t *piNode) {
+IDEM_INLINE int grow_u32(Parser *p, uint32_t **pa, uint32_t *pnAlloc, uint32_t need,
+                         const uint32_t *aInit) {
+  if (need <= *pnAlloc) return IDEM_JCS_OK;
+  return grow_array(p, (void **)pa, pnAlloc, need, sizeof(uint32_t), aInit);
+}
+
+IDEM_INLINE int new_node(Parser *p, int type, uint32_t *piNode) {
   if (p->nNode >= p->nNodeAlloc) {
-    uint32_t nNew = p->nNodeAlloc ? p->nNodeAlloc * 2 : 32;
-    Node *a = p->pMem->xRealloc(p->aNode, (size_t)nNew * sizeof(Node));
-    if (a == 0) return IDEM_JCS_NOMEM;
-    p->aNode = a;
-    p->nNodeAlloc = nNew;
+    int rc = grow_array(p, (void **)&p->aNode, &p->nNodeAlloc, p->nNode + 1, sizeof(Node),
+                        p->aNodeInit);
+    if (rc) return rc;
   }
   *piNode = p->nNode;
   memset(&p->aNode[p->nNode], 0, sizeof(Node));
@@ -265,7 +286,7 @@ static int new_node(Parser *p, int type, uint32_t *piNode) {
   return IDEM_JCS_OK;
 }
 
-static void skip_ws(Parser *p) {
+IDEM_INLINE void skip_ws(Parser *p) {
   while (p->i < p->nIn) {
     unsigned char c = p->z[p->i];
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
@@ -285,7 +306,7 @@ static int unexpected(Parser *p, const char *zWhat) {
 /* Decode one UTF-8 sequence at z[i..n); returns its length (1-4) and
 ** the code point, or 0 if the bytes there are not valid UTF-8 (overlong,
 ** a surrogate, beyond U+10FFFF, truncated, or a stray continuation). */
-static int utf8_decode(const unsigned char *z, size_t i, size_t n, uint32_t *pCp) {
+IDEM_INLINE int utf8_decode(const unsigned char *z, size_t i, size_t n, uint32_t *pCp) {
   unsigned char c = z[i];
   uint32_t cp;
   int len, k;
@@ -356,6 +377,26 @@ static int aux_put_utf8(Parser *p, uint32_t cp) {
   return idem_buf_sink(&p->aux, a, n);
 }
 
+/* aPlainAscii[c]: c is printable ASCII other than '"' and '\\' (a
+** string byte that needs no decoding). aPlainOut[c]: c is printed as it
+** is in canonical output (not a control, '"' or '\\'). */
+#define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+static const unsigned char aPlainAscii[256] = {
+    R16(0), R16(0),
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20: '"' at 0x22 */
+    R16(1), R16(1),
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50: '\\' at 0x5c */
+    R16(1), R16(1),
+    R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0)};
+static const unsigned char aPlainOut[256] = {
+    R16(0), R16(0),
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    R16(1), R16(1),
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    R16(1), R16(1),
+    R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1)};
+#undef R16
+
 /* Parse a string at p->i (the opening quote) into node iNode. */
 static int parse_string(Parser *p, uint32_t iNode) {
   const unsigned char *z = p->z;
@@ -364,7 +405,7 @@ static int parse_string(Parser *p, uint32_t iNode) {
   uint32_t cp;
   /* Fast scan: printable ASCII with no escape stays in the input. */
   for (;;) {
-    while (i < n && z[i] >= 0x20 && z[i] < 0x80 && z[i] != '"' && z[i] != '\\') i++;
+    while (i < n && aPlainAscii[z[i]]) i++;
     if (i >= n) {
       p->i = i;
       return fail(p, i, "not valid JSON: unterminated string starting at byte %zu", start - 1);
@@ -395,7 +436,7 @@ static int parse_string(Parser *p, uint32_t iNode) {
     if (rc) return rc;
     for (;;) {
       size_t run = i;
-      while (i < n && z[i] >= 0x20 && z[i] < 0x80 && z[i] != '"' && z[i] != '\\') i++;
+      while (i < n && aPlainAscii[z[i]]) i++;
       if (i > run) {
         rc = idem_buf_sink(&p->aux, (const char *)z + run, i - run);
         if (rc) return rc;
@@ -668,8 +709,17 @@ static const unsigned char *node_text(const Parser *p, const Node *pN) {
 static int utf16_cmp(const unsigned char *a, size_t na, const unsigned char *b, size_t nb) {
   size_t n = na < nb ? na : nb, i = 0, s;
   uint32_t ca, cb;
+  /* eight bytes at a time to the first difference */
+  while (i + 8 <= n) {
+    uint64_t x, y;
+    memcpy(&x, a + i, 8);
+    memcpy(&y, b + i, 8);
+    if (x != y) break;
+    i += 8;
+  }
   while (i < n && a[i] == b[i]) i++;
   if (i == n) return na < nb ? -1 : (na > nb ? 1 : 0);
+  if (a[i] < 0xEE || b[i] < 0xEE) return a[i] < b[i] ? -1 : 1; /* orders agree */
   s = i;
   while (s > 0 && (a[s] & 0xC0) == 0x80) s--;
   if (utf8_decode(a, s, na, &ca) == 0 || utf8_decode(b, s, nb, &cb) == 0) {
@@ -747,7 +797,7 @@ static int parse_value(Parser *p, uint32_t *piNode);
 /* Close the container iNode whose children are aStk[base..nStk). */
 static int close_container(Parser *p, uint32_t iNode, uint32_t base, int isObj) {
   uint32_t cnt = p->nStk - base;
-  int rc = grow_u32(p, &p->aKid, &p->nKidAlloc, p->nKid + cnt * (isObj ? 2 : 1));
+  int rc = grow_u32(p, &p->aKid, &p->nKidAlloc, p->nKid + cnt * (isObj ? 2 : 1), p->aKidInit);
   if (rc) return rc;
   if (cnt > 0) {
     /* skipped when empty: aKid and aStk may still be NULL (no NULL+0) */
@@ -774,7 +824,7 @@ static int close_container(Parser *p, uint32_t iNode, uint32_t base, int isObj) 
 }
 
 static int push_kid(Parser *p, uint32_t iNode) {
-  int rc = grow_u32(p, &p->aStk, &p->nStkAlloc, p->nStk + 1);
+  int rc = grow_u32(p, &p->aStk, &p->nStkAlloc, p->nStk + 1, p->aStkInit);
   if (rc) return rc;
   p->aStk[p->nStk++] = iNode;
   return IDEM_JCS_OK;
@@ -895,7 +945,7 @@ static int out_flush(Out *o) {
   return rc;
 }
 
-static int out_put(Out *o, const char *z, size_t n) {
+IDEM_INLINE int out_put(Out *o, const char *z, size_t n) {
   int rc;
   if (n <= sizeof(o->a) - o->n) {
     memcpy(o->a + o->n, z, n);
@@ -910,7 +960,7 @@ static int out_put(Out *o, const char *z, size_t n) {
   return IDEM_JCS_OK;
 }
 
-static int out_byte(Out *o, char c) {
+IDEM_INLINE int out_byte(Out *o, char c) {
   if (o->n == sizeof(o->a)) {
     int rc = out_flush(o);
     if (rc) return rc;
@@ -926,7 +976,7 @@ static int out_string(Out *o, const unsigned char *z, size_t n) {
   int rc = out_byte(o, '"');
   while (rc == IDEM_JCS_OK && i < n) {
     run = i;
-    while (i < n && z[i] >= 0x20 && z[i] != '"' && z[i] != '\\') i++;
+    while (i < n && aPlainOut[z[i]]) i++;
     if (i > run) rc = out_put(o, (const char *)z + run, i - run);
     if (rc || i >= n) break;
     {
@@ -1003,7 +1053,13 @@ int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, Idem
   uint32_t iRoot = 0;
   int rc;
 
-  memset(&p, 0, sizeof(p));
+  memset(&p, 0, offsetof(Parser, aNodeInit));
+  p.aNode = p.aNodeInit;
+  p.nNodeAlloc = sizeof(p.aNodeInit) / sizeof(p.aNodeInit[0]);
+  p.aKid = p.aKidInit;
+  p.nKidAlloc = sizeof(p.aKidInit) / sizeof(p.aKidInit[0]);
+  p.aStk = p.aStkInit;
+  p.nStkAlloc = sizeof(p.aStkInit) / sizeof(p.aStkInit[0]);
   p.z = (const unsigned char *)zIn;
   p.nIn = nIn;
   p.pMem = pMem ? pMem : &idem_libc_mem;
@@ -1033,9 +1089,9 @@ int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, Idem
   if (rc == IDEM_JCS_OK) rc = out_flush(&o);
 
 done:
-  if (p.aNode) p.pMem->xFree(p.aNode);
-  if (p.aKid) p.pMem->xFree(p.aKid);
-  if (p.aStk) p.pMem->xFree(p.aStk);
+  if (p.aNode != p.aNodeInit) p.pMem->xFree(p.aNode);
+  if (p.aKid != p.aKidInit) p.pMem->xFree(p.aKid);
+  if (p.aStk != p.aStkInit) p.pMem->xFree(p.aStk);
   idem_buf_free(&p.aux);
   return rc;
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Allocation failure: $BUILD/oom (tests/stress/oom.c) installs a failing
+# allocator before sqlite3_initialize and, for every ledger operation, fails
+# its 1st, 2nd, 3rd, ... allocation in turn: each run must return
+# SQLITE_NOMEM (or succeed like an unfaulted run), leave the database and
+# the transaction state unchanged on failure, leak nothing, and leave no
+# allocation live after sqlite3_shutdown. Every N up to --dense is tried,
+# then a stride within --budget runs per operation; sanitized and valgrind
+# runs use smaller numbers to stay short.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+EXT=${EXT:-$BUILD/idempotency.so}
+prog=$BUILD/oom
+if [ ! -x "$prog" ] || [ ! -f "$EXT" ]; then
+  echo "FAIL oom:setup: $prog or $EXT is missing (make test-programs)"
+  exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ -n "${TEST_WRAP:-}" ]; then
+  size=(--dense 5 --budget 3)
+elif [ -n "${SANITIZE:-}" ] || [[ "$BUILD" == *asan* ]]; then
+  size=(--dense 100 --budget 40)
+else
+  size=(--dense 300 --budget 150)
+fi
+# shellcheck disable=SC2086  # TEST_WRAP is a command line
+${TEST_WRAP:-} "$prog" --ext "$EXT" --dir "$tmp" "${size[@]}"
