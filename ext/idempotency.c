@@ -12,6 +12,18 @@ SQLITE_EXTENSION_INIT1
 #include "idem_internal.h"
 #include "idempotency.h"
 
+/* Version rule: every SQLite API and SQL feature used by ext/ exists in
+** IDEM_MIN_SQLITE_VERSION_NUMBER (3.31.0), checked at run time below, so
+** a library too old for any of them never gets past the init. Built
+** against a newer sqlite3ext.h, calling a newer routine would read past
+** the end of an older library's API table: anything newer than the
+** minimum must be guarded by both SQLITE_VERSION_NUMBER (the headers) and
+** sqlite3_libversion_number() (the library loaded into), or the minimum
+** raised. Headers older than 3.31.0 lack the flags used below. */
+#if SQLITE_VERSION_NUMBER < 3031000
+#error "sqlite-idempotency needs the sqlite3.h / sqlite3ext.h of SQLite 3.31.0 or newer"
+#endif
+
 /* Pure functions read only their arguments: deterministic and innocuous,
 ** so they are allowed in CHECK, index and generated-column expressions and
 ** in schemas under trusted_schema=OFF. */
@@ -37,8 +49,10 @@ int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rou
   SQLITE_EXTENSION_INIT2(pApi);
   if (sqlite3_libversion_number() < IDEM_MIN_SQLITE_VERSION_NUMBER) {
     if (pzErrMsg) {
-      *pzErrMsg = sqlite3_mprintf("idempotency: SQLite %s is too old; 3.31.0 or newer is needed",
-                                  sqlite3_libversion());
+      *pzErrMsg = sqlite3_mprintf("idempotency: SQLite %s is too old; %d.%d.%d or newer is needed",
+                                  sqlite3_libversion(), IDEM_MIN_SQLITE_VERSION_NUMBER / 1000000,
+                                  IDEM_MIN_SQLITE_VERSION_NUMBER / 1000 % 1000,
+                                  IDEM_MIN_SQLITE_VERSION_NUMBER % 1000);
     }
     return SQLITE_ERROR;
   }

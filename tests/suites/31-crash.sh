@@ -24,7 +24,7 @@ if [ -n "${TEST_WRAP:-}" ]; then
   wal=(--keys 200 --delay-ms 200:1500 --rounds 22)
   del=(--keys 100 --delay-ms 200:1500 --rounds 22)
 else
-  wal=(--keys 1000 --delay-ms 1:30 --rounds 40)
+  wal=(--keys 150 --delay-ms 1:30 --rounds 40)
   del=(--keys 300 --delay-ms 5:80 --rounds 40)
 fi
 # shellcheck disable=SC2086  # TEST_WRAP is a command line
