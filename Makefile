@@ -9,6 +9,8 @@
 #   make bench      ratios against plain SQLite, measured in one run
 #   make lint       clang-format drift, cppcheck, -Werror build
 #   make install    PREFIX=/usr/local DESTDIR=
+#   make sql-audit DB=app.db      the sql/ kit, run with sqlite3 -bail
+#     (also sql-operations, sql-migrate, sql-install)
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -63,6 +65,21 @@ sanitize:
 	$(MAKE) BUILD=build/asan OPT=-O1 \
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  EXTRA_LDFLAGS="-fsanitize=address,undefined" SANITIZE=1 test
+
+# The plain-SQL kit, each file run by a runner that stops at the first
+# error (without -bail the sqlite3 shell goes on and commits the rest).
+DB ?=
+sql-check-db:
+	@test -n "$(DB)" || { echo "name the database: make $(MAKECMDGOALS) DB=app.db"; exit 2; }
+sql-operations: sql-check-db
+	sqlite3 -bail "$(DB)" < sql/operations.sql
+sql-audit: sql-check-db
+	sqlite3 -bail -readonly "$(DB)" < sql/audit.sql
+sql-migrate: sql-check-db
+	sqlite3 -bail "$(DB)" < sql/migrate.sql
+sql-install: all sql-check-db
+	sqlite3 -bail -cmd ".load $(basename $(EXT))" "$(DB)" < sql/install-ledger.sql
+.PHONY: sql-check-db sql-operations sql-audit sql-migrate sql-install
 
 clean:
 	rm -rf build
