@@ -19,6 +19,8 @@
 **                     default VFS, which the runner replaces with a copy
 **                     of the real one that reads this clock: the ledger's
 **                     only time source, so leases expire without sleeping
+**   sqltest_defensive(on)  turns SQLITE_DBCONFIG_DEFENSIVE on (1) or off
+**                     (0) for this connection and returns the new setting
 **   sqltest_risky(x)  returns x; DETERMINISTIC but not INNOCUOUS, so a schema
 **                     may use it in CHECK, index and generated-column
 **                     expressions, and under PRAGMA trusted_schema=OFF those
@@ -35,8 +37,10 @@
 ** Rows of other shapes are ignored. A statement that fails is
 ** "FAIL <file>:line N: <message>" and the run goes on with the next
 ** statement. A check id used twice in one file, and a file with no check,
-** are failures too. The exit status is 1 when anything failed, 2 on a usage
-** error.
+** are failures too. A comment line "-- expect-error: MESSAGE" before a
+** statement makes that statement a check that must fail with exactly
+** MESSAGE ("PASS <file>:expect-error line N"). The exit status is 1 when
+** anything failed, 2 on a usage error.
 */
 #include <sqlite3.h>
 
@@ -83,6 +87,17 @@ static int clock_install(void) {
   clockVfs.xCurrentTime = clock_time;
   clockVfs.xCurrentTimeInt64 = clock_time64;
   return sqlite3_vfs_register(&clockVfs, 1);
+}
+
+static void defensive_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  int on = -1;
+  (void)argc;
+  if (sqlite3_db_config(sqlite3_context_db_handle(ctx), SQLITE_DBCONFIG_DEFENSIVE,
+                        sqlite3_value_int(argv[0]), &on) != SQLITE_OK) {
+    sqlite3_result_error(ctx, "sqltest_defensive: sqlite3_db_config failed", -1);
+    return;
+  }
+  sqlite3_result_int(ctx, on);
 }
 
 static void clock_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -270,6 +285,9 @@ static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) 
     rc = sqlite3_create_function(db, "sqltest_clock", 1, SQLITE_UTF8, 0, clock_func, 0, 0);
   }
   if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "sqltest_defensive", 1, SQLITE_UTF8, 0, defensive_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "sqltest_risky", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, 0,
                                  risky_func, 0, 0);
   }
@@ -378,6 +396,37 @@ static int run_statement(sqlite3_stmt *pStmt, const char *zName, IdSet *pIds) {
   return rc;
 }
 
+/* The text after "-- expect-error: " in the comments of z[0..zEnd), up to
+** the end of its line, or NULL (sqlite3_malloc). Such a comment makes the
+** next statement a check that must fail at the top level (not nested in
+** errmsg(): writes nested in a running statement bypass defensive mode)
+** with exactly that message. */
+static char *expected_error(const char *z, const char *zEnd) {
+  static const char zTag[] = "-- expect-error: ";
+  const char *p = z, *e;
+  while (p < zEnd && (p = strstr(p, zTag)) != 0 && p < zEnd) {
+    p += sizeof(zTag) - 1;
+    e = strchr(p, '\n');
+    if (e == 0 || e > zEnd) e = zEnd;
+    return sqlite3_mprintf("%.*s", (int)(e - p), p);
+  }
+  return 0;
+}
+
+/* A statement failed with zGot: a check when an error was expected. */
+static void check_error(const char *zName, const char *zWhere, const char *zExpect,
+                        const char *zGot) {
+  if (zExpect == 0) {
+    report_fail(zName, zWhere, zGot);
+  } else if (strcmp(zExpect, zGot) == 0) {
+    report_pass(zName, zWhere);
+  } else {
+    char *zWhy = sqlite3_mprintf("expected error \"%s\", got \"%s\"", zExpect, zGot);
+    report_fail(zName, zWhere, zWhy ? zWhy : zGot);
+    sqlite3_free(zWhy);
+  }
+}
+
 static void run_file(const char *zPath, const char *zExt) {
   const char *zName = strrchr(zPath, '/') ? strrchr(zPath, '/') + 1 : zPath;
   char *zSql;
@@ -409,24 +458,31 @@ static void run_file(const char *zPath, const char *zExt) {
   }
   db = open_db(useFile ? zTmp : ":memory:", zExt, zName);
   z = zSql;
-  while (db && *(z = skip_blank(z))) {
+  while (db) {
     sqlite3_stmt *pStmt = 0;
-    const char *zTail = 0;
-    int line = line_of(zSql, z);
-    char zWhere[32];
-    int rc = sqlite3_prepare_v2(db, z, -1, &pStmt, &zTail);
-    snprintf(zWhere, sizeof(zWhere), "line %d", line);
+    const char *zTail = 0, *zGap = z;
+    char *zExpect = 0;
+    int line, rc;
+    char zWhere[48];
+    if (*(z = skip_blank(z)) == 0) break;
+    zExpect = expected_error(zGap, z);
+    line = line_of(zSql, z);
+    rc = sqlite3_prepare_v2(db, z, -1, &pStmt, &zTail);
+    snprintf(zWhere, sizeof(zWhere), zExpect ? "expect-error line %d" : "line %d", line);
     if (rc != SQLITE_OK) {
-      report_fail(zName, zWhere, sqlite3_errmsg(db));
+      check_error(zName, zWhere, zExpect, sqlite3_errmsg(db));
+      sqlite3_free(zExpect);
       z = next_statement(z);
       if (z == 0) break;
       continue;
     }
     if (pStmt) {
       rc = run_statement(pStmt, zName, &ids);
-      if (rc != SQLITE_DONE) report_fail(zName, zWhere, sqlite3_errmsg(db));
+      if (rc != SQLITE_DONE) check_error(zName, zWhere, zExpect, sqlite3_errmsg(db));
+      else if (zExpect) report_fail(zName, zWhere, "the statement succeeded; an error was expected");
       sqlite3_finalize(pStmt);
     }
+    sqlite3_free(zExpect);
     if (zTail == 0 || zTail == z) break; /* cannot happen; never loop */
     z = zTail;
   }
