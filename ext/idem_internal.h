@@ -177,7 +177,8 @@ struct IdemLedger {
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   char *zForeign;         /* why operations are refused, or NULL */
   char zId[17];           /* random identity, kept in <name>_meta: guards name it */
-  char *zLastClaim;       /* idem_last_claim() */
+  char *zLastClaim;       /* idem_last_claim(): zLastClaimBuf or NULL */
+  char zLastClaimBuf[512];
 };
 
 /* A JSON string literal for UTF-8 text z (sqlite3_malloc; NULL on OOM). */

@@ -12,14 +12,14 @@ SQLITE_EXTENSION_INIT1
 #include "idem_internal.h"
 #include "idempotency.h"
 
-/* Version rule: every SQLite API and SQL feature used by ext/ exists in
-** IDEM_MIN_SQLITE_VERSION_NUMBER (3.31.0), checked at run time below, so
-** a library too old for any of them never gets past the init. Built
-** against a newer sqlite3ext.h, calling a newer routine would read past
-** the end of an older library's API table: anything newer than the
-** minimum must be guarded by both SQLITE_VERSION_NUMBER (the headers) and
+/* Version rule: every SQLite API and SQL feature ext/ uses must exist in
+** IDEM_MIN_SQLITE_VERSION_NUMBER, which the init checks at run time, so a
+** library too old for any of them never gets past it. Built against a
+** newer sqlite3ext.h, a newer routine called on an older library would
+** read past the end of its API table: anything newer than the minimum is
+** guarded by both SQLITE_VERSION_NUMBER (the headers built against) and
 ** sqlite3_libversion_number() (the library loaded into), or the minimum
-** raised. Headers older than 3.31.0 lack the flags used below. */
+** is raised. Headers older than 3.31.0 lack the flags used below. */
 #if SQLITE_VERSION_NUMBER < 3031000
 #error "sqlite-idempotency needs the sqlite3.h / sqlite3ext.h of SQLite 3.31.0 or newer"
 #endif

@@ -243,7 +243,6 @@ static int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt) {
 
 static void ledger_unref(IdemLedger *p) {
   if (--p->nRef == 0) {
-    sqlite3_free(p->zLastClaim);
     sqlite3_free(p); /* zDb and zName live in the same allocation */
   }
 }
@@ -768,6 +767,8 @@ struct Decision {
   char *zJson;      /* the idem_claim result */
   char *zWhy;       /* for INSERT: why the key is taken */
   sqlite3_int64 id; /* row id (admitted) */
+  sqlite3_int64 attempt; /* admitted: the attempt */
+  char zToken[33];       /* admitted: the token */
 };
 
 static const char *request_diff(const Row *r, const Req *q, int *pDiff) {
@@ -799,6 +800,8 @@ static int build_admitted(IdemLedger *p, const Req *q, const char *zToken,
                           sqlite3_int64 attempt, sqlite3_int64 lease, int committed,
                           Decision *d) {
   d->eDec = DEC_ADMITTED;
+  d->attempt = attempt;
+  memcpy(d->zToken, zToken, 33);
   d->zJson = sqlite3_mprintf(
       "{\"decision\":\"admitted\",\"key\":\"%s\",\"token\":\"%s\",\"attempt\":%lld,"
       "\"effect\":\"%s\",\"committed\":%s,\"durable\":%s,\"lease_until\":%lld%s}",
@@ -2280,7 +2283,6 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
   }
   /* INSERT: a claim */
-  sqlite3_free(p->zLastClaim);
   p->zLastClaim = 0;
   if (sqlite3_vtab_on_conflict(db) == SQLITE_REPLACE) {
     zErr = sqlite3_mprintf("idempotency: INSERT OR REPLACE into ledger %s is refused: it would "
@@ -2313,16 +2315,14 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc == SQLITE_OK) rc = claim_decide(p, "idempotency", &q, 1, 0, &d, &zErr);
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
-      const char *zTok = strstr(d.zJson, "\"token\":\"");
-      sqlite3_int64 attempt = 0;
-      const char *zAtt = strstr(d.zJson, "\"attempt\":");
-      if (zAtt) attempt = strtoll(zAtt + 10, 0, 10);
-      p->zLastClaim = sqlite3_mprintf(
-          "{\"key\":\"%s\",\"tenant\":\"%s\",\"token\":\"%.32s\",\"attempt\":%lld,"
-          "\"effect\":\"%s\",\"committed\":%s}",
-          q.zKey, q.zTenant, zTok ? zTok + 9 : "", attempt, q.zEffect,
-          sqlite3_get_autocommit(db) ? "true" : "false");
-      if (p->zLastClaim == 0) rc = SQLITE_NOMEM;
+      /* the row is written: nothing may fail from here on, so the
+      ** fixed buffer (keys and tenants are at most 128 ASCII bytes) */
+      sqlite3_snprintf(sizeof(p->zLastClaimBuf), p->zLastClaimBuf,
+                       "{\"key\":\"%s\",\"tenant\":\"%s\",\"token\":\"%s\",\"attempt\":%lld,"
+                       "\"effect\":\"%s\",\"committed\":%s}",
+                       q.zKey, q.zTenant, d.zToken, d.attempt, q.zEffect,
+                       sqlite3_get_autocommit(db) ? "true" : "false");
+      p->zLastClaim = p->zLastClaimBuf;
       *pRowid = d.id;
     } else if (rc == SQLITE_OK) {
       zErr = sqlite3_mprintf("idempotency: key \"%s\" of tenant \"%s\" in ledger %s is taken: %s",
