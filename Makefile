@@ -8,7 +8,7 @@
 #   make fuzz       a short libFuzzer run of each target (clang)
 #   make bench      ratios against plain SQLite, measured in one run
 #   make lint       clang-format drift, cppcheck, -Werror build
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (LIBDIR, INCLUDEDIR); make uninstall
 #   make sql-audit DB=app.db      the sql/ kit, run with sqlite3 -bail
 #     (also sql-operations, sql-migrate, sql-install)
 
@@ -39,7 +39,7 @@ EXT := $(BUILD)/idempotency.$(SO)
 
 export SHARED BUILD EXT
 
-.PHONY: all deps test demo bench sanitize valgrind fuzz lint format install clean
+.PHONY: all deps test demo bench sanitize valgrind fuzz lint format install uninstall clean
 all: deps $(EXT)
 
 # System packages: installed when running as root on Debian, else named.
@@ -84,7 +84,13 @@ sql-install: all sql-check-db
 clean:
 	rm -rf build
 
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib/sqlite3 $(DESTDIR)$(PREFIX)/include
-	install -m 0755 $(EXT) $(DESTDIR)$(PREFIX)/lib/sqlite3/idempotency.$(SO)
-	install -m 0644 include/idempotency.h $(DESTDIR)$(PREFIX)/include/idempotency.h
+	install -d "$(DESTDIR)$(LIBDIR)/sqlite3" "$(DESTDIR)$(INCLUDEDIR)"
+	install -m 0755 $(EXT) "$(DESTDIR)$(LIBDIR)/sqlite3/idempotency.$(SO)"
+	install -m 0644 include/idempotency.h "$(DESTDIR)$(INCLUDEDIR)/idempotency.h"
+
+uninstall:
+	rm -f "$(DESTDIR)$(LIBDIR)/sqlite3/idempotency.$(SO)" "$(DESTDIR)$(INCLUDEDIR)/idempotency.h"
+	-rmdir "$(DESTDIR)$(LIBDIR)/sqlite3" 2>/dev/null

@@ -2079,9 +2079,23 @@ static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
   return rc;
 }
 
+/*
+** The shadow tables. <name>_rows carries the plain-SQL triggers that refuse
+** illegal changes (for a writer without the extension), and SQLite 3.44
+** and later refuse, in defensive mode, any trigger on a shadow table, even
+** one read from the schema: the file could not be opened by a defensive
+** connection that loaded the extension (better-sqlite3 and Node's sqlite
+** are defensive by default). There <name>_rows is not declared a shadow
+** table, so defensive mode does not make it read-only; its CHECKs, unique
+** indexes and triggers still refuse every illegal write, and the
+** foreign-trigger check still guards it. Older SQLite gets both.
+*/
+#define IDEM_SHADOW_TRIGGERS_REFUSED 3044000
 static int xShadowName(const char *zSuffix) {
-  return strcmp(zSuffix, "rows") == 0 || strcmp(zSuffix, "meta") == 0 ||
-         strcmp(zSuffix, "guards") == 0;
+  if (strcmp(zSuffix, "rows") == 0) {
+    return sqlite3_libversion_number() < IDEM_SHADOW_TRIGGERS_REFUSED;
+  }
+  return strcmp(zSuffix, "meta") == 0 || strcmp(zSuffix, "guards") == 0;
 }
 
 /* Cursor: a statement over zName_rows. */
@@ -2352,6 +2366,9 @@ static sqlite3_module ledgerModule = {
     0,           /* xRelease */
     0,           /* xRollbackTo */
     xShadowName,
+#if SQLITE_VERSION_NUMBER >= 3044000
+    0, /* xIntegrity: iVersion 3, never called */
+#endif
 };
 
 static void conn_free(void *pArg) {

@@ -13,9 +13,15 @@
 #define IDEM_VERSION "0.1.0"
 #define IDEM_VERSION_NUMBER 1000 /* major*1000000 + minor*1000 + patch */
 
-/* The oldest SQLite the extension loads into (INNOCUOUS/DIRECTONLY
-** function flags and SQLITE_VTAB_DIRECTONLY arrived in 3.31.0). */
-#define IDEM_MIN_SQLITE_VERSION_NUMBER 3031000
+/* The oldest SQLite the extension loads into: 3.40.0. sqlite_schema is
+** 3.33; SQLITE_VTAB_DIRECTONLY (3.31) is enforced for writes made by
+** triggers only from 3.40, and the ledger relies on it. On an older library
+** sqlite3_idempotency_init refuses with SQLITE_ERROR and "idempotency:
+** SQLite X is too old; 3.40.0 or newer is needed". The #ifndef lets a test
+** raise it (-D) to see that refusal; do not lower it. */
+#ifndef IDEM_MIN_SQLITE_VERSION_NUMBER
+#define IDEM_MIN_SQLITE_VERSION_NUMBER 3040000
+#endif
 
 #ifndef IDEM_API
 #if defined(_WIN32)

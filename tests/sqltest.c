@@ -37,7 +37,9 @@
 ** Rows of other shapes are ignored. A statement that fails is
 ** "FAIL <file>:line N: <message>" and the run goes on with the next
 ** statement. A check id used twice in one file, and a file with no check,
-** are failures too. A comment line "-- expect-error: MESSAGE" before a
+** are failures too. A line "-- sqltest: requires sqlite >= X.Y.Z" (or "<")
+** skips the file on other SQLite versions, printing "SKIP <file>: ...". A
+** comment line "-- expect-error: MESSAGE" before a
 ** statement makes that statement a check that must fail with exactly
 ** MESSAGE ("PASS <file>:expect-error line N"). The exit status is 1 when
 ** anything failed, 2 on a usage error.
@@ -443,6 +445,23 @@ static void run_file(const char *zPath, const char *zExt) {
     return;
   }
   useFile = strncmp(zSql, "-- sqltest: file", 16) == 0;
+  {
+    /* "-- sqltest: requires sqlite >= 3.44.0" (or "<"): a file for some
+    ** SQLite versions only; on others it is skipped, saying why */
+    const char *zReq = strstr(zSql, "-- sqltest: requires sqlite ");
+    if (zReq) {
+      int bGe = zReq[28] == '>', a = 0, b = 0, c = 0, v, ok;
+      sscanf(zReq + 28 + (bGe ? 3 : 2), "%d.%d.%d", &a, &b, &c);
+      v = a * 1000000 + b * 1000 + c;
+      ok = bGe ? sqlite3_libversion_number() >= v : sqlite3_libversion_number() < v;
+      if (!ok) {
+        printf("SKIP %s: needs SQLite %s %d.%d.%d; this is %s\n", zName, bGe ? ">=" : "<", a, b,
+               c, sqlite3_libversion());
+        sqlite3_free(zSql);
+        return;
+      }
+    }
+  }
   zTmp[0] = 0;
   if (useFile) {
     const char *zDir = getenv("TMPDIR");

@@ -1,0 +1,156 @@
+// The extension from Node's better-sqlite3 (version 12, pinned in
+// tests/bindings/package.json; it bundles its own SQLite).
+//
+// Usage: node test_node.mjs EXTENSION_PATH
+//
+// On a database file in a temporary directory: load the extension, create a
+// ledger, claim (admitted, with a token), settle succeeded, claim again
+// (replay, "idempotent": true, the recorded result), a NULL and a blank
+// tenant refused as a SqliteError with code SQLITE_CONSTRAINT carrying the
+// extension's exact message with nothing written, and the SQL-native claim
+// (INSERT INTO ledger, idem_last_claim, a taken key refused).
+//
+// Prints one line per check: PASS <name> / FAIL <name>: <why>, and one
+// non-check line with the Node, better-sqlite3 and SQLite versions.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import Database from 'better-sqlite3';
+
+const require = createRequire(import.meta.url);
+const PREFIX = 'bindings.node';
+let failures = 0;
+
+function report(ok, name, why = '') {
+  if (ok) {
+    console.log(`PASS ${PREFIX}:${name}`);
+  } else {
+    failures++;
+    console.log(`FAIL ${PREFIX}:${name}: ${String(why).replace(/\n/g, ' ')}`);
+  }
+}
+
+function one(db, sql, ...args) {
+  return db.prepare(sql).pluck().get(...args);
+}
+
+function expectError(name, fn, message, code = 'SQLITE_CONSTRAINT') {
+  let got;
+  try {
+    got = fn();
+  } catch (e) {
+    if (!(e instanceof Database.SqliteError)) {
+      report(false, name, `threw ${e && e.constructor && e.constructor.name} (${e}), want SqliteError`);
+    } else if (e.message !== message) {
+      report(false, name, `message ${JSON.stringify(e.message)}, want ${JSON.stringify(message)}`);
+    } else if (e.code !== code) {
+      report(false, name, `code ${e.code}, want ${code}`);
+    } else {
+      report(true, name);
+    }
+    return;
+  }
+  report(false, name, `no error; returned ${JSON.stringify(got)}`);
+}
+
+function run(ext, file) {
+  const pkg = require('better-sqlite3/package.json');
+  const db = new Database(file);
+  console.log(`   ${PREFIX}: Node ${process.version}, better-sqlite3 ${pkg.version} with its bundled SQLite ${one(db, 'SELECT sqlite_version()')}`);
+  try {
+    db.loadExtension(ext);
+    const version = one(db, 'SELECT idem_version()');
+    report(typeof version === 'string' && version !== '', 'load', `idem_version() = ${version}`);
+  } catch (e) {
+    report(false, 'load', `${e.name}: ${e.message}`);
+    return;
+  }
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 10000');
+  db.exec('CREATE VIRTUAL TABLE ledger USING idempotency');
+
+  const claim = db.prepare("SELECT idem_claim('ledger', ?, ?, ?, ?)").pluck();
+  const args = JSON.stringify({ to: 'a@example.com', subject: 'hi' });
+  const d = JSON.parse(claim.get('tenant-a', 'conv-1', 'send_email', args));
+  report(d.decision === 'admitted' && /^[0-9a-f]{32}$/.test(d.token || '') && d.committed === true &&
+         d.attempt === 1 && /^idem1-[0-9a-f]{32}$/.test(d.key || ''),
+         'claim-admitted', `got ${JSON.stringify(d)}`);
+
+  const result = { message_id: 'm-17' };
+  const s = JSON.parse(one(db, "SELECT idem_settle('ledger', ?, 'succeeded', ?)", d.token, JSON.stringify(result)));
+  report(s.status === 'succeeded' && s.key === d.key, 'settle-succeeded', `got ${JSON.stringify(s)}`);
+
+  const args2 = JSON.stringify({ subject: 'hi', to: 'a@example.com' });
+  const r = JSON.parse(claim.get('tenant-a', 'conv-1', 'send_email', args2));
+  report(r.decision === 'replay' && r.idempotent === true && r.key === d.key && !('token' in r) &&
+         JSON.stringify(r.result) === JSON.stringify(result),
+         'claim-replay', `got ${JSON.stringify(r)}`);
+
+  const before = one(db, 'SELECT count(*) FROM ledger');
+  expectError('refused-null-tenant', () => claim.get(null, 'conv-1', 'send_email', args),
+              'idem_claim: tenant is missing (NULL)');
+  expectError('refused-blank-tenant', () => claim.get('', 'conv-1', 'send_email', args),
+              'idem_claim: tenant is empty');
+  expectError('refused-space-tenant', () => claim.get(' ', 'conv-1', 'send_email', args),
+              'idem_claim: tenant " " has byte 0x20 at offset 0; only A-Z a-z 0-9 _ - are allowed');
+  const after = one(db, 'SELECT count(*) FROM ledger');
+  report(before === 1 && after === 1, 'refused-wrote-nothing', `rows before ${before}, after ${after}`);
+
+  const ins = db.prepare('INSERT INTO ledger(tenant, conversation, tool, args) VALUES (?, ?, ?, ?)');
+  ins.run('tenant-a', 'conv-1', 'migrate', '{"step":3}');
+  const raw = one(db, "SELECT idem_last_claim('ledger')");
+  const lc = raw ? JSON.parse(raw) : null;
+  const wantKey = one(db, "SELECT idem_key('tenant-a', 'conv-1', 'migrate', '{\"step\":3}')");
+  report(lc && lc.tenant === 'tenant-a' && lc.key === wantKey && /^[0-9a-f]{32}$/.test(lc.token || '') &&
+         lc.committed === true, 'insert-last-claim', `got ${raw}`);
+  try {
+    ins.run('tenant-a', 'conv-1', 'migrate', '{"step":3}');
+    report(false, 'insert-taken-refused', 'a second INSERT of the same key succeeded');
+  } catch (e) {
+    report(e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT' &&
+           e.message.startsWith(`idempotency: key "${wantKey}" of tenant "tenant-a" in ledger ledger is taken`) &&
+           one(db, "SELECT idem_last_claim('ledger')") === null,
+           'insert-taken-refused', `${e.code}: ${e.message}`);
+  }
+  const info = db.prepare('INSERT OR IGNORE INTO ledger(tenant, conversation, tool, args) VALUES (?, ?, ?, ?)')
+    .run('tenant-a', 'conv-1', 'migrate', '{"step":3}');
+  report(info.changes === 0 && one(db, 'SELECT count(*) FROM ledger') === 2,
+         'insert-or-ignore-skips', `changes ${info.changes}`);
+  const sqliteVersion = one(db, 'SELECT sqlite_version()');
+  db.close();
+
+  // A new connection on the existing file, loading the extension before the
+  // schema is read. better-sqlite3 turns SQLITE_DBCONFIG_DEFENSIVE on for
+  // every connection; unsafeMode(true) turns it off.
+  for (const [name, unsafe] of [['reopen-defensive', false], ['reopen-defensive-off', true]]) {
+    let db2;
+    try {
+      db2 = new Database(file);
+      if (unsafe) db2.unsafeMode(true);
+      db2.loadExtension(ext);
+      const r2 = JSON.parse(db2.prepare("SELECT idem_claim('ledger', ?, ?, ?, ?)").pluck().get('tenant-a', 'conv-1', 'send_email', args));
+      report(r2.decision === 'replay' && JSON.stringify(r2.result) === JSON.stringify(result), name, `got ${JSON.stringify(r2)}`);
+    } catch (e) {
+      report(false, name, `${e.code}: ${e.message} (a fresh connection${unsafe ? ' in unsafe mode' : ' with better-sqlite3 defaults, defensive on'}, ` +
+             `extension loaded before the schema was read, SQLite ${sqliteVersion})`);
+    } finally {
+      if (db2) db2.close();
+    }
+  }
+}
+
+if (process.argv.length !== 3) {
+  console.error('usage: node test_node.mjs EXTENSION_PATH');
+  process.exit(2);
+}
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-node-'));
+try {
+  run(path.resolve(process.argv[2]), path.join(tmp, 'ledger.db'));
+} catch (e) {
+  report(false, 'unexpected', e && e.stack ? e.stack : e);
+} finally {
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+process.exit(failures ? 1 : 0);

@@ -1,0 +1,18 @@
+-- sqltest: requires sqlite < 3.44.0
+-- Defensive mode on SQLite before 3.44: the rows table is a shadow table
+-- and read-only to plain SQL, its triggers notwithstanding.
+SELECT 'defensive-on', sqltest_defensive(1) = 1;
+CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=60);
+SELECT 'claim', json_extract(idem_claim('L', 't', 'c', 'x', '{}'), '$.decision') = 'admitted';
+-- expect-error: table L_rows may not be modified
+INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t','k','c','x','{}','external','claimed',1,randomblob(16),0,0,0);
+-- expect-error: table L_rows may not be modified
+UPDATE L_rows SET status = 'succeeded';
+-- expect-error: table L_rows may not be modified
+DELETE FROM L_rows;
+BEGIN;
+-- expect-error: table L_rows may not be modified
+UPDATE L_rows SET lease_until = 0;
+COMMIT;
+SELECT 'rows-untouched', (SELECT count(*) FROM L_rows WHERE status = 'claimed' AND lease_until > 0) = 1;
+SELECT 'shadow-type', (SELECT type FROM pragma_table_list WHERE name = 'L_rows') = 'shadow';

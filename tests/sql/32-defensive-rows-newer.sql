@@ -1,0 +1,19 @@
+-- sqltest: requires sqlite >= 3.44.0
+-- Defensive mode on SQLite 3.44 and later, which refuses a trigger on a
+-- shadow table: the rows table is not declared one, so plain SQL may write
+-- it, but only what its CHECKs, unique indexes and triggers allow.
+SELECT 'defensive-on', sqltest_defensive(1) = 1;
+CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=60);
+SELECT 'claim', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'external', 'op-1'), '$.decision') = 'admitted';
+SELECT 'settle', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'op-1'), 'succeeded', NULL), '$.status') = 'succeeded';
+SELECT 'not-shadow', (SELECT type FROM pragma_table_list WHERE name = 'L_rows') = 'table';
+SELECT 'meta-shadow', (SELECT type FROM pragma_table_list WHERE name = 'L_meta') = 'shadow';
+-- expect-error: idempotency: illegal change of a ledger row
+UPDATE L_rows SET status = 'claimed';
+-- expect-error: idempotency: illegal change of a ledger row
+UPDATE L_rows SET args = '{"x":1}';
+-- expect-error: NOT NULL constraint failed: L_rows.key
+INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t',NULL,'c','x','{}','external','claimed',1,randomblob(16),0,0,0);
+-- expect-error: UNIQUE constraint failed: L_rows.tenant, L_rows.key
+INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t','op-1','c','x','{}','external','claimed',1,randomblob(16),0,0,0);
+SELECT 'still-succeeded', (SELECT status FROM L WHERE "key" = 'op-1') = 'succeeded';

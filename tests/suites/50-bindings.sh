@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The extension from four language bindings (tests/bindings/): Debian's
+# /usr/bin/python3 sqlite3, Node better-sqlite3 12 (pinned in
+# tests/bindings/package.json; 13 crashes on Node 20), Tcl (libsqlite3-tcl)
+# and Perl DBI + DBD::SQLite (libdbd-sqlite3-perl). Each loads the
+# extension into a database file, claims, settles, replays, surfaces a
+# refused key as that binding's error type with the extension's message,
+# and uses INSERT INTO ledger + idem_last_claim. A binding whose runtime is
+# absent skips, saying why; each prints the SQLite version it runs on.
+#
+# $EXT under build/asan (make sanitize) is an ASan build that these
+# uninstrumented interpreters cannot load: build/idempotency.so is used
+# instead when it exists, else every binding skips.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+DIR=tests/bindings
+
+ext=${EXT:-${BUILD:-build}/idempotency.so}
+case "$ext" in
+  *build/asan/*)
+    if [ -f build/idempotency.so ]; then
+      echo "   bindings: \$EXT=$ext is a sanitizer build the interpreters cannot load; using build/idempotency.so"
+      ext=build/idempotency.so
+    else
+      for b in python node tcl perl; do
+        echo "SKIP bindings.$b: \$EXT=$ext is a sanitizer build that an uninstrumented interpreter cannot load, and build/idempotency.so is absent (run make)"
+      done
+      exit 0
+    fi
+    ;;
+esac
+if [ ! -f "$ext" ]; then
+  echo "FAIL bindings: the extension $ext is not built (run make)"
+  exit 1
+fi
+
+rc=0
+# run_binding NAME CMD...: runs one binding test, shows its lines, and turns
+# a crash (non-zero exit without a FAIL line, or no check at all) into a FAIL.
+run_binding() {
+  local name=$1 out status
+  shift
+  out=$(timeout 120 "$@" 2>&1)
+  status=$?
+  printf '%s\n' "$out"
+  if [ "$status" -ne 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
+    echo "FAIL bindings.$name: the test exited with status $status"
+  elif ! grep -q '^PASS ' <<<"$out" && ! grep -q '^FAIL ' <<<"$out"; then
+    echo "FAIL bindings.$name: the test ran no check"
+    status=1
+  fi
+  [ "$status" -eq 0 ] || rc=1
+}
+
+# --- Python: Debian's /usr/bin/python3, not the first python3 on PATH ---------
+PY=/usr/bin/python3
+if [ ! -x "$PY" ]; then
+  echo "SKIP bindings.python: $PY is not installed (Debian: apt-get install python3)"
+elif ! "$PY" -c 'import sqlite3, sys; sys.exit(0 if hasattr(sqlite3.connect(":memory:"), "enable_load_extension") else 1)' 2>/dev/null; then
+  echo "SKIP bindings.python: $PY's sqlite3 module lacks enable_load_extension"
+else
+  run_binding python "$PY" "$DIR/test_python.py" "$ext"
+fi
+
+# --- Node: better-sqlite3 12 from tests/bindings/node_modules ----------------
+node_ready=0
+if ! command -v node >/dev/null 2>&1; then
+  echo "SKIP bindings.node: node is not installed"
+elif ! node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)'; then
+  echo "SKIP bindings.node: node $(node --version) is older than better-sqlite3 12 supports (20+)"
+elif [ ! -f "$DIR/node_modules/better-sqlite3/package.json" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "SKIP bindings.node: npm is not installed (needed to install better-sqlite3 in $DIR)"
+  elif (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1); then
+    node_ready=1
+  else
+    echo "FAIL bindings.node: npm ci could not install better-sqlite3 in $DIR"
+    rc=1
+  fi
+else
+  node_ready=1
+fi
+if [ "$node_ready" = 1 ]; then
+  v=$(cd "$DIR" && node -p 'require("better-sqlite3/package.json").version' 2>/dev/null)
+  case "$v" in
+    12.*) run_binding node node "$DIR/test_node.mjs" "$ext" ;;
+    *) echo "FAIL bindings.node: $DIR/node_modules has better-sqlite3 '${v}', not 12.x (run npm ci in $DIR)"; rc=1 ;;
+  esac
+fi
+
+# --- Tcl: package require sqlite3 (libsqlite3-tcl) ------------------------------
+if ! command -v tclsh >/dev/null 2>&1; then
+  echo "SKIP bindings.tcl: tclsh is not installed (Debian: apt-get install tcl libsqlite3-tcl)"
+elif ! echo 'package require sqlite3' | tclsh >/dev/null 2>&1; then
+  echo "SKIP bindings.tcl: Tcl's sqlite3 package is not installed (Debian: apt-get install libsqlite3-tcl)"
+else
+  run_binding tcl tclsh "$DIR/test_tcl.tcl" "$ext"
+fi
+
+# --- Perl: DBI + DBD::SQLite -------------------------------------------------
+if ! command -v perl >/dev/null 2>&1; then
+  echo "SKIP bindings.perl: perl is not installed"
+elif ! perl -MDBI -MDBD::SQLite -MJSON::PP -e 1 >/dev/null 2>&1; then
+  echo "SKIP bindings.perl: DBI or DBD::SQLite is not installed (Debian: apt-get install libdbd-sqlite3-perl)"
+else
+  run_binding perl perl "$DIR/test_perl.pl" "$ext"
+fi
+
+exit $rc
