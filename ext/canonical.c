@@ -135,8 +135,7 @@ static locale_t c_locale(void) {
     locale_t expected = (locale_t)0;
     l = newlocale(LC_ALL_MASK, "C", (locale_t)0);
     if (l == (locale_t)0) return (locale_t)0;
-    if (!__atomic_compare_exchange_n(&loc, &expected, l, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE)) {
+    if (!__atomic_compare_exchange_n(&loc, &expected, l, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
       freelocale(l);
       l = expected;
     }
@@ -212,7 +211,7 @@ typedef struct Parser Parser;
 struct Parser {
   const unsigned char *z; /* input */
   size_t nIn;
-  size_t i;               /* cursor */
+  size_t i; /* cursor */
   const IdemMem *pMem;
   Node *aNode;
   uint32_t nNode, nNodeAlloc;
@@ -231,8 +230,7 @@ struct Parser {
 
 #define IDEM_INLINE static inline __attribute__((always_inline))
 
-static int fail(Parser *p, size_t off, const char *zFmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int fail(Parser *p, size_t off, const char *zFmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(Parser *p, size_t off, const char *zFmt, ...) {
   va_list ap;
   if (p->pErr) {
@@ -275,8 +273,8 @@ IDEM_INLINE int grow_u32(Parser *p, uint32_t **pa, uint32_t *pnAlloc, uint32_t n
 
 IDEM_INLINE int new_node(Parser *p, int type, uint32_t *piNode) {
   if (p->nNode >= p->nNodeAlloc) {
-    int rc = grow_array(p, (void **)&p->aNode, &p->nNodeAlloc, p->nNode + 1, sizeof(Node),
-                        p->aNodeInit);
+    int rc =
+        grow_array(p, (void **)&p->aNode, &p->nNodeAlloc, p->nNode + 1, sizeof(Node), p->aNodeInit);
     if (rc) return rc;
   }
   *piNode = p->nNode;
@@ -296,8 +294,8 @@ IDEM_INLINE void skip_ws(Parser *p) {
 
 static int unexpected(Parser *p, const char *zWhat) {
   if (p->i >= p->nIn) {
-    return fail(p, p->i, "not valid JSON: unexpected end of input at byte %zu, expected %s",
-                p->i, zWhat);
+    return fail(p, p->i, "not valid JSON: unexpected end of input at byte %zu, expected %s", p->i,
+                zWhat);
   }
   return fail(p, p->i, "not valid JSON: unexpected byte 0x%02x at byte %zu, expected %s",
               p->z[p->i], p->i, zWhat);
@@ -382,19 +380,16 @@ static int aux_put_utf8(Parser *p, uint32_t cp) {
 ** is in canonical output (not a control, '"' or '\\'). */
 #define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
 static const unsigned char aPlainAscii[256] = {
-    R16(0), R16(0),
-    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20: '"' at 0x22 */
-    R16(1), R16(1),
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50: '\\' at 0x5c */
-    R16(1), R16(1),
-    R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0)};
+    R16(0), R16(0), 1,      1,      0,      1,      1,      1,      1,      1,
+    1,      1,      1,      1,      1,      1,      1,      1, /* 0x20: '"' at 0x22 */
+    R16(1), R16(1), 1,      1,      1,      1,      1,      1,      1,      1,
+    1,      1,      1,      1,      0,      1,      1,      1, /* 0x50: '\\' at 0x5c */
+    R16(1), R16(1), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0), R16(0)};
 static const unsigned char aPlainOut[256] = {
-    R16(0), R16(0),
-    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    R16(1), R16(1),
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
-    R16(1), R16(1),
-    R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1)};
+    R16(0), R16(0), 1,      1,      0,      1,      1,      1,      1,      1,     1, 1,
+    1,      1,      1,      1,      1,      1,      R16(1), R16(1), 1,      1,     1, 1,
+    1,      1,      1,      1,      1,      1,      1,      1,      0,      1,     1, 1,
+    R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1), R16(1)};
 #undef R16
 
 /* Parse a string at p->i (the opening quote) into node iNode. */
@@ -419,8 +414,8 @@ static int parse_string(Parser *p, uint32_t iNode) {
       return IDEM_JCS_OK;
     }
     if (z[i] < 0x20) {
-      return fail(p, i, "control character 0x%02x in a string at byte %zu must be escaped",
-                  z[i], i);
+      return fail(p, i, "control character 0x%02x in a string at byte %zu must be escaped", z[i],
+                  i);
     }
     if (z[i] == '\\') break;
     {
@@ -442,13 +437,12 @@ static int parse_string(Parser *p, uint32_t iNode) {
         if (rc) return rc;
       }
       if (i >= n) {
-        return fail(p, i, "not valid JSON: unterminated string starting at byte %zu",
-                    start - 1);
+        return fail(p, i, "not valid JSON: unterminated string starting at byte %zu", start - 1);
       }
       if (z[i] == '"') break;
       if (z[i] < 0x20) {
-        return fail(p, i, "control character 0x%02x in a string at byte %zu must be escaped",
-                    z[i], i);
+        return fail(p, i, "control character 0x%02x in a string at byte %zu must be escaped", z[i],
+                    i);
       }
       if (z[i] >= 0x80) {
         int len = utf8_decode(z, i, n, &cp);
@@ -479,8 +473,8 @@ static int parse_string(Parser *p, uint32_t iNode) {
             if (z[i + 1] >= 0x20 && z[i + 1] < 0x7f) {
               return fail(p, i, "invalid escape \\%c at byte %zu", z[i + 1], i);
             }
-            return fail(p, i, "invalid escape (backslash then byte 0x%02x) at byte %zu",
-                        z[i + 1], i);
+            return fail(p, i, "invalid escape (backslash then byte 0x%02x) at byte %zu", z[i + 1],
+                        i);
         }
         if (c) {
           rc = idem_buf_sink(&p->aux, &c, 1);

@@ -66,9 +66,10 @@ char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zLedgerId
 /* Drop the guard triggers named after zTrigBase for ledger zLedger. */
 static int guard_drop_triggers(sqlite3 *db, const char *zDb, const char *zLedger,
                                const char *zTrigBase) {
-  char *zSql = sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_insert\";"
-                               "DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_update\";",
-                               zDb, zTrigBase, zLedger, zDb, zTrigBase, zLedger);
+  char *zSql = sqlite3_mprintf(
+      "DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_insert\";"
+      "DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_update\";",
+      zDb, zTrigBase, zLedger, zDb, zTrigBase, zLedger);
   int rc;
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_exec(db, zSql, 0, 0, 0);
@@ -148,7 +149,8 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   }
   zTable = (const char *)sqlite3_value_text(argv[1]);
   zKeyCol = (const char *)sqlite3_value_text(argv[2]);
-  if (sqlite3_value_type(argv[3]) == SQLITE_TEXT) zTenCol = (const char *)sqlite3_value_text(argv[3]);
+  if (sqlite3_value_type(argv[3]) == SQLITE_TEXT)
+    zTenCol = (const char *)sqlite3_value_text(argv[3]);
   if (argc > 4 && sqlite3_value_type(argv[4]) == SQLITE_TEXT) {
     zTokCol = (const char *)sqlite3_value_text(argv[4]);
   }
@@ -157,16 +159,18 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     goto done;
   }
   if (zTenCol == 0 && !p->aOpt[3]) {
-    zErr = sqlite3_mprintf("%s: tenant_column is NULL, but ledger %s was not created with "
-                           "single_tenant=1",
-                           zFunc, p->zName);
+    zErr = sqlite3_mprintf(
+        "%s: tenant_column is NULL, but ledger %s was not created with "
+        "single_tenant=1",
+        zFunc, p->zName);
     rc = SQLITE_MISUSE;
     goto done;
   }
   /* a rowid table of the ledger's schema, not a view, virtual or shadow table */
-  zSql = sqlite3_mprintf("SELECT type, sql FROM \"%w\".sqlite_schema WHERE name=%Q COLLATE "
-                         "NOCASE AND type IN ('table','view')",
-                         p->zDb, zTable);
+  zSql = sqlite3_mprintf(
+      "SELECT type, sql FROM \"%w\".sqlite_schema WHERE name=%Q COLLATE "
+      "NOCASE AND type IN ('table','view')",
+      p->zDb, zTable);
   if (zSql == 0) {
     rc = SQLITE_NOMEM;
     goto done;
@@ -187,10 +191,10 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     const char *zType = (const char *)sqlite3_column_text(pS, 0);
     const char *zTSql = (const char *)sqlite3_column_text(pS, 1);
     size_t nL = strlen(p->zName);
-    int bShadow = sqlite3_strnicmp(zTable, p->zName, (int)nL) == 0 &&
-                  (sqlite3_stricmp(zTable + nL, "_rows") == 0 ||
-                   sqlite3_stricmp(zTable + nL, "_meta") == 0 ||
-                   sqlite3_stricmp(zTable + nL, "_guards") == 0);
+    int bShadow =
+        sqlite3_strnicmp(zTable, p->zName, (int)nL) == 0 &&
+        (sqlite3_stricmp(zTable + nL, "_rows") == 0 || sqlite3_stricmp(zTable + nL, "_meta") == 0 ||
+         sqlite3_stricmp(zTable + nL, "_guards") == 0);
     int bVirtual = zTSql && sqlite3_strnicmp(zTSql, "CREATE VIRTUAL", 14) == 0;
     int bNoRowid = 0;
     if (zTSql) {
@@ -204,12 +208,12 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
       if (z && sqlite3_strlike("%without%rowid%", z, 0) == 0) bNoRowid = 1;
     }
     if (zType == 0 || strcmp(zType, "table") != 0 || bShadow || bVirtual || bNoRowid) {
-      zErr = sqlite3_mprintf("%s: \"%s\" is not a rowid table that can be guarded (%s)", zFunc,
-                             zTable,
-                             zType && strcmp(zType, "view") == 0 ? "a view"
-                             : bShadow                           ? "a shadow table of the ledger"
-                             : bVirtual                          ? "a virtual table"
-                                                                 : "a WITHOUT ROWID table");
+      zErr =
+          sqlite3_mprintf("%s: \"%s\" is not a rowid table that can be guarded (%s)", zFunc, zTable,
+                          zType && strcmp(zType, "view") == 0 ? "a view"
+                          : bShadow                           ? "a shadow table of the ledger"
+                          : bVirtual                          ? "a virtual table"
+                                                              : "a WITHOUT ROWID table");
       rc = SQLITE_MISUSE;
       goto done;
     }
@@ -235,9 +239,10 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   if (rc) goto done;
   bSave = 1;
   {
-    char *zIns = sqlite3_mprintf("INSERT INTO \"%w\".\"%w_guards\"(tbl,key_column,"
-                                 "tenant_column,token_column) VALUES(%Q,%Q,%Q,%Q)",
-                                 p->zDb, p->zName, zTable, zKeyCol, zTenCol, zTokCol);
+    char *zIns = sqlite3_mprintf(
+        "INSERT INTO \"%w\".\"%w_guards\"(tbl,key_column,"
+        "tenant_column,token_column) VALUES(%Q,%Q,%Q,%Q)",
+        p->zDb, p->zName, zTable, zKeyCol, zTenCol, zTokCol);
     if (zIns == 0) {
       rc = SQLITE_NOMEM;
       goto done;
@@ -284,7 +289,8 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   int rc, bSave = 0;
   (void)argc;
   if (p == 0) return;
-  if (sqlite3_value_type(argv[1]) == SQLITE_TEXT) zTable = (const char *)sqlite3_value_text(argv[1]);
+  if (sqlite3_value_type(argv[1]) == SQLITE_TEXT)
+    zTable = (const char *)sqlite3_value_text(argv[1]);
   if (zTable == 0) {
     zErr = sqlite3_mprintf("%s: table must be TEXT", zFunc);
     idem_result_error(ctx, SQLITE_ERROR, zErr);
@@ -295,11 +301,12 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   bSave = 1;
   /* the guard of the table by its current name (it may have been renamed
   ** since: its insert trigger moved with it) */
-  zSql = sqlite3_mprintf("SELECT g.id, g.tbl FROM \"%w\".\"%w_guards\" AS g"
-                         " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
-                         " AND t.name=g.tbl||'_idem_'||%Q||'_insert'"
-                         " WHERE coalesce(t.tbl_name, g.tbl)=%Q COLLATE NOCASE",
-                         p->zDb, p->zName, p->zDb, p->zName, zTable);
+  zSql = sqlite3_mprintf(
+      "SELECT g.id, g.tbl FROM \"%w\".\"%w_guards\" AS g"
+      " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
+      " AND t.name=g.tbl||'_idem_'||%Q||'_insert'"
+      " WHERE coalesce(t.tbl_name, g.tbl)=%Q COLLATE NOCASE",
+      p->zDb, p->zName, p->zDb, p->zName, zTable);
   if (zSql == 0) {
     rc = SQLITE_NOMEM;
     goto done;
@@ -310,8 +317,8 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   if (sqlite3_step(pS) != SQLITE_ROW) {
     rc = sqlite3_reset(pS);
     if (rc == SQLITE_OK) {
-      zErr = sqlite3_mprintf("%s: table \"%s\" is not guarded by ledger %s", zFunc, zTable,
-                             p->zName);
+      zErr =
+          sqlite3_mprintf("%s: table \"%s\" is not guarded by ledger %s", zFunc, zTable, p->zName);
       rc = SQLITE_ERROR;
     }
     goto done;
@@ -324,8 +331,8 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     rc = SQLITE_NOMEM;
     goto done;
   }
-  zSql = sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", p->zDb, p->zName,
-                         iGuard);
+  zSql =
+      sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", p->zDb, p->zName, iGuard);
   if (zSql == 0) {
     rc = SQLITE_NOMEM;
     goto done;
@@ -364,9 +371,10 @@ done:
 ** if it cannot be found. sqlite3_malloc; NULL on OOM. */
 static char *current_table(IdemLedger *p, const char *zBase) {
   sqlite3_stmt *pS = 0;
-  char *zSql = sqlite3_mprintf("SELECT tbl_name FROM \"%w\".sqlite_schema WHERE type='trigger'"
-                               " AND name=%Q||'_idem_'||%Q||'_insert'",
-                               p->zDb, zBase, p->zName);
+  char *zSql = sqlite3_mprintf(
+      "SELECT tbl_name FROM \"%w\".sqlite_schema WHERE type='trigger'"
+      " AND name=%Q||'_idem_'||%Q||'_insert'",
+      p->zDb, zBase, p->zName);
   char *zOut = 0;
   if (zSql && sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) == SQLITE_OK &&
       sqlite3_step(pS) == SQLITE_ROW) {
@@ -395,9 +403,10 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
   char *zErr = 0, *zWhy = 0;
   int rc = SQLITE_OK;
   if (zName == 0 || zId == 0 || zTable == 0) {
-    zErr = sqlite3_mprintf("%s: idem_guard_check needs the ledger's name and identity and the "
-                           "table's name",
-                           zFunc);
+    zErr = sqlite3_mprintf(
+        "%s: idem_guard_check needs the ledger's name and identity and the "
+        "table's name",
+        zFunc);
     idem_result_error(ctx, zErr ? SQLITE_MISUSE : SQLITE_NOMEM, zErr);
     return;
   }
@@ -407,21 +416,24 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
     return;
   }
   if (p == 0) {
-    zErr = sqlite3_mprintf("%s: insert into \"%s\" refused: its guard names ledger %s (%s), "
-                           "which is not attached",
-                           zFunc, zTable, zName, zId);
+    zErr = sqlite3_mprintf(
+        "%s: insert into \"%s\" refused: its guard names ledger %s (%s), "
+        "which is not attached",
+        zFunc, zTable, zName, zId);
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
   if (p->aOpt[3] == 0 && sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
-    zErr = sqlite3_mprintf("%s: insert into \"%s\" needs a tenant; got %s", zFunc, zTable,
-                           sqlite3_value_type(argv[3]) == SQLITE_NULL ? "NULL" : "a non-text value");
+    zErr =
+        sqlite3_mprintf("%s: insert into \"%s\" needs a tenant; got %s", zFunc, zTable,
+                        sqlite3_value_type(argv[3]) == SQLITE_NULL ? "NULL" : "a non-text value");
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
   if (sqlite3_value_type(argv[4]) != SQLITE_TEXT) {
-    zErr = sqlite3_mprintf("%s: insert into \"%s\" needs a key; got %s", zFunc, zTable,
-                           sqlite3_value_type(argv[4]) == SQLITE_NULL ? "NULL" : "a non-text value");
+    zErr =
+        sqlite3_mprintf("%s: insert into \"%s\" needs a key; got %s", zFunc, zTable,
+                        sqlite3_value_type(argv[4]) == SQLITE_NULL ? "NULL" : "a non-text value");
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
@@ -433,16 +445,18 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
   if (rc == SQLITE_OK) {
     char *zK = idem_json_string((const char *)sqlite3_value_text(argv[4]));
     char *zCur = current_table(p, zTable);
-    zErr = zK && zCur ? sqlite3_mprintf("%s: insert into \"%s\" refused: key %s needs a live "
-                                        "claim of ledger %s; %s",
-                                        zFunc, zCur, zK, p->zName, zWhy)
+    zErr = zK && zCur ? sqlite3_mprintf(
+                            "%s: insert into \"%s\" refused: key %s needs a live "
+                            "claim of ledger %s; %s",
+                            zFunc, zCur, zK, p->zName, zWhy)
                       : 0;
     sqlite3_free(zK);
     sqlite3_free(zCur);
     rc = zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
   sqlite3_free(zWhy);
-  if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(sqlite3_context_db_handle(ctx), zFunc, rc);
+  if (zErr == 0 && rc != SQLITE_NOMEM)
+    zErr = idem_db_error(sqlite3_context_db_handle(ctx), zFunc, rc);
   idem_result_error(ctx, rc, zErr);
 }
 
@@ -451,17 +465,17 @@ static const struct {
   int nArg, flags;
   void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
 } aFn[] = {
-      /* they write the schema: DIRECTONLY, so a planted view or trigger
+    /* they write the schema: DIRECTONLY, so a planted view or trigger
       ** cannot install or remove a guard */
-      {"idem_guard", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
-      {"idem_guard", 5, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
-      {"idem_unguard", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_unguard_func},
-      /* it only reads, and must run inside the guard's trigger, also
+    {"idem_guard", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
+    {"idem_guard", 5, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
+    {"idem_unguard", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_unguard_func},
+    /* it only reads, and must run inside the guard's trigger, also
       ** under trusted_schema=OFF: innocuous */
-      {"idem_guard_check", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-       idem_guard_check_func},
-      {"idem_guard_check", 6, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-       idem_guard_check_func},
+    {"idem_guard_check", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+     idem_guard_check_func},
+    {"idem_guard_check", 6, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+     idem_guard_check_func},
 };
 
 void idem_unregister_guard(sqlite3 *db) {
@@ -475,12 +489,12 @@ int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
   size_t i;
   int rc;
   for (i = 0; i < sizeof(aFn) / sizeof(aFn[0]); i++) {
-    rc = sqlite3_create_function(db, aFn[i].zName, aFn[i].nArg, aFn[i].flags, pConn,
-                                 aFn[i].xFunc, 0, 0);
+    rc = sqlite3_create_function(db, aFn[i].zName, aFn[i].nArg, aFn[i].flags, pConn, aFn[i].xFunc,
+                                 0, 0);
     if (rc != SQLITE_OK) {
       if (pzErr) {
-        *pzErr = sqlite3_mprintf("idempotency: cannot register function %s/%d: %s",
-                                 aFn[i].zName, aFn[i].nArg, sqlite3_errstr(rc));
+        *pzErr = sqlite3_mprintf("idempotency: cannot register function %s/%d: %s", aFn[i].zName,
+                                 aFn[i].nArg, sqlite3_errstr(rc));
       }
       return rc;
     }

@@ -36,8 +36,8 @@ typedef int (*IdemSink)(void *ctx, const char *p, size_t n);
 #define IDEM_JCS_NOMEM 2   /* an allocation failed; nothing is half-done */
 
 /* Documented limits (README "Limits"). */
-#define IDEM_JCS_MAX_DEPTH 256           /* arrays+objects nested */
-#define IDEM_JCS_MAX_BYTES (16u << 20)   /* input size cap, bytes  */
+#define IDEM_JCS_MAX_DEPTH 256                  /* arrays+objects nested */
+#define IDEM_JCS_MAX_BYTES (16u << 20)          /* input size cap, bytes  */
 #define IDEM_SAFE_INT_DIGITS "9007199254740991" /* 2^53-1 */
 
 /* Why the input was refused: a lowercase sentence that names what and
@@ -59,8 +59,8 @@ struct IdemJcsError {
 ** failure the sink may have received a prefix of the output, which the
 ** caller must discard. zIn need not be NUL-terminated.
 */
-int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem,
-                          IdemSink xSink, void *pSinkCtx, IdemJcsError *pErr);
+int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, IdemSink xSink,
+                          void *pSinkCtx, IdemJcsError *pErr);
 
 /*
 ** Write the ECMAScript Number::toString form of the finite double v into
@@ -102,7 +102,7 @@ int idem_grammar_check(const unsigned char *z, size_t n, size_t *pDetail);
 /* Lowercase hex of a[0..n) into zOut (2n+1 bytes, NUL-terminated). */
 void idem_hex(const unsigned char *a, size_t n, char *zOut);
 
-#define IDEM_DIGEST_HEX 32             /* XXH3-128 as lowercase hex     */
+#define IDEM_DIGEST_HEX 32 /* XXH3-128 as lowercase hex     */
 #define IDEM_KEY_PREFIX "idem1-"
 #define IDEM_KEY_LEN (6 + IDEM_DIGEST_HEX) /* "idem1-" + 32 hex digits */
 
@@ -113,13 +113,11 @@ void idem_hex(const unsigned char *a, size_t n, char *zOut);
 ** streamed into the hash state and never held whole. Returns an
 ** IDEM_JCS_* code; pErr is filled for IDEM_JCS_INVALID.
 */
-int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs,
-                size_t nArgs, const IdemMem *pMem, char *zHex,
-                IdemJcsError *pErr);
+int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs, size_t nArgs,
+                const IdemMem *pMem, char *zHex, IdemJcsError *pErr);
 
 /* XXH3-128 of zPrefix||z as canonical lowercase hex into zHex (33 bytes). */
-void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n,
-                       char *zHex);
+void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n, char *zHex);
 
 /* ------------------------------------------------------------------ */
 /* SQL layer (files that include sqlite3ext.h first)                   */
@@ -151,9 +149,8 @@ int idem_key_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char
 ** nothing kept). Returns SQLITE_OK, or an error code with *pzErr set to
 ** "<zFunc>: <zLabel> ..." (sqlite3_mprintf; NULL with SQLITE_NOMEM).
 */
-int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v,
-                         IdemBuf *pBuf, const char *zPrefix, size_t nPrefix,
-                         char *zHexOut, char **pzErr);
+int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v, IdemBuf *pBuf,
+                         const char *zPrefix, size_t nPrefix, char *zHexOut, char **pzErr);
 
 /* "<zFunc>: <message>" for an SQLite error rc: the connection's message
 ** when it describes rc, else SQLite's text for rc (sqlite3_malloc). */
@@ -167,17 +164,17 @@ typedef struct IdemLedger IdemLedger;
 struct IdemLedger {
   sqlite3_vtab base;
   sqlite3 *db;
-  void *pConn;            /* the connection's registry (IdemConn) */
-  char *zDb, *zName;      /* one allocation: zName follows zDb */
-  int nRef;               /* 1 while connected, +1 per cached reference */
-  int bDead;              /* disconnected; statements finalized */
-  IdemLedger *pNext;      /* registry list */
-  sqlite3_int64 aOpt[4];  /* lease_seconds, max_attempts, max_args_bytes, single_tenant */
+  void *pConn;           /* the connection's registry (IdemConn) */
+  char *zDb, *zName;     /* one allocation: zName follows zDb */
+  int nRef;              /* 1 while connected, +1 per cached reference */
+  int bDead;             /* disconnected; statements finalized */
+  IdemLedger *pNext;     /* registry list */
+  sqlite3_int64 aOpt[4]; /* lease_seconds, max_attempts, max_args_bytes, single_tenant */
   sqlite3_stmt *aStmt[20];
   int bChecked, iSchemaVersion, iTempSchemaVersion;
-  char *zForeign;         /* why operations are refused, or NULL */
-  char zId[17];           /* random identity, kept in <name>_meta: guards name it */
-  char *zLastClaim;       /* idem_last_claim(): zLastClaimBuf or NULL */
+  char *zForeign;   /* why operations are refused, or NULL */
+  char zId[17];     /* random identity, kept in <name>_meta: guards name it */
+  char *zLastClaim; /* idem_last_claim(): zLastClaimBuf or NULL */
   char zLastClaimBuf[512];
 };
 

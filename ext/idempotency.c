@@ -60,8 +60,8 @@ int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rou
     rc = sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, aFunc[i].flags, 0,
                                  aFunc[i].xFunc, 0, 0);
     if (rc != SQLITE_OK && pzErrMsg) {
-      *pzErrMsg = sqlite3_mprintf("idempotency: cannot register function %s: %s",
-                                  aFunc[i].zName, sqlite3_errstr(rc));
+      *pzErrMsg = sqlite3_mprintf("idempotency: cannot register function %s: %s", aFunc[i].zName,
+                                  sqlite3_errstr(rc));
     }
   }
   if (rc == SQLITE_OK) rc = idem_register_ledger(db, pzErrMsg);

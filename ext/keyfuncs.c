@@ -84,19 +84,17 @@ int idem_key_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char
     n = (size_t)sqlite3_value_bytes(v);
     switch (idem_grammar_check(z, n, &detail)) {
       case IDEM_KEY_OK: return SQLITE_OK;
-      case IDEM_KEY_EMPTY:
-        *pzErr = sqlite3_mprintf("%s: %s is empty", zFunc, zLabel);
-        break;
+      case IDEM_KEY_EMPTY: *pzErr = sqlite3_mprintf("%s: %s is empty", zFunc, zLabel); break;
       case IDEM_KEY_TOO_LONG:
-        *pzErr = sqlite3_mprintf("%s: %s is %lld characters long, the limit is %d", zFunc,
-                                 zLabel, (long long)detail, IDEM_KEY_MAX_CHARS);
+        *pzErr = sqlite3_mprintf("%s: %s is %lld characters long, the limit is %d", zFunc, zLabel,
+                                 (long long)detail, IDEM_KEY_MAX_CHARS);
         break;
       default: {
         char *zQ = quote_key(z, n);
         if (zQ) {
           *pzErr = sqlite3_mprintf(
-              "%s: %s %s has byte 0x%02x at offset %lld; only A-Z a-z 0-9 _ - are allowed",
-              zFunc, zLabel, zQ, z[detail], (long long)detail);
+              "%s: %s %s has byte 0x%02x at offset %lld; only A-Z a-z 0-9 _ - are allowed", zFunc,
+              zLabel, zQ, z[detail], (long long)detail);
         }
         sqlite3_free(zQ);
       }
@@ -105,9 +103,8 @@ int idem_key_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char
   return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
 }
 
-int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v,
-                         IdemBuf *pBuf, const char *zPrefix, size_t nPrefix, char *zHexOut,
-                         char **pzErr) {
+int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v, IdemBuf *pBuf,
+                         const char *zPrefix, size_t nPrefix, char *zHexOut, char **pzErr) {
   int t = sqlite3_value_type(v);
   const char *z;
   size_t n;
@@ -115,13 +112,12 @@ int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v
   IdemJcsError err;
   *pzErr = 0;
   if (t == SQLITE_NULL) {
-    *pzErr = sqlite3_mprintf("%s: %s is NULL; a missing argument list is not {}", zFunc,
-                             zLabel);
+    *pzErr = sqlite3_mprintf("%s: %s is NULL; a missing argument list is not {}", zFunc, zLabel);
     return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   if (t != SQLITE_TEXT) {
-    *pzErr = sqlite3_mprintf("%s: %s must be TEXT holding JSON, got %s", zFunc, zLabel,
-                             type_name(t));
+    *pzErr =
+        sqlite3_mprintf("%s: %s must be TEXT holding JSON, got %s", zFunc, zLabel, type_name(t));
     return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   z = (const char *)sqlite3_value_text(v);
@@ -158,8 +154,8 @@ void idem_valid_key_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_result_error_nomem(ctx);
     return;
   }
-  sqlite3_result_int(ctx, idem_grammar_check(z, (size_t)sqlite3_value_bytes(argv[0]),
-                                             &detail) == IDEM_KEY_OK);
+  sqlite3_result_int(
+      ctx, idem_grammar_check(z, (size_t)sqlite3_value_bytes(argv[0]), &detail) == IDEM_KEY_OK);
 }
 
 void idem_check_key_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {

@@ -47,10 +47,10 @@ SQLITE_EXTENSION_INIT3
 #define LEDGER_FORMAT 1
 
 /* The boundary sentences. UNKNOWN_MSG is the behaviour, not a phrasing. */
-#define EXTERNAL_NOTE                                                                   \
+#define EXTERNAL_NOTE                                                                \
   "we will not resend this call, but we cannot promise that the target receives it " \
   "once: send the key as its Idempotency-Key and let the target deduplicate"
-#define UNKNOWN_MSG                                                            \
+#define UNKNOWN_MSG                                                         \
   "that request may have reached the target system, the outcome is theirs " \
   "to report, and nothing is retried here"
 
@@ -172,7 +172,7 @@ static int bind_token(sqlite3_stmt *pS, int i, const char *zHex) {
 }
 
 /* The columns every row query selects, in Row order. */
-#define ROW_COLUMNS                                                                  \
+#define ROW_COLUMNS                                                                 \
   "id,conversation,tool,args,effect,status,result,error,attempt,token,lease_until," \
   "members,marks,tenant,\"key\",updated_at,expirations"
 
@@ -183,10 +183,12 @@ static const char *const azStmtSql[N_STMT] = {
     " VALUES(?1,?2,?3,?4,?5,?6,'claimed',1,?7,?8,?8,?9,?10)"
     " ON CONFLICT(tenant,\"key\") DO NOTHING",
     /* ST_GET */
-    "SELECT " ROW_COLUMNS " FROM \"%w\".\"%w_rows\""
+    "SELECT " ROW_COLUMNS
+    " FROM \"%w\".\"%w_rows\""
     " WHERE tenant=?1 AND \"key\"=?2",
     /* ST_BY_TOKEN */
-    "SELECT " ROW_COLUMNS " FROM \"%w\".\"%w_rows\""
+    "SELECT " ROW_COLUMNS
+    " FROM \"%w\".\"%w_rows\""
     " WHERE token=?1",
     /* ST_RECLAIM: take-over or re-claim, compare-and-set on status+token */
     "UPDATE \"%w\".\"%w_rows\" SET status='claimed',attempt=attempt+1,token=?1,"
@@ -213,7 +215,8 @@ static const char *const azStmtSql[N_STMT] = {
     "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\"),"
     " (SELECT count(*) FROM \"%w\".\"%w_rows\" WHERE status IN ('claimed','unknown'))",
     /* ST_GET_KEY (single_tenant ledgers: a key is unique across the ledger) */
-    "SELECT " ROW_COLUMNS " FROM \"%w\".\"%w_rows\""
+    "SELECT " ROW_COLUMNS
+    " FROM \"%w\".\"%w_rows\""
     " WHERE \"key\"=?1",
     /* ST_SYNCHRONOUS */
     "PRAGMA \"%w\".synchronous",
@@ -251,9 +254,9 @@ static void ledger_unref(IdemLedger *p) {
 /* Schema of the shadow tables (format 1)                              */
 /* ------------------------------------------------------------------ */
 
-#define GRAMMAR(c)                                                                   \
-  "typeof(" c ")='text' AND length(" c ") BETWEEN 1 AND 128 AND instr(" c          \
-  ",char(0))=0 AND " c " NOT GLOB '*[^A-Za-z0-9_-]*'"
+#define GRAMMAR(c)                                                                             \
+  "typeof(" c ")='text' AND length(" c ") BETWEEN 1 AND 128 AND instr(" c ",char(0))=0 AND " c \
+  " NOT GLOB '*[^A-Za-z0-9_-]*'"
 
 /* The shadow-table triggers, as SQLite stores them (no schema name). The
 ** extension compares every trigger on a shadow table against these. */
@@ -346,8 +349,8 @@ static int ledger_rename_triggers(sqlite3 *db, const char *zDb, const char *zOld
   static const char *azSuffix[N_TRIGGER] = {"update", "delete"};
   int rc = SQLITE_OK, i;
   for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
-    char *zSql = sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_rows_%s\"", zDb, zOld,
-                                 azSuffix[i]);
+    char *zSql =
+        sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_rows_%s\"", zDb, zOld, azSuffix[i]);
     if (zSql == 0) return SQLITE_NOMEM;
     rc = sqlite3_exec(db, zSql, 0, 0, 0);
     sqlite3_free(zSql);
@@ -407,8 +410,8 @@ static int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr)
       " COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards')"
       " UNION ALL SELECT name, sql, 'temp' FROM temp.sqlite_schema WHERE type='trigger'"
       " AND %d AND tbl_name COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards')",
-      p->zDb, p->zDb, p->zName, p->zName, p->zName, sqlite3_stricmp(p->zDb, "temp") != 0,
-      p->zName, p->zName, p->zName);
+      p->zDb, p->zDb, p->zName, p->zName, p->zName, sqlite3_stricmp(p->zDb, "temp") != 0, p->zName,
+      p->zName, p->zName);
   if (zSql == 0) {
     rc = SQLITE_NOMEM;
     goto done;
@@ -453,8 +456,6 @@ done:
 /* ------------------------------------------------------------------ */
 /* Rows                                                                */
 /* ------------------------------------------------------------------ */
-
-
 
 /* A ledger row, copied out of the statement that read it (row_load), so
 ** the statement can be reset before anything is written: a statement
@@ -563,8 +564,9 @@ static int row_is_local(const Row *r) { return r->zEffect && strcmp(r->zEffect, 
 ** RENAME (its insert trigger keeps its name and SQLite moves it), and a
 ** guard whose table was dropped (its trigger went with it) is skipped.
 */
-static int guards_each(IdemLedger *p, int (*xVisit)(IdemLedger *, sqlite3_int64, const char *,
-                                                       const char *, const char *, void *),
+static int guards_each(IdemLedger *p,
+                       int (*xVisit)(IdemLedger *, sqlite3_int64, const char *, const char *,
+                                     const char *, void *),
                        void *pArg) {
   sqlite3_stmt *pG = 0;
   int rc = ledger_stmt(p, ST_GUARDS, &pG);
@@ -647,8 +649,8 @@ struct MemberScan {
   int n;
 };
 
-static int members_visit(IdemLedger *p, sqlite3_int64 iGuard, const char *zTbl,
-                         const char *zKeyCol, const char *zTenCol, void *pArg) {
+static int members_visit(IdemLedger *p, sqlite3_int64 iGuard, const char *zTbl, const char *zKeyCol,
+                         const char *zTenCol, void *pArg) {
   MemberScan *m = (MemberScan *)pArg;
   sqlite3_stmt *pM = 0;
   char *zSql, *zQ;
@@ -691,8 +693,8 @@ static int members_visit(IdemLedger *p, sqlite3_int64 iGuard, const char *zTbl,
 ** {"table":..,"rowid":..} by guard then rowid, into *pz (sqlite3_malloc;
 ** "[]" when none); *pnMember = their count.
 */
-static int ledger_members(IdemLedger *p, const char *zTenant, const char *zKey,
-                          const char *zMarks, char **pz, int *pnMember) {
+static int ledger_members(IdemLedger *p, const char *zTenant, const char *zKey, const char *zMarks,
+                          char **pz, int *pnMember) {
   MemberScan m;
   int rc;
   m.zTenant = zTenant;
@@ -764,9 +766,9 @@ struct Req {
 typedef struct Decision Decision;
 struct Decision {
   int eDec;
-  char *zJson;      /* the idem_claim result */
-  char *zWhy;       /* for INSERT: why the key is taken */
-  sqlite3_int64 id; /* row id (admitted) */
+  char *zJson;           /* the idem_claim result */
+  char *zWhy;            /* for INSERT: why the key is taken */
+  sqlite3_int64 id;      /* row id (admitted) */
   sqlite3_int64 attempt; /* admitted: the attempt */
   char zToken[33];       /* admitted: the token */
 };
@@ -796,9 +798,8 @@ static int ledger_durable(IdemLedger *p) {
   return durable;
 }
 
-static int build_admitted(IdemLedger *p, const Req *q, const char *zToken,
-                          sqlite3_int64 attempt, sqlite3_int64 lease, int committed,
-                          Decision *d) {
+static int build_admitted(IdemLedger *p, const Req *q, const char *zToken, sqlite3_int64 attempt,
+                          sqlite3_int64 lease, int committed, Decision *d) {
   d->eDec = DEC_ADMITTED;
   d->attempt = attempt;
   memcpy(d->zToken, zToken, 33);
@@ -832,8 +833,7 @@ static int build_simple(const Row *r, int eDec, const char *zField, Decision *d)
     d->zJson = sqlite3_mprintf(
         "{\"decision\":\"in_progress\",\"key\":\"%s\",\"attempt\":%lld,\"lease_until\":%lld}",
         r->zKey, r->attempt, r->leaseUntil);
-    d->zWhy = sqlite3_mprintf("it is claimed (attempt %lld) until %lld", r->attempt,
-                              r->leaseUntil);
+    d->zWhy = sqlite3_mprintf("it is claimed (attempt %lld) until %lld", r->attempt, r->leaseUntil);
   } else if (eDec == DEC_UNKNOWN) {
     d->zJson = sqlite3_mprintf(
         "{\"decision\":\"unknown\",\"key\":\"%s\",\"attempt\":%lld,\"message\":\"" UNKNOWN_MSG
@@ -854,9 +854,10 @@ static int build_simple(const Row *r, int eDec, const char *zField, Decision *d)
 static int write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr) {
   int n = sqlite3_changes(p->db);
   if (n == 1) return SQLITE_OK;
-  *pzErr = sqlite3_mprintf("%s: the ledger's %s of %s_rows changed %d rows, not 1; a trigger "
-                           "or another writer interfered, so nothing was decided",
-                           zFunc, zWhat, p->zName, n);
+  *pzErr = sqlite3_mprintf(
+      "%s: the ledger's %s of %s_rows changed %d rows, not 1; a trigger "
+      "or another writer interfered, so nothing was decided",
+      zFunc, zWhat, p->zName, n);
   return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
@@ -903,8 +904,8 @@ static void bind_cas(sqlite3_stmt *pS, int i, const Row *r) {
 ** built before the one write that makes it true, so nothing can fail
 ** after the write.
 */
-static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWrite,
-                        int bCommitted, Decision *d, char **pzErr) {
+static int claim_decide(IdemLedger *p, const char *zFunc, const Req *q, int bWrite, int bCommitted,
+                        Decision *d, char **pzErr) {
   sqlite3_stmt *pIns = 0, *pGet = 0, *pUpd = 0;
   sqlite3_int64 now = ledger_now(p);
   sqlite3_int64 lease = now + p->aOpt[OPT_LEASE] * 1000;
@@ -1096,9 +1097,9 @@ static void req_free(Req *q) {
 ** lets the INSERT path treat its NULL key column as not given). On error
 ** returns the code with *pzErr set.
 */
-static int req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant,
-                     sqlite3_value *pConv, sqlite3_value *pTool, sqlite3_value *pArgs,
-                     sqlite3_value *pEffect, sqlite3_value *pOpId, Req *q, char **pzErr) {
+static int req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
+                     sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,
+                     sqlite3_value *pOpId, Req *q, char **pzErr) {
   static const char *azLabel[3] = {"tenant", "conversation", "tool"};
   sqlite3_value *apV[3];
   int rc, i;
@@ -1137,9 +1138,10 @@ static int req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant,
     if (rc) return rc;
     z = (const char *)sqlite3_value_text(pOpId);
     if (strncmp(z, "idem", 4) == 0 && z[4] >= '0' && z[4] <= '9' && z[5] == '-') {
-      *pzErr = sqlite3_mprintf("%s: operation_id \"%s\" looks like a derived key "
-                               "(idem<digit>-...); omit it to derive the key",
-                               zFunc, z);
+      *pzErr = sqlite3_mprintf(
+          "%s: operation_id \"%s\" looks like a derived key "
+          "(idem<digit>-...); omit it to derive the key",
+          zFunc, z);
       return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     }
     sqlite3_snprintf(sizeof(q->zKey), q->zKey, "%s", z);
@@ -1222,7 +1224,8 @@ static int probe_table(sqlite3 *db, const char *zDb, const char *zName, int *pbF
   sqlite3_finalize(pProbe);
   if (rc == SQLITE_OK) {
     *pbFound = 1;
-  } else if ((rc & 0xff) == SQLITE_ERROR && sqlite3_strglob("no such table: *", sqlite3_errmsg(db)) == 0) {
+  } else if ((rc & 0xff) == SQLITE_ERROR &&
+             sqlite3_strglob("no such table: *", sqlite3_errmsg(db)) == 0) {
     rc = SQLITE_OK;
   }
   return rc;
@@ -1243,7 +1246,7 @@ static IdemLedger *registry_find(IdemConn *pConn, const char *zDb, const char *z
 ** ctx and returns NULL.
 */
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
-                                  const char *zFunc) {
+                                const char *zFunc) {
   IdemConn *pConn = (IdemConn *)sqlite3_user_data(ctx);
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   LedgerRef *pRef = (LedgerRef *)sqlite3_get_auxdata(ctx, iArg);
@@ -1278,8 +1281,7 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
   }
 
   /* schemas in resolution order: temp first, then main, then attached */
-  rc = sqlite3_prepare_v2(db,
-                          "SELECT name FROM pragma_database_list ORDER BY seq<>1, seq", -1,
+  rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list ORDER BY seq<>1, seq", -1,
                           &pList, 0);
   while (rc == SQLITE_OK) {
     const char *zDb;
@@ -1421,9 +1423,10 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
 
   bAuto = sqlite3_get_autocommit(db);
   if (writer_in_progress(db)) {
-    zErr = sqlite3_mprintf("%s: call it in a statement of its own (SELECT idem_claim(...)); "
-                           "a statement that writes is in progress",
-                           zFunc);
+    zErr = sqlite3_mprintf(
+        "%s: call it in a statement of its own (SELECT idem_claim(...)); "
+        "a statement that writes is in progress",
+        zFunc);
     rc = zErr ? SQLITE_MISUSE : SQLITE_NOMEM;
     goto done;
   }
@@ -1525,9 +1528,10 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, Row *r, const char *z
   }
   if (bResolve && strcmp(zEff, "unknown") != 0) {
     if (strcmp(zEff, "claimed") == 0) {
-      *pzErr = sqlite3_mprintf("%s: key \"%s\" is claimed, not unknown; the claim's holder "
-                               "settles it with its token",
-                               zFunc, r->zKey);
+      *pzErr = sqlite3_mprintf(
+          "%s: key \"%s\" is claimed, not unknown; the claim's holder "
+          "settles it with its token",
+          zFunc, r->zKey);
     } else {
       *pzErr = sqlite3_mprintf("%s: illegal transition %s -> %s for key \"%s\"", zFunc, zEff,
                                zStatus, r->zKey);
@@ -1537,15 +1541,16 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, Row *r, const char *z
   }
   if (!((strcmp(zEff, "claimed") == 0) ||
         (strcmp(zEff, "unknown") == 0 && strcmp(zStatus, "unknown") != 0))) {
-    *pzErr = sqlite3_mprintf("%s: illegal transition %s -> %s for key \"%s\"", zFunc, zEff,
-                             zStatus, r->zKey);
+    *pzErr = sqlite3_mprintf("%s: illegal transition %s -> %s for key \"%s\"", zFunc, zEff, zStatus,
+                             r->zKey);
     rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     goto done;
   }
   if (bLocal && strcmp(zStatus, "unknown") == 0) {
-    *pzErr = sqlite3_mprintf("%s: status unknown is for external claims; the outcome of local "
-                             "key \"%s\" is known: settle succeeded, failed or released",
-                             zFunc, r->zKey);
+    *pzErr = sqlite3_mprintf(
+        "%s: status unknown is for external claims; the outcome of local "
+        "key \"%s\" is known: settle succeeded, failed or released",
+        zFunc, r->zKey);
     rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     goto done;
   }
@@ -1555,9 +1560,10 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, Row *r, const char *z
   }
   if (strcmp(zStatus, "released") == 0) {
     if (bLocal && nMember > 0) {
-      *pzErr = sqlite3_mprintf("%s: cannot release local key \"%s\": its attempt wrote %d "
-                               "guarded row%s; settle succeeded or failed",
-                               zFunc, r->zKey, nMember, nMember == 1 ? "" : "s");
+      *pzErr = sqlite3_mprintf(
+          "%s: cannot release local key \"%s\": its attempt wrote %d "
+          "guarded row%s; settle succeeded or failed",
+          zFunc, r->zKey, nMember, nMember == 1 ? "" : "s");
       rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
       goto done;
     }
@@ -1568,10 +1574,11 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, Row *r, const char *z
         goto done;
       }
       if (!ok) {
-        *pzErr = sqlite3_mprintf("%s: releasing external key \"%s\" needs detail "
-                                 "{\"sent\": false}: only a request known never to have been "
-                                 "sent may be retried",
-                                 zFunc, r->zKey);
+        *pzErr = sqlite3_mprintf(
+            "%s: releasing external key \"%s\" needs detail "
+            "{\"sent\": false}: only a request known never to have been "
+            "sent may be retried",
+            zFunc, r->zKey);
         rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
         goto done;
       }
@@ -1626,9 +1633,9 @@ static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus
   if (!bText || !is_status(z, az)) {
     char *zQ = bText ? idem_json_string(z) : 0;
     if (bText && zQ == 0) return SQLITE_NOMEM;
-    *pzErr = sqlite3_mprintf("%s: status must be one of %s%s%s%s%s; got %s", zFunc, az[0],
-                             ", ", az[1], az[3] ? ", released or " : " or ",
-                             az[3] ? az[3] : az[2], zQ ? zQ : value_type_name(pStatus));
+    *pzErr = sqlite3_mprintf("%s: status must be one of %s%s%s%s%s; got %s", zFunc, az[0], ", ",
+                             az[1], az[3] ? ", released or " : " or ", az[3] ? az[3] : az[2],
+                             zQ ? zQ : value_type_name(pStatus));
     sqlite3_free(zQ);
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
@@ -1677,8 +1684,8 @@ static void idem_settle_func(sqlite3_context *ctx, int argc, sqlite3_value **arg
     }
   }
   if (!token_parse(zToken, aTok)) {
-    zErr = sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned",
-                           zFunc);
+    zErr =
+        sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned", zFunc);
     rc = zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     goto done;
   }
@@ -1692,14 +1699,15 @@ static void idem_settle_func(sqlite3_context *ctx, int argc, sqlite3_value **arg
   rc = row_fetch(pGet, &r, &bFound);
   if (rc) goto done;
   if (!bFound) {
-    zErr = sqlite3_mprintf("%s: no claim of ledger %s holds token \"%s\" (a wrong token, or a "
-                           "claim that was taken over)",
-                           zFunc, p->zName, zToken);
+    zErr = sqlite3_mprintf(
+        "%s: no claim of ledger %s holds token \"%s\" (a wrong token, or a "
+        "claim that was taken over)",
+        zFunc, p->zName, zToken);
     rc = zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     goto done;
   }
-  rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(argv[2]), &detail, 0,
-                     &zJson, &zErr);
+  rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(argv[2]), &detail, 0, &zJson,
+                     &zErr);
 done:
   row_free(&r);
   idem_buf_free(&detail);
@@ -1730,13 +1738,13 @@ static void idem_resolve_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   rc = row_fetch(pGet, &r, &bFound);
   if (rc) goto done;
   if (!bFound) {
-    zErr = sqlite3_mprintf("%s: ledger %s has no key \"%s\" for tenant \"%s\"", zFunc,
-                           p->zName, sqlite3_value_text(argv[2]), sqlite3_value_text(argv[1]));
+    zErr = sqlite3_mprintf("%s: ledger %s has no key \"%s\" for tenant \"%s\"", zFunc, p->zName,
+                           sqlite3_value_text(argv[2]), sqlite3_value_text(argv[1]));
     rc = zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     goto done;
   }
-  rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(argv[3]), &detail, 1,
-                     &zJson, &zErr);
+  rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(argv[3]), &detail, 1, &zJson,
+                     &zErr);
 done:
   row_free(&r);
   idem_buf_free(&detail);
@@ -1799,8 +1807,8 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   if (p == 0) return;
   n = sqlite3_value_int64(argv[1]);
   if (sqlite3_value_type(argv[1]) != SQLITE_INTEGER || n < 0 || n > 315360000000LL) {
-    zErr = sqlite3_mprintf("%s: older_than_seconds must be an INTEGER from 0 to 315360000000",
-                           zFunc);
+    zErr =
+        sqlite3_mprintf("%s: older_than_seconds must be an INTEGER from 0 to 315360000000", zFunc);
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
@@ -1845,10 +1853,10 @@ static const char zDeclare[] =
     "CREATE TABLE x(tenant, \"key\", conversation, tool, args, effect, status, result, error,"
     " attempt, token, created_at, updated_at, lease_until, members)";
 
-static const char *const azCol[N_COL] = {
-    "tenant", "key",     "conversation", "tool",       "args",
-    "effect", "status",  "result",       "error",      "attempt",
-    "token",  "created_at", "updated_at", "lease_until", "members"};
+static const char *const azCol[N_COL] = {"tenant",     "key",         "conversation", "tool",
+                                         "args",       "effect",      "status",       "result",
+                                         "error",      "attempt",     "token",        "created_at",
+                                         "updated_at", "lease_until", "members"};
 
 /* Parse "name=value" options (argv[3..]) into aVal. */
 static int parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal, char **pzErr) {
@@ -1871,9 +1879,10 @@ static int parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal,
       if (strlen(aOpt[j].zName) == nName && strncmp(aOpt[j].zName, z, nName) == 0) break;
     }
     if (j == N_OPT) {
-      *pzErr = sqlite3_mprintf("idempotency: unknown option \"%.*s\"; the options are "
-                               "lease_seconds, max_attempts, max_args_bytes, single_tenant",
-                               (int)nName, z);
+      *pzErr = sqlite3_mprintf(
+          "idempotency: unknown option \"%.*s\"; the options are "
+          "lease_seconds, max_attempts, max_args_bytes, single_tenant",
+          (int)nName, z);
       return SQLITE_ERROR;
     }
     if (aSeen[j]++) {
@@ -1907,8 +1916,8 @@ static int read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
   sqlite3_free(zSql);
   if ((rc & 0xff) == SQLITE_NOMEM) return SQLITE_NOMEM;
   if (rc) {
-    *pzErr = sqlite3_mprintf("idempotency: ledger %s is missing its shadow table %s_meta", zName,
-                             zName);
+    *pzErr =
+        sqlite3_mprintf("idempotency: ledger %s is missing its shadow table %s_meta", zName, zName);
     return SQLITE_CORRUPT_VTAB;
   }
   zId[0] = 0;
@@ -1934,8 +1943,8 @@ static int read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
     return SQLITE_CORRUPT_VTAB;
   }
   if (nFound != N_OPT || zId[0] == 0) {
-    *pzErr = sqlite3_mprintf("idempotency: ledger %s has incomplete options in %s_meta", zName,
-                             zName);
+    *pzErr =
+        sqlite3_mprintf("idempotency: ledger %s has incomplete options in %s_meta", zName, zName);
     return SQLITE_CORRUPT_VTAB;
   }
   return SQLITE_OK;
@@ -2037,10 +2046,11 @@ static int xDestroy(sqlite3_vtab *pVtab) {
     rc = sqlite3_reset(pS);
   }
   if (rc) return rc;
-  zSql = sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_rows\";"
-                         "DROP TABLE IF EXISTS \"%w\".\"%w_meta\";"
-                         "DROP TABLE IF EXISTS \"%w\".\"%w_guards\";",
-                         p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName);
+  zSql = sqlite3_mprintf(
+      "DROP TABLE IF EXISTS \"%w\".\"%w_rows\";"
+      "DROP TABLE IF EXISTS \"%w\".\"%w_meta\";"
+      "DROP TABLE IF EXISTS \"%w\".\"%w_guards\";",
+      p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
   sqlite3_free(zSql);
@@ -2056,20 +2066,21 @@ static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
     sqlite3_finalize(p->aStmt[i]);
     p->aStmt[i] = 0;
   }
-  zSql = sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" RENAME TO \"%w_rows\";"
-                         "ALTER TABLE \"%w\".\"%w_meta\" RENAME TO \"%w_meta\";"
-                         "ALTER TABLE \"%w\".\"%w_guards\" RENAME TO \"%w_guards\";",
-                         p->zDb, p->zName, zNew, p->zDb, p->zName, zNew, p->zDb, p->zName,
-                         zNew);
+  zSql = sqlite3_mprintf(
+      "ALTER TABLE \"%w\".\"%w_rows\" RENAME TO \"%w_rows\";"
+      "ALTER TABLE \"%w\".\"%w_meta\" RENAME TO \"%w_meta\";"
+      "ALTER TABLE \"%w\".\"%w_guards\" RENAME TO \"%w_guards\";",
+      p->zDb, p->zName, zNew, p->zDb, p->zName, zNew, p->zDb, p->zName, zNew);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
   sqlite3_free(zSql);
   if (rc == SQLITE_OK) rc = ledger_rename_triggers(p->db, p->zDb, p->zName, zNew);
   if (rc == SQLITE_OK) rc = idem_guard_rename(p->db, p->zDb, p->zName, zNew, p->zId);
   if (rc == SQLITE_OK && p->aOpt[OPT_SINGLE]) {
-    zSql = sqlite3_mprintf("DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";"
-                           "CREATE UNIQUE INDEX \"%w\".\"%w_rows_key\" ON \"%w_rows\"(\"key\");",
-                           p->zDb, p->zName, p->zDb, zNew, zNew);
+    zSql = sqlite3_mprintf(
+        "DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";"
+        "CREATE UNIQUE INDEX \"%w\".\"%w_rows_key\" ON \"%w_rows\"(\"key\");",
+        p->zDb, p->zName, p->zDb, zNew, zNew);
     if (zSql == 0) return SQLITE_NOMEM;
     rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
     sqlite3_free(zSql);
@@ -2190,7 +2201,8 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
   c->pStmt = 0;
   c->bEof = 0;
   c->now = ledger_now(p);
-  zSql = sqlite3_mprintf("SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\"%s"
+  zSql = sqlite3_mprintf("SELECT " ROW_COLUMNS
+                         ",created_at FROM \"%w\".\"%w_rows\"%s"
                          " ORDER BY id",
                          p->zDb, p->zName, zWhere);
   if (zSql == 0) return SQLITE_NOMEM;
@@ -2283,25 +2295,28 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     rc = step_done(pDel);
     if (rc) return rc;
     if (sqlite3_changes(db) != 1) {
-      zErr = sqlite3_mprintf("idempotency: cannot delete a claimed or unknown row of ledger %s;"
-                             " only succeeded, failed or released rows are deleted",
-                             p->zName);
+      zErr = sqlite3_mprintf(
+          "idempotency: cannot delete a claimed or unknown row of ledger %s;"
+          " only succeeded, failed or released rows are deleted",
+          p->zName);
       return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
     }
     return SQLITE_OK;
   }
   if (sqlite3_value_type(argv[0]) != SQLITE_NULL) {
-    zErr = sqlite3_mprintf("idempotency: UPDATE of ledger %s is refused; record outcomes with "
-                           "idem_settle or idem_resolve",
-                           p->zName);
+    zErr = sqlite3_mprintf(
+        "idempotency: UPDATE of ledger %s is refused; record outcomes with "
+        "idem_settle or idem_resolve",
+        p->zName);
     return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
   }
   /* INSERT: a claim */
   p->zLastClaim = 0;
   if (sqlite3_vtab_on_conflict(db) == SQLITE_REPLACE) {
-    zErr = sqlite3_mprintf("idempotency: INSERT OR REPLACE into ledger %s is refused: it would "
-                           "erase the recorded request",
-                           p->zName);
+    zErr = sqlite3_mprintf(
+        "idempotency: INSERT OR REPLACE into ledger %s is refused: it would "
+        "erase the recorded request",
+        p->zName);
     return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
   }
   if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
@@ -2310,9 +2325,10 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
   }
   for (i = COL_STATUS; i < N_COL; i++) {
     if (sqlite3_value_type(argv[2 + i]) != SQLITE_NULL) {
-      zErr = sqlite3_mprintf("idempotency: INSERT into ledger %s cannot set %s; a claim starts "
-                             "claimed and its outcome is recorded by idem_settle",
-                             p->zName, azCol[i]);
+      zErr = sqlite3_mprintf(
+          "idempotency: INSERT into ledger %s cannot set %s; a claim starts "
+          "claimed and its outcome is recorded by idem_settle",
+          p->zName, azCol[i]);
       return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
     }
   }
@@ -2321,11 +2337,10 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     Decision d;
     sqlite3_value *pEffect = argv[2 + COL_EFFECT];
     memset(&d, 0, sizeof(d));
-    rc = req_parse(p, "idempotency", argv[2 + COL_TENANT], argv[2 + COL_CONV],
-                   argv[2 + COL_TOOL], argv[2 + COL_ARGS],
-                   sqlite3_value_type(pEffect) == SQLITE_NULL ? 0 : pEffect,
-                   sqlite3_value_type(argv[2 + COL_KEY]) == SQLITE_NULL ? 0 : argv[2 + COL_KEY],
-                   &q, &zErr);
+    rc = req_parse(p, "idempotency", argv[2 + COL_TENANT], argv[2 + COL_CONV], argv[2 + COL_TOOL],
+                   argv[2 + COL_ARGS], sqlite3_value_type(pEffect) == SQLITE_NULL ? 0 : pEffect,
+                   sqlite3_value_type(argv[2 + COL_KEY]) == SQLITE_NULL ? 0 : argv[2 + COL_KEY], &q,
+                   &zErr);
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc == SQLITE_OK) rc = claim_decide(p, "idempotency", &q, 1, 0, &d, &zErr);
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
@@ -2355,16 +2370,16 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
 }
 
 static sqlite3_module ledgerModule = {
-    3,           /* iVersion: xShadowName */
+    3, /* iVersion: xShadowName */
     xCreate,     xConnect, xBestIndex, xDisconnect, xDestroy, xOpen,   xClose,
     xFilter,     xNext,    xEof,       xColumn,     xRowid,   xUpdate, 0, /* xBegin */
-    0,           /* xSync */
-    0,           /* xCommit */
-    0,           /* xRollback */
-    0,           /* xFindFunction */
-    xRename,     0, /* xSavepoint */
-    0,           /* xRelease */
-    0,           /* xRollbackTo */
+    0,                                                                    /* xSync */
+    0,                                                                    /* xCommit */
+    0,                                                                    /* xRollback */
+    0,                                                                    /* xFindFunction */
+    xRename,     0,                                                       /* xSavepoint */
+    0,                                                                    /* xRelease */
+    0,                                                                    /* xRollbackTo */
     xShadowName,
 #if SQLITE_VERSION_NUMBER >= 3044000
     0, /* xIntegrity: iVersion 3, never called */
@@ -2389,10 +2404,10 @@ static const struct {
   int nArg;
   void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
 } aFn[] = {
-      {"idem_claim", 5, idem_claim_func},   {"idem_claim", 6, idem_claim_func},
-      {"idem_claim", 7, idem_claim_func},   {"idem_settle", 4, idem_settle_func},
-      {"idem_resolve", 5, idem_resolve_func}, {"idem_purge", 2, idem_purge_func},
-      {"idem_last_claim", 1, idem_last_claim_func},
+    {"idem_claim", 5, idem_claim_func},           {"idem_claim", 6, idem_claim_func},
+    {"idem_claim", 7, idem_claim_func},           {"idem_settle", 4, idem_settle_func},
+    {"idem_resolve", 5, idem_resolve_func},       {"idem_purge", 2, idem_purge_func},
+    {"idem_last_claim", 1, idem_last_claim_func},
 };
 
 void idem_unregister_ledger(sqlite3 *db) {
@@ -2421,12 +2436,12 @@ int idem_register_ledger(sqlite3 *db, char **pzErr) {
     return rc;
   }
   for (i = 0; i < sizeof(aFn) / sizeof(aFn[0]); i++) {
-    rc = sqlite3_create_function(db, aFn[i].zName, aFn[i].nArg, IDEM_WRITES, pConn,
-                                 aFn[i].xFunc, 0, 0);
+    rc = sqlite3_create_function(db, aFn[i].zName, aFn[i].nArg, IDEM_WRITES, pConn, aFn[i].xFunc, 0,
+                                 0);
     if (rc != SQLITE_OK) {
       if (pzErr) {
-        *pzErr = sqlite3_mprintf("idempotency: cannot register function %s/%d: %s",
-                                 aFn[i].zName, aFn[i].nArg, sqlite3_errstr(rc));
+        *pzErr = sqlite3_mprintf("idempotency: cannot register function %s/%d: %s", aFn[i].zName,
+                                 aFn[i].nArg, sqlite3_errstr(rc));
       }
       return rc;
     }

@@ -455,8 +455,8 @@ static void run_file(const char *zPath, const char *zExt) {
       v = a * 1000000 + b * 1000 + c;
       ok = bGe ? sqlite3_libversion_number() >= v : sqlite3_libversion_number() < v;
       if (!ok) {
-        printf("SKIP %s: needs SQLite %s %d.%d.%d; this is %s\n", zName, bGe ? ">=" : "<", a, b,
-               c, sqlite3_libversion());
+        printf("SKIP %s: needs SQLite %s %d.%d.%d; this is %s\n", zName, bGe ? ">=" : "<", a, b, c,
+               sqlite3_libversion());
         sqlite3_free(zSql);
         return;
       }
@@ -498,7 +498,8 @@ static void run_file(const char *zPath, const char *zExt) {
     if (pStmt) {
       rc = run_statement(pStmt, zName, &ids);
       if (rc != SQLITE_DONE) check_error(zName, zWhere, zExpect, sqlite3_errmsg(db));
-      else if (zExpect) report_fail(zName, zWhere, "the statement succeeded; an error was expected");
+      else if (zExpect)
+        report_fail(zName, zWhere, "the statement succeeded; an error was expected");
       sqlite3_finalize(pStmt);
     }
     sqlite3_free(zExpect);

@@ -37,7 +37,7 @@ valgrind: all
 
 # --- lint / format ----------------------------------------------------------
 
-LINT_C := $(wildcard ext/*.c ext/*.h include/*.h) $(sort $(shell find tests -name '*.c' 2>/dev/null))
+LINT_C := $(wildcard ext/*.c ext/*.h include/*.h) $(sort $(shell find tests -name node_modules -prune -o -name '*.c' -print 2>/dev/null))
 
 # cppcheck: warnings, style, performance and portability. Suppressed:
 #   variableScope          the house style declares locals at the top of a

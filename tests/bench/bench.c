@@ -305,8 +305,7 @@ static sqlite3_stmt *prepare_or_die(sqlite3 *pDb, const char *zSql) {
 
 /* Run t->pStmt n times with ?2 from *piKey (incremented, or cycled over
 ** [0, nCycle) when nCycle > 0); returns microseconds per call. */
-static double timed_run(sqlite3 *pDb, Timed *t, int n, int64_t *piKey, int64_t nCycle,
-                        int bTxn) {
+static double timed_run(sqlite3 *pDb, Timed *t, int n, int64_t *piKey, int64_t nCycle, int bTxn) {
   double t0 = now_us();
   int i, rc;
   if (bTxn) sqlite3_exec(pDb, "BEGIN", 0, 0, 0);
@@ -352,9 +351,10 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
   {
     double aRes[8][N_FIXTURE];
     static const char *azRow[8] = {
-        "claim, one transaction: idem_claim", "  INSERT INTO ledger", "  plain INSERT ON CONFLICT",
-        "claim, autocommit: idem_claim", "  plain INSERT ON CONFLICT", "replay: idem_claim (settled)",
-        "  SELECT FROM ledger WHERE t,k", "  plain SELECT by primary key"};
+        "claim, one transaction: idem_claim", "  INSERT INTO ledger",
+        "  plain INSERT ON CONFLICT",         "claim, autocommit: idem_claim",
+        "  plain INSERT ON CONFLICT",         "replay: idem_claim (settled)",
+        "  SELECT FROM ledger WHERE t,k",     "  plain SELECT by primary key"};
     for (j = 0; j < N_FIXTURE; j++) {
       char zPath[4200];
       sqlite3 *pDb;
@@ -384,7 +384,8 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
       /* settled keys for the replay rows: s0..s999, settled succeeded */
       exec_db(pDb, "BEGIN");
       {
-        sqlite3_stmt *pS = prepare_or_die(pDb,
+        sqlite3_stmt *pS = prepare_or_die(
+            pDb,
             "SELECT idem_settle('L', json_extract(idem_claim('L','t','s'||?2,'tool',?1),"
             "'$.token'), 'succeeded', '{\"ok\":true}')");
         sqlite3_bind_text(pS, 1, aFixIn[j].z, aFixIn[j].n, SQLITE_STATIC);
@@ -434,7 +435,8 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
       for (r = 0; r < (int)(sizeof(aR) / sizeof(aR[0])); r++) {
         double x0 = aRes[aR[r].iNum][0] / aRes[aR[r].iDen][0];
         printf("%-40s", aR[r].zLabel);
-        for (j = 0; j < N_FIXTURE; j++) printf(" %7.2fx", aRes[aR[r].iNum][j] / aRes[aR[r].iDen][j]);
+        for (j = 0; j < N_FIXTURE; j++)
+          printf(" %7.2fx", aRes[aR[r].iNum][j] / aRes[aR[r].iDen][j]);
         printf("   <= %.2fx on small: %s\n", aR[r].target, x0 <= aR[r].target ? "met" : "MISSED");
         if (x0 > aR[r].target) nMissed++;
       }
@@ -455,10 +457,10 @@ static void bench_scale(const char *zExt, const Fixture *pSmall, const char *zTm
   sqlite3 *apDb[2];
   int k, w;
   double aBase[2] = {0, 0};
-  printf("\nclaim cost as the table grows (small args, default cache_size, WAL, one transaction"
-         " per 10k rows)\n%-12s %14s %14s %10s %10s %14s %14s\n",
-         "rows", "idem_claim us", "plain us", "ledger x", "plain x", "ledger B/row",
-         "plain B/row");
+  printf(
+      "\nclaim cost as the table grows (small args, default cache_size, WAL, one transaction"
+      " per 10k rows)\n%-12s %14s %14s %10s %10s %14s %14s\n",
+      "rows", "idem_claim us", "plain us", "ledger x", "plain x", "ledger B/row", "plain B/row");
   for (w = 0; w < 2; w++) {
     snprintf(zPath[w], sizeof(zPath[w]), "%s/scale-%d.db", zTmp, w);
     remove(zPath[w]);

@@ -53,7 +53,7 @@ check_load() {
     echo "SKIP install:$name:load: the sqlite3 shell is not installed (Debian package sqlite3)"
     return
   fi
-  out=$(sqlite3 :memory: ".load $lib" \
+  out=$(sqlite3 :memory: ".load \"$lib\"" \
     "SELECT idem_version(), idem_key('acme','conv-1','create_invoice','{\"amount\":100,\"currency\":\"EUR\"}');" \
     "CREATE VIRTUAL TABLE L USING idempotency;" \
     "SELECT json_extract(idem_claim('L','t','c','x','{}'),'\$.decision');" 2>&1)
