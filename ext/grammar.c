@@ -59,33 +59,62 @@ void idem_hex(const unsigned char *a, size_t n, char *zOut) {
   zOut[2 * n] = 0;
 }
 
-static int xxh_sink(void *pState, const char *p, size_t n) {
-  XXH3_128bits_update((XXH3_state_t *)pState, p, n);
+/* The digest's sink: the canonical text is gathered in a small buffer
+** after the prefix and hashed in one call when it fits (most tool
+** arguments); a longer text switches to the streaming state. */
+typedef struct DigestSink DigestSink;
+struct DigestSink {
+  int bStreaming;
+  size_t n;
+  char a[1536];
+  XXH3_state_t state;
+};
+
+static int digest_sink(void *pCtx, const char *p, size_t n) {
+  DigestSink *d = (DigestSink *)pCtx;
+  if (!d->bStreaming) {
+    if (n <= sizeof(d->a) - d->n) {
+      memcpy(d->a + d->n, p, n);
+      d->n += n;
+      return IDEM_JCS_OK;
+    }
+    XXH3_INITSTATE(&d->state);
+    XXH3_128bits_reset(&d->state);
+    XXH3_128bits_update(&d->state, d->a, d->n);
+    d->bStreaming = 1;
+  }
+  XXH3_128bits_update(&d->state, p, n);
   return IDEM_JCS_OK;
 }
 
 int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs, size_t nArgs,
                 const IdemMem *pMem, char *zHex, IdemJcsError *pErr) {
-  XXH3_state_t *pState;
+  DigestSink d;
   XXH128_canonical_t canon;
   int rc;
   if (pMem == 0) pMem = &idem_libc_mem;
-  /* XXH3_state_t wants 64-byte alignment; XXH_INLINE_ALL lets it live on
-  ** the stack with the alignment its declaration carries. */
-  XXH3_state_t state;
-  pState = &state;
-  XXH3_INITSTATE(pState);
-  XXH3_128bits_reset(pState);
-  if (nPrefix) XXH3_128bits_update(pState, zPrefix, nPrefix);
-  rc = idem_jcs_canonicalize(zArgs, nArgs, pMem, xxh_sink, pState, pErr);
+  d.bStreaming = 0;
+  d.n = 0;
+  if (nPrefix > sizeof(d.a)) {
+    XXH3_INITSTATE(&d.state);
+    XXH3_128bits_reset(&d.state);
+    XXH3_128bits_update(&d.state, zPrefix, nPrefix);
+    d.bStreaming = 1;
+  } else if (nPrefix) {
+    memcpy(d.a, zPrefix, nPrefix);
+    d.n = nPrefix;
+  }
+  rc = idem_jcs_canonicalize(zArgs, nArgs, pMem, digest_sink, &d, pErr);
   if (rc == IDEM_JCS_OK) {
-    XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(pState));
+    XXH128_hash_t h = d.bStreaming ? XXH3_128bits_digest(&d.state) : XXH3_128bits(d.a, d.n);
+    XXH128_canonicalFromHash(&canon, h);
     idem_hex(canon.digest, sizeof(canon.digest), zHex);
   }
   return rc;
 }
 
-void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n, char *zHex) {
+void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n,
+                       char *zHex) {
   XXH3_state_t state;
   XXH128_canonical_t canon;
   XXH3_INITSTATE(&state);

@@ -96,6 +96,10 @@ enum {
   ST_RELEASE,
   ST_ROLLBACK_TO,
   ST_ROLLBACK,
+  ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
+  ST_CUR_KEY,
+  ST_CUR_TENANT,
+  ST_CUR_TOKEN,
   N_STMT
 };
 
@@ -225,6 +229,12 @@ static const char *const azStmtSql[N_STMT] = {
     "RELEASE idem_claim%.0s%.0s",
     "ROLLBACK TO idem_claim%.0s%.0s",
     "ROLLBACK%.0s%.0s",
+    /* ST_CUR_ALL, ST_CUR_KEY, ST_CUR_TENANT, ST_CUR_TOKEN */
+    "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" ORDER BY id",
+    "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\""
+    " WHERE tenant=?1 AND \"key\"=?2 ORDER BY id",
+    "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE tenant=?1 ORDER BY id",
+    "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE token=?1 ORDER BY id",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -242,6 +252,23 @@ static int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt) {
   }
   *ppStmt = p->aStmt[i];
   return SQLITE_OK;
+}
+
+typedef char assert_stmt_slots[(N_STMT <= (int)(sizeof(((IdemLedger *)0)->aStmt) /
+                                                sizeof(sqlite3_stmt *)) &&
+                                N_STMT <= 32)
+                                   ? 1
+                                   : -1];
+
+/* Finalize the prepared statements; one lent to an open cursor is left to
+** the cursor, which finalizes it when it finds its slot emptied. */
+static void ledger_finalize_all(IdemLedger *p) {
+  int i;
+  for (i = 0; i < N_STMT; i++) {
+    if ((p->mBusy & (1u << i)) == 0) sqlite3_finalize(p->aStmt[i]);
+    p->aStmt[i] = 0;
+  }
+  p->mBusy = 0;
 }
 
 static void ledger_unref(IdemLedger *p) {
@@ -2010,17 +2037,13 @@ static int xConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
 static int xDisconnect(sqlite3_vtab *pVtab) {
   IdemLedger *p = (IdemLedger *)pVtab, **pp;
   IdemConn *pConn = (IdemConn *)p->pConn;
-  int i;
   for (pp = &pConn->pList; *pp; pp = &(*pp)->pNext) {
     if (*pp == p) {
       *pp = p->pNext;
       break;
     }
   }
-  for (i = 0; i < (int)(sizeof(p->aStmt) / sizeof(p->aStmt[0])); i++) {
-    sqlite3_finalize(p->aStmt[i]);
-    p->aStmt[i] = 0;
-  }
+  ledger_finalize_all(p);
   sqlite3_free(p->zForeign);
   p->zForeign = 0;
   sqlite3_free(pVtab->zErrMsg);
@@ -2060,12 +2083,9 @@ static int xDestroy(sqlite3_vtab *pVtab) {
 
 static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
   IdemLedger *p = (IdemLedger *)pVtab;
-  int rc, i;
+  int rc;
   char *zSql;
-  for (i = 0; i < (int)(sizeof(p->aStmt) / sizeof(p->aStmt[0])); i++) {
-    sqlite3_finalize(p->aStmt[i]);
-    p->aStmt[i] = 0;
-  }
+  ledger_finalize_all(p);
   zSql = sqlite3_mprintf(
       "ALTER TABLE \"%w\".\"%w_rows\" RENAME TO \"%w_rows\";"
       "ALTER TABLE \"%w\".\"%w_meta\" RENAME TO \"%w_meta\";"
@@ -2114,9 +2134,26 @@ typedef struct LedgerCursor LedgerCursor;
 struct LedgerCursor {
   sqlite3_vtab_cursor base;
   sqlite3_stmt *pStmt;
+  int iSlot; /* the ledger's statement slot pStmt was borrowed from, or -1 */
   int bEof;
   sqlite3_int64 now;
 };
+
+/* Give the cursor's statement back to its slot (reset), or finalize it
+** when it was its own or its slot was emptied meanwhile (rename). */
+static void cursor_release(LedgerCursor *c) {
+  IdemLedger *p = (IdemLedger *)c->base.pVtab;
+  if (c->pStmt == 0) return;
+  if (c->iSlot >= 0 && p->aStmt[c->iSlot] == c->pStmt) {
+    sqlite3_reset(c->pStmt);
+    sqlite3_clear_bindings(c->pStmt);
+    p->mBusy &= ~(1u << c->iSlot);
+  } else {
+    sqlite3_finalize(c->pStmt);
+  }
+  c->pStmt = 0;
+  c->iSlot = -1;
+}
 
 #define IDX_KEY 1    /* tenant = ? AND key = ? */
 #define IDX_TENANT 2 /* tenant = ? */
@@ -2167,13 +2204,14 @@ static int xOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   (void)pVtab;
   if (c == 0) return SQLITE_NOMEM;
   memset(c, 0, sizeof(*c));
+  c->iSlot = -1;
   *ppCur = &c->base;
   return SQLITE_OK;
 }
 
 static int xClose(sqlite3_vtab_cursor *pCur) {
   LedgerCursor *c = (LedgerCursor *)pCur;
-  sqlite3_finalize(c->pStmt);
+  cursor_release(c);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -2190,25 +2228,27 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
                    sqlite3_value **argv) {
   LedgerCursor *c = (LedgerCursor *)pCur;
   IdemLedger *p = (IdemLedger *)pCur->pVtab;
-  const char *zWhere = idxNum == IDX_KEY      ? " WHERE tenant=?1 AND \"key\"=?2"
-                       : idxNum == IDX_TENANT ? " WHERE tenant=?1"
-                       : idxNum == IDX_TOKEN  ? " WHERE token=?1"
-                                              : "";
-  char *zSql;
+  int iSlot = ST_CUR_ALL + (idxNum >= IDX_KEY && idxNum <= IDX_TOKEN ? idxNum : 0);
   int rc, i;
   (void)idxStr;
-  sqlite3_finalize(c->pStmt);
-  c->pStmt = 0;
+  cursor_release(c);
   c->bEof = 0;
   c->now = ledger_now(p);
-  zSql = sqlite3_mprintf("SELECT " ROW_COLUMNS
-                         ",created_at FROM \"%w\".\"%w_rows\"%s"
-                         " ORDER BY id",
-                         p->zDb, p->zName, zWhere);
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_prepare_v2(p->db, zSql, -1, &c->pStmt, 0);
-  sqlite3_free(zSql);
+  if ((p->mBusy & (1u << iSlot)) == 0) {
+    /* the ledger's prepared statement for this plan, borrowed */
+    rc = ledger_stmt(p, iSlot, &c->pStmt);
+    if (rc == SQLITE_OK) {
+      c->iSlot = iSlot;
+      p->mBusy |= 1u << iSlot;
+    }
+  } else {
+    /* another cursor of the same plan is open (a self-join): its own */
+    char *zSql = sqlite3_mprintf(azStmtSql[iSlot], p->zDb, p->zName);
+    rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &c->pStmt, 0) : SQLITE_NOMEM;
+    sqlite3_free(zSql);
+  }
   if (rc) {
+    c->pStmt = 0;
     sqlite3_free(pCur->pVtab->zErrMsg);
     pCur->pVtab->zErrMsg = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
     return rc;

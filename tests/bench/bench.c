@@ -282,8 +282,15 @@ static const char zPlainSchema[] =
 /* ?1 args, ?2 a fresh counter */
 static const char zPlainInsert[] =
     "INSERT INTO plain(tenant,key,conversation,tool,args,effect,status,attempt,token,"
-    "created_at,updated_at,lease_until) VALUES('t','k'||?2,'c'||?2,'tool',?1,'external',"
-    "'claimed',1,lower(hex(randomblob(16))),?2,?2,?2) ON CONFLICT DO NOTHING";
+    "created_at,updated_at,lease_until) VALUES('t',lower(hex(randomblob(16))),'c'||?2,'tool',?1,"
+    "'external','claimed',1,lower(hex(randomblob(16))),?2,?2,?2) ON CONFLICT DO NOTHING";
+/* the same row into a copy of the ledger's rows table, with its CHECKs,
+** unique indexes and triggers: what the plain-SQL defence itself costs */
+static const char zCopyInsert[] =
+    "INSERT INTO rowscopy(tenant,\"key\",conversation,tool,args,effect,status,attempt,token,"
+    "created_at,updated_at,lease_until) VALUES('t','idem1-'||lower(hex(randomblob(16))),"
+    "'c'||?2,'tool',?1,'external','claimed',1,randomblob(16),?2,?2,?2)"
+    " ON CONFLICT(tenant,\"key\") DO NOTHING";
 static const char zClaim[] = "SELECT idem_claim('L','t','c'||?2,'tool',?1)";
 static const char zInsertClaim[] =
     "INSERT INTO L(tenant,conversation,tool,args) VALUES('t','i'||?2,'tool',?1)";
@@ -349,17 +356,18 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
   printf("\nledger (WAL file, synchronous=FULL), median of %d rounds, us per call\n", nRound);
   printf("%-34s %10s %10s %10s\n", "", "small", "medium", "large");
   {
-    double aRes[8][N_FIXTURE];
-    static const char *azRow[8] = {
+    double aRes[9][N_FIXTURE];
+    static const char *azRow[9] = {
         "claim, one transaction: idem_claim", "  INSERT INTO ledger",
         "  plain INSERT ON CONFLICT",         "claim, autocommit: idem_claim",
         "  plain INSERT ON CONFLICT",         "replay: idem_claim (settled)",
-        "  SELECT FROM ledger WHERE t,k",     "  plain SELECT by primary key"};
+        "  SELECT FROM ledger WHERE t,k",     "  plain SELECT by primary key",
+        "  INSERT into a copy of _rows"};
     for (j = 0; j < N_FIXTURE; j++) {
       char zPath[4200];
       sqlite3 *pDb;
       int64_t iKey = 0, iCyc = 0;
-      Timed a[8];
+      Timed a[9];
       int i, nTxn = 500, nAuto = 60;
       snprintf(zPath, sizeof(zPath), "%s/ledger-%d.db", zTmp, j);
       remove(zPath);
@@ -374,9 +382,21 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
       a[4].zSql = zPlainInsert;
       a[4].bChanges = 1;
       a[5].zSql = "SELECT idem_claim('L','t','s'||?2,'tool',?1)";
-      a[6].zSql = "SELECT * FROM L WHERE tenant='t' AND key=(SELECT key FROM plain WHERE id=?2+1)";
-      a[7].zSql = "SELECT * FROM plain WHERE tenant='t' AND key='k'||?2";
-      for (i = 0; i < 8; i++) {
+      a[6].zSql = "SELECT * FROM L WHERE tenant='t' AND key=(SELECT k FROM skeys WHERE i=?2)";
+      a[7].zSql = "SELECT * FROM plain WHERE tenant='t' AND key=(SELECT k FROM skeys WHERE i=?2)";
+      a[8].zSql = zCopyInsert;
+      a[8].bChanges = 1;
+      {
+        /* a copy of the rows table, made from its own CREATE statement */
+        sqlite3_stmt *pC = prepare_or_die(
+            pDb, "SELECT replace(sql, 'CREATE TABLE \"L_rows\"', 'CREATE TABLE rowscopy')"
+                 " FROM sqlite_schema WHERE name='L_rows'");
+        if (sqlite3_step(pC) != SQLITE_ROW) die("rows table", sqlite3_errmsg(pDb));
+        exec_db(pDb, (const char *)sqlite3_column_text(pC, 0));
+        sqlite3_finalize(pC);
+        exec_db(pDb, "CREATE TABLE skeys(i INTEGER PRIMARY KEY, k TEXT NOT NULL)");
+      }
+      for (i = 0; i < 9; i++) {
         a[i].zName = azRow[i];
         a[i].pStmt = prepare_or_die(pDb, a[i].zSql);
         sqlite3_bind_text(a[i].pStmt, 1, aFixIn[j].z, aFixIn[j].n, SQLITE_STATIC);
@@ -384,17 +404,35 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
       /* settled keys for the replay rows: s0..s999, settled succeeded */
       exec_db(pDb, "BEGIN");
       {
+        /* ...and the same keys as rows of the plain table, for its lookups */
         sqlite3_stmt *pS = prepare_or_die(
             pDb,
-            "SELECT idem_settle('L', json_extract(idem_claim('L','t','s'||?2,'tool',?1),"
-            "'$.token'), 'succeeded', '{\"ok\":true}')");
+            "SELECT json_extract(idem_settle('L', json_extract(idem_claim('L','t','s'||?2,'tool',"
+            "?1),'$.token'), 'succeeded', '{\"ok\":true}'), '$.key')");
+        sqlite3_stmt *pK = prepare_or_die(pDb, "INSERT INTO skeys(i,k) VALUES(?1,?2)");
+        sqlite3_stmt *pP = prepare_or_die(
+            pDb,
+            "INSERT INTO plain(tenant,key,conversation,tool,args,effect,status,attempt,token,"
+            "created_at,updated_at,lease_until) VALUES('t',?1,'s','tool',?2,'external',"
+            "'succeeded',1,lower(hex(randomblob(16))),0,0,0)");
         sqlite3_bind_text(pS, 1, aFixIn[j].z, aFixIn[j].n, SQLITE_STATIC);
         for (i = 0; i < 1000; i++) {
           sqlite3_bind_int64(pS, 2, i);
           if (sqlite3_step(pS) != SQLITE_ROW) die("settle", sqlite3_errmsg(pDb));
+          sqlite3_bind_int(pK, 1, i);
+          sqlite3_bind_value(pK, 2, sqlite3_column_value(pS, 0));
+          sqlite3_bind_value(pP, 1, sqlite3_column_value(pS, 0));
+          sqlite3_bind_text(pP, 2, aFixIn[j].z, aFixIn[j].n, SQLITE_STATIC);
+          if (sqlite3_step(pK) != SQLITE_DONE || sqlite3_step(pP) != SQLITE_DONE) {
+            die("lookup rows", sqlite3_errmsg(pDb));
+          }
+          sqlite3_reset(pK);
+          sqlite3_reset(pP);
           sqlite3_reset(pS);
         }
         sqlite3_finalize(pS);
+        sqlite3_finalize(pK);
+        sqlite3_finalize(pP);
       }
       exec_db(pDb, "COMMIT");
       for (r = 0; r < nRound; r++) {
@@ -406,15 +444,16 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
         a[5].aRound[r] = timed_run(pDb, &a[5], nTxn, &iCyc, 1000, 0);
         a[6].aRound[r] = timed_run(pDb, &a[6], nTxn, &iCyc, 1000, 0);
         a[7].aRound[r] = timed_run(pDb, &a[7], nTxn, &iCyc, 1000, 0);
+        a[8].aRound[r] = timed_run(pDb, &a[8], nTxn, &iKey, 0, 1);
       }
-      for (i = 0; i < 8; i++) {
+      for (i = 0; i < 9; i++) {
         aRes[i][j] = median(a[i].aRound, nRound);
         sqlite3_finalize(a[i].pStmt);
       }
       sqlite3_close(pDb);
       remove(zPath);
     }
-    for (r = 0; r < 8; r++) {
+    for (r = 0; r < 9; r++) {
       printf("%-34s", azRow[r]);
       for (j = 0; j < N_FIXTURE; j++) printf(" %10.3f", aRes[r][j]);
       printf("\n");
@@ -426,6 +465,7 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
         double target;
       } aR[] = {
           {0, 2, "idem_claim / plain, one transaction", 1.3},
+          {0, 8, "idem_claim / copy of _rows, one txn", 0},
           {1, 2, "INSERT claim / plain, one transaction", 1.3},
           {3, 4, "idem_claim / plain, autocommit", 1.05},
           {5, 7, "replay idem_claim / primary-key SELECT", 1.2},
@@ -437,8 +477,12 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
         printf("%-40s", aR[r].zLabel);
         for (j = 0; j < N_FIXTURE; j++)
           printf(" %7.2fx", aRes[aR[r].iNum][j] / aRes[aR[r].iDen][j]);
-        printf("   <= %.2fx on small: %s\n", aR[r].target, x0 <= aR[r].target ? "met" : "MISSED");
-        if (x0 > aR[r].target) nMissed++;
+        if (aR[r].target > 0) {
+          printf("   <= %.2fx on small: %s\n", aR[r].target, x0 <= aR[r].target ? "met" : "MISSED");
+          if (x0 > aR[r].target) nMissed++;
+        } else {
+          printf("   (the extension's own cost over its schema)\n");
+        }
       }
     }
   }
