@@ -156,6 +156,34 @@ def run(ext, path):
     finally:
         db.close()
 
+    # Python's implicit transactions (the default isolation_level): after a
+    # DML statement the module has opened a transaction, so a claim made
+    # then is not committed as it returns ("committed": false) and commits
+    # with db.commit(); a rollback takes it back.
+    db = sqlite3.connect(path)
+    try:
+        db.enable_load_extension(True)
+        db.load_extension(ext)
+        db.execute("CREATE TABLE IF NOT EXISTS audit(n)")
+        db.execute("INSERT INTO audit VALUES (1)")  # implicit BEGIN
+        d = json.loads(one(db, claim_sql, ("tenant-b", "conv-9", "send_email", '{"n":1}')))
+        report(db.in_transaction and d.get("decision") == "admitted" and d.get("committed") is False,
+               "implicit-begin-not-committed", f"in_transaction={db.in_transaction}, got {d!r}")
+        db.rollback()
+        d = json.loads(one(db, claim_sql, ("tenant-b", "conv-9", "send_email", '{"n":1}')))
+        report(d.get("decision") == "admitted" and d.get("attempt") == 1 and d.get("committed") is True,
+               "implicit-rollback-undoes-claim", f"got {d!r}")
+        db.execute("INSERT INTO audit VALUES (2)")
+        d = json.loads(one(db, claim_sql, ("tenant-b", "conv-9", "send_email", '{"n":2}')))
+        db.commit()
+        again = json.loads(one(db, claim_sql, ("tenant-b", "conv-9", "send_email", '{"n":2}')))
+        report(d.get("committed") is False and again.get("decision") == "in_progress",
+               "implicit-commit-keeps-claim", f"got {d!r} then {again!r}")
+    except sqlite3.Error as e:
+        report(False, "implicit-begin", f"{type(e).__name__}: {e}")
+    finally:
+        db.close()
+
 
 if __name__ == "__main__":
     sys.exit(main())
