@@ -56,8 +56,14 @@ static int buf_reserve(IdemBuf *b, size_t extra) {
     if (nNew > ((size_t)-1) / 2) return IDEM_JCS_NOMEM;
     nNew *= 2;
   }
-  z = b->pMem->xRealloc(b->z, nNew);
-  if (z == 0) return IDEM_JCS_NOMEM;
+  if (b->z != 0 && b->z == b->zStatic) {
+    z = b->pMem->xMalloc(nNew);
+    if (z == 0) return IDEM_JCS_NOMEM;
+    memcpy(z, b->z, b->n);
+  } else {
+    z = b->pMem->xRealloc(b->z, nNew);
+    if (z == 0) return IDEM_JCS_NOMEM;
+  }
   b->z = z;
   b->nAlloc = nNew;
   return IDEM_JCS_OK;
@@ -75,7 +81,7 @@ int idem_buf_sink(void *pBuf, const char *p, size_t n) {
 }
 
 void idem_buf_free(IdemBuf *b) {
-  if (b->z) b->pMem->xFree(b->z);
+  if (b->z && b->z != b->zStatic) b->pMem->xFree(b->z);
   b->z = 0;
   b->n = b->nAlloc = 0;
 }
@@ -226,6 +232,7 @@ struct Parser {
   Node aNodeInit[48];
   uint32_t aKidInit[96];
   uint32_t aStkInit[48];
+  char auxInit[512];
 };
 
 #define IDEM_INLINE static inline __attribute__((always_inline))
@@ -1058,6 +1065,8 @@ int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, Idem
   p.nIn = nIn;
   p.pMem = pMem ? pMem : &idem_libc_mem;
   p.aux.pMem = p.pMem;
+  p.aux.z = p.aux.zStatic = p.auxInit;
+  p.aux.nAlloc = sizeof(p.auxInit);
   p.pErr = pErr;
 
   if (nIn > IDEM_JCS_MAX_BYTES) {

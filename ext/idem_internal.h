@@ -75,6 +75,7 @@ struct IdemBuf {
   const IdemMem *pMem;
   char *z;
   size_t n, nAlloc;
+  char *zStatic; /* caller-owned first storage (z starts there), or NULL */
 };
 int idem_buf_sink(void *pBuf, const char *p, size_t n);
 void idem_buf_free(IdemBuf *p);

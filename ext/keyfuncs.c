@@ -187,7 +187,7 @@ void idem_check_key_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 void idem_canonical_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  IdemBuf buf = {&idem_sqlite_mem, 0, 0, 0};
+  IdemBuf buf = {&idem_sqlite_mem, 0, 0, 0, 0};
   char *zErr = 0;
   int rc;
   (void)argc;

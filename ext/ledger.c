@@ -1692,7 +1692,7 @@ static void outcome_result(sqlite3_context *ctx, const char *zFunc, int rc, char
 static void idem_settle_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_settle";
   IdemLedger *p;
-  IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0};
+  IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0, 0};
   sqlite3_stmt *pGet = 0;
   char *zErr = 0, *zJson = 0;
   const char *zToken = 0;
@@ -1744,7 +1744,7 @@ done:
 static void idem_resolve_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_resolve";
   IdemLedger *p;
-  IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0};
+  IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0, 0};
   sqlite3_stmt *pGet = 0;
   char *zErr = 0, *zJson = 0;
   int rc, bFound = 0;

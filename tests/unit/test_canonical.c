@@ -641,8 +641,16 @@ static void test_oom(void) {
 
 /* idem_digest under allocation failure: same contract. */
 static void test_oom_digest(void) {
-  const char *zArgs = "{\"z\":[1.50,\"\\u00e9\"],\"a\":{\"y\":1,\"x\":2}}";
+  /* an escaped string longer than the parser's inline buffer, so that the
+  ** digest has allocations to fail (a small document needs none) */
+  static char zArgs[1200];
   char zWant[IDEM_DIGEST_HEX + 1], zHex[IDEM_DIGEST_HEX + 1];
+  {
+    size_t i, n = 0;
+    n += (size_t)snprintf(zArgs + n, sizeof(zArgs) - n, "{\"z\":[1.50,\"\\u00e9\"],\"s\":\"");
+    for (i = 0; i < 300; i++) n += (size_t)snprintf(zArgs + n, sizeof(zArgs) - n, "a\\n");
+    snprintf(zArgs + n, sizeof(zArgs) - n, "\",\"a\":{\"y\":1,\"x\":2}}");
+  }
   IdemJcsError e;
   long failAt;
   int rc = idem_digest("t:c:x:", 6, zArgs, strlen(zArgs), 0, zWant, &e);
