@@ -113,8 +113,7 @@ int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs, size_t n
   return rc;
 }
 
-void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n,
-                       char *zHex) {
+void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n, char *zHex) {
   XXH3_state_t state;
   XXH128_canonical_t canon;
   XXH3_INITSTATE(&state);

@@ -172,7 +172,7 @@ struct IdemLedger {
   IdemLedger *pNext;     /* registry list */
   sqlite3_int64 aOpt[4]; /* lease_seconds, max_attempts, max_args_bytes, single_tenant */
   sqlite3_stmt *aStmt[24];
-  unsigned mBusy;         /* aStmt slots lent to an open cursor */
+  unsigned mBusy; /* aStmt slots lent to an open cursor */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   char *zForeign;   /* why operations are refused, or NULL */
   char zId[17];     /* random identity, kept in <name>_meta: guards name it */

@@ -231,7 +231,8 @@ static const char *const azStmtSql[N_STMT] = {
     "ROLLBACK%.0s%.0s",
     /* ST_CUR_ALL, ST_CUR_KEY, ST_CUR_TENANT, ST_CUR_TOKEN */
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" ORDER BY id",
-    "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\""
+    "SELECT " ROW_COLUMNS
+    ",created_at FROM \"%w\".\"%w_rows\""
     " WHERE tenant=?1 AND \"key\"=?2 ORDER BY id",
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE tenant=?1 ORDER BY id",
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE token=?1 ORDER BY id",
@@ -254,11 +255,11 @@ static int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt) {
   return SQLITE_OK;
 }
 
-typedef char assert_stmt_slots[(N_STMT <= (int)(sizeof(((IdemLedger *)0)->aStmt) /
-                                                sizeof(sqlite3_stmt *)) &&
-                                N_STMT <= 32)
-                                   ? 1
-                                   : -1];
+typedef char
+    assert_stmt_slots[(N_STMT <= (int)(sizeof(((IdemLedger *)0)->aStmt) / sizeof(sqlite3_stmt *)) &&
+                       N_STMT <= 32)
+                          ? 1
+                          : -1];
 
 /* Finalize the prepared statements; one lent to an open cursor is left to
 ** the cursor, which finalizes it when it finds its slot emptied. */
@@ -1319,7 +1320,6 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
       break;
     }
     if (rc != SQLITE_ROW) break;
-    rc = SQLITE_OK;
     zDb = (const char *)sqlite3_column_text(pList, 0);
     if (zDb == 0) {
       rc = SQLITE_NOMEM;

@@ -388,9 +388,10 @@ static int bench_ledger(const char *zExt, const Fixture *aFixIn, const char *zTm
       a[8].bChanges = 1;
       {
         /* a copy of the rows table, made from its own CREATE statement */
-        sqlite3_stmt *pC = prepare_or_die(
-            pDb, "SELECT replace(sql, 'CREATE TABLE \"L_rows\"', 'CREATE TABLE rowscopy')"
-                 " FROM sqlite_schema WHERE name='L_rows'");
+        sqlite3_stmt *pC =
+            prepare_or_die(pDb,
+                           "SELECT replace(sql, 'CREATE TABLE \"L_rows\"', 'CREATE TABLE rowscopy')"
+                           " FROM sqlite_schema WHERE name='L_rows'");
         if (sqlite3_step(pC) != SQLITE_ROW) die("rows table", sqlite3_errmsg(pDb));
         exec_db(pDb, (const char *)sqlite3_column_text(pC, 0));
         sqlite3_finalize(pC);
