@@ -37,6 +37,7 @@
 **   fresh-claims  after the last round, a fresh claim of every key in the
 **                 ledger is in_progress, never admitted
 */
+#define STRESS_CHECKS
 #include "stress.h"
 
 #include <errno.h>
@@ -49,8 +50,6 @@
 static const char *zMode = "wal", *zDb = 0, *zExt = 0;
 static int nRound = 40, nKey = 1000, msMin = 1, msMax = 30;
 static unsigned long long seed = 1;
-static char zName[64];
-static int nFail = 0;
 
 typedef struct Item Item;
 struct Item {
@@ -61,27 +60,6 @@ struct Item {
 };
 static Item *aItem;
 
-static void check(int ok, const char *zCheck, const char *zFmt, ...) {
-  if (ok) {
-    printf("PASS %s:%s\n", zName, zCheck);
-  } else {
-    va_list ap;
-    printf("FAIL %s:%s: ", zName, zCheck);
-    va_start(ap, zFmt);
-    vprintf(zFmt, ap);
-    va_end(ap);
-    printf("\n");
-    nFail++;
-  }
-  fflush(stdout);
-}
-
-static unsigned long long rnd(unsigned long long *s) {
-  unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 static void item_args(int i, char *z, size_t n) {
   fmt_str(z, n, "{\"kind\":\"crash\",\"item\":%d}", i);

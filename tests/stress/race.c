@@ -36,6 +36,7 @@
 **   replays       (settle) every replay carries the admitter's result
 **   integrity     PRAGMA integrity_check is ok
 */
+#define STRESS_CHECKS
 #include "stress.h"
 
 #include <errno.h>
@@ -66,31 +67,7 @@ static const char *zMode = "wal", *zSync = "normal", *zDb = 0, *zExt = 0;
 static unsigned long long seed = 1;
 static Slot *aSlot; /* nProc * nKey, shared */
 
-static char zName[64]; /* race.<mode>.<variant> */
-static int nFail = 0;
 
-static void check(int ok, const char *zCheck, const char *zFmt, ...) {
-  if (ok) {
-    printf("PASS %s:%s\n", zName, zCheck);
-  } else {
-    va_list ap;
-    printf("FAIL %s:%s: ", zName, zCheck);
-    va_start(ap, zFmt);
-    vprintf(zFmt, ap);
-    va_end(ap);
-    printf("\n");
-    nFail++;
-  }
-  fflush(stdout);
-}
-
-static unsigned long long rnd(unsigned long long *s) {
-  /* splitmix64 */
-  unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 static double now_s(void) {
   struct timeval tv;

@@ -138,4 +138,38 @@ static inline int json_field(const char *zJson, const char *zName, char *zOut, s
   return 1;
 }
 
+
+#ifdef STRESS_CHECKS
+/* The check report and the PRNG shared by race.c and crash.c (which define
+** STRESS_CHECKS): one line per check, "PASS <zName>:<check>" or
+** "FAIL <zName>:<check>: <why>". */
+static char zName[64];
+static int nFail = 0;
+
+static inline void check(int ok, const char *zCheck, const char *zFmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void check(int ok, const char *zCheck, const char *zFmt, ...) {
+  if (ok) {
+    printf("PASS %s:%s\n", zName, zCheck);
+  } else {
+    va_list ap;
+    printf("FAIL %s:%s: ", zName, zCheck);
+    va_start(ap, zFmt);
+    vprintf(zFmt, ap);
+    va_end(ap);
+    printf("\n");
+    nFail++;
+  }
+  fflush(stdout);
+}
+
+/* splitmix64 */
+static inline unsigned long long rnd(unsigned long long *s) {
+  unsigned long long z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+#endif /* STRESS_CHECKS */
+
 #endif /* STRESS_H */
