@@ -60,7 +60,6 @@ struct Item {
 };
 static Item *aItem;
 
-
 static void item_args(int i, char *z, size_t n) {
   fmt_str(z, n, "{\"kind\":\"crash\",\"item\":%d}", i);
 }

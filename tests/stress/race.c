@@ -67,8 +67,6 @@ static const char *zMode = "wal", *zSync = "normal", *zDb = 0, *zExt = 0;
 static unsigned long long seed = 1;
 static Slot *aSlot; /* nProc * nKey, shared */
 
-
-
 static double now_s(void) {
   struct timeval tv;
   gettimeofday(&tv, 0);

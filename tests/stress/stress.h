@@ -138,7 +138,6 @@ static inline int json_field(const char *zJson, const char *zName, char *zOut, s
   return 1;
 }
 
-
 #ifdef STRESS_CHECKS
 /* The check report and the PRNG shared by race.c and crash.c (which define
 ** STRESS_CHECKS): one line per check, "PASS <zName>:<check>" or
