@@ -2234,6 +2234,16 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
   cursor_release(c);
   c->bEof = 0;
   c->now = ledger_now(p);
+  {
+    /* a foreign trigger on the shadow tables refuses reads too */
+    char *zErr = 0;
+    rc = ledger_check_triggers(p, "idempotency", &zErr);
+    if (rc) {
+      sqlite3_free(pCur->pVtab->zErrMsg);
+      pCur->pVtab->zErrMsg = zErr;
+      return rc;
+    }
+  }
   if ((p->mBusy & (1u << iSlot)) == 0) {
     /* the ledger's prepared statement for this plan, borrowed */
     rc = ledger_stmt(p, iSlot, &c->pStmt);

@@ -100,7 +100,9 @@ SELECT 'foreign-claim-again', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x
        = 'idem_claim: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
 SELECT 'foreign-claim-existing-key', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f0'')')
        = 'idem_claim: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
-SELECT 'foreign-settle', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE key = ''f0''), ''succeeded'', NULL)')
+SELECT 'foreign-select', errmsg('SELECT count(*) FROM L')
+       = 'idempotency: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
+SELECT 'foreign-settle', errmsg('SELECT idem_settle(''L'', (SELECT lower(hex(token)) FROM L_rows WHERE "key" = ''f0''), ''succeeded'', NULL)')
        = 'idem_settle: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
 SELECT 'foreign-resolve', errmsg('SELECT idem_resolve(''L'', ''t'', ''k3'', ''failed'', NULL)')
        = 'idem_resolve: ledger L has a foreign trigger "t" on its shadow tables; every ledger operation is refused until it is dropped';
@@ -126,7 +128,7 @@ SELECT 'restored-insert', changes() = 1;
 CREATE TEMP TRIGGER tt AFTER UPDATE ON main.L_rows BEGIN SELECT 1; END;
 SELECT 'temp-trigger-claim', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f3'')')
        = 'idem_claim: ledger L has a foreign trigger "tt" on its shadow tables; every ledger operation is refused until it is dropped';
-SELECT 'temp-trigger-settle', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE key = ''f1''), ''succeeded'', NULL)')
+SELECT 'temp-trigger-settle', errmsg('SELECT idem_settle(''L'', (SELECT lower(hex(token)) FROM L_rows WHERE "key" = ''f1''), ''succeeded'', NULL)')
        = 'idem_settle: ledger L has a foreign trigger "tt" on its shadow tables; every ledger operation is refused until it is dropped';
 SELECT 'temp-trigger-insert', errmsg('INSERT INTO L(tenant, conversation, tool, args, key) VALUES (''f'', ''c'', ''x'', ''{}'', ''f3'')')
        = 'idempotency: ledger L has a foreign trigger "tt" on its shadow tables; every ledger operation is refused until it is dropped';
@@ -153,9 +155,9 @@ SELECT 'case-trigger-insert-never-admitted', errcode('INSERT INTO L(tenant, conv
        AND (SELECT count(*) FROM L_rows WHERE "key" = 'f5') = 0;
 DROP TRIGGER tcase;
 CREATE TRIGGER tcase2 BEFORE UPDATE ON l_rows BEGIN SELECT RAISE(IGNORE); END;
-SELECT 'case-trigger-update', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE key = ''f1''), ''succeeded'', NULL)')
+SELECT 'case-trigger-update', errmsg('SELECT idem_settle(''L'', (SELECT lower(hex(token)) FROM L_rows WHERE "key" = ''f1''), ''succeeded'', NULL)')
        = 'idem_settle: ledger L has a foreign trigger "tcase2" on its shadow tables; every ledger operation is refused until it is dropped';
-SELECT 'case-trigger-update-never-settled', errcode('SELECT idem_settle(''L'', (SELECT token FROM L WHERE key = ''f1''), ''succeeded'', NULL)') = 1
+SELECT 'case-trigger-update-never-settled', errcode('SELECT idem_settle(''L'', (SELECT lower(hex(token)) FROM L_rows WHERE "key" = ''f1''), ''succeeded'', NULL)') = 1
        AND (SELECT status FROM L_rows WHERE "key" = 'f1') = 'claimed';
 DROP TRIGGER tcase2;
 -- one of the ledger's own names with other SQL is foreign too
