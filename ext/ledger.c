@@ -312,10 +312,26 @@ static char *trigger_sql(int i, const char *zName) {
   return sqlite3_mprintf(azTriggerFmt[i], zName, zName);
 }
 
+/* Create the shadow-table triggers of ledger zName in schema zDb: the
+** stored text of trigger_sql() with the schema put after "CREATE TRIGGER ". */
+static int create_triggers(sqlite3 *db, const char *zDb, const char *zName, char **pzErr) {
+  int rc = SQLITE_OK, i;
+  for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
+    char *zTrig = trigger_sql(i, zName), *zSql;
+    if (zTrig == 0) return SQLITE_NOMEM;
+    zSql = sqlite3_mprintf("CREATE TRIGGER \"%w\".%s", zDb, zTrig + 15);
+    sqlite3_free(zTrig);
+    if (zSql == 0) return SQLITE_NOMEM;
+    rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
+    sqlite3_free(zSql);
+  }
+  return rc;
+}
+
 /* Create the shadow tables and triggers of ledger zName in schema zDb. */
 static int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName,
                                 const sqlite3_int64 *aVal, const char *zId, char **pzErr) {
-  int rc, i;
+  int rc;
   char *zSql = sqlite3_mprintf(
       "CREATE TABLE \"%w\".\"%w_rows\"("
       "id INTEGER PRIMARY KEY,"
@@ -358,16 +374,7 @@ static int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName,
     rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
     sqlite3_free(zSql);
   }
-  for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
-    char *zTrig = trigger_sql(i, zName);
-    if (zTrig == 0) return SQLITE_NOMEM;
-    /* "CREATE TRIGGER " + schema + the stored text after it */
-    zSql = sqlite3_mprintf("CREATE TRIGGER \"%w\".%s", zDb, zTrig + 15);
-    sqlite3_free(zTrig);
-    if (zSql == 0) return SQLITE_NOMEM;
-    rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
-    sqlite3_free(zSql);
-  }
+  if (rc == SQLITE_OK) rc = create_triggers(db, zDb, zName, pzErr);
   return rc;
 }
 
@@ -383,15 +390,7 @@ static int ledger_rename_triggers(sqlite3 *db, const char *zDb, const char *zOld
     rc = sqlite3_exec(db, zSql, 0, 0, 0);
     sqlite3_free(zSql);
   }
-  for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
-    char *zTrig = trigger_sql(i, zNew), *zSql;
-    if (zTrig == 0) return SQLITE_NOMEM;
-    zSql = sqlite3_mprintf("CREATE TRIGGER \"%w\".%s", zDb, zTrig + 15);
-    sqlite3_free(zTrig);
-    if (zSql == 0) return SQLITE_NOMEM;
-    rc = sqlite3_exec(db, zSql, 0, 0, 0);
-    sqlite3_free(zSql);
-  }
+  if (rc == SQLITE_OK) rc = create_triggers(db, zDb, zNew, 0);
   return rc;
 }
 
@@ -2159,6 +2158,21 @@ static void cursor_release(LedgerCursor *c) {
 #define IDX_TENANT 2 /* tenant = ? */
 #define IDX_TOKEN 3  /* token = ? */
 
+/* Plan idxNum on constraints iFirst (argv 1) and iSecond (argv 2, or -1),
+** which the shadow table's indexes answer exactly; nRows the estimate. */
+static void use_plan(sqlite3_index_info *pInfo, int idxNum, int iFirst, int iSecond, int nRows) {
+  pInfo->idxNum = idxNum;
+  pInfo->aConstraintUsage[iFirst].argvIndex = 1;
+  pInfo->aConstraintUsage[iFirst].omit = 1;
+  if (iSecond >= 0) {
+    pInfo->aConstraintUsage[iSecond].argvIndex = 2;
+    pInfo->aConstraintUsage[iSecond].omit = 1;
+  }
+  pInfo->estimatedCost = nRows;
+  pInfo->estimatedRows = nRows;
+  if (nRows == 1) pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
+}
+
 static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   int i, iTenant = -1, iKey = -1, iToken = -1;
   (void)pVtab;
@@ -2170,27 +2184,11 @@ static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     if (c->iColumn == COL_TOKEN) iToken = i;
   }
   if (iTenant >= 0 && iKey >= 0) {
-    pInfo->idxNum = IDX_KEY;
-    pInfo->aConstraintUsage[iTenant].argvIndex = 1;
-    pInfo->aConstraintUsage[iTenant].omit = 1;
-    pInfo->aConstraintUsage[iKey].argvIndex = 2;
-    pInfo->aConstraintUsage[iKey].omit = 1;
-    pInfo->estimatedCost = 1;
-    pInfo->estimatedRows = 1;
-    pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
+    use_plan(pInfo, IDX_KEY, iTenant, iKey, 1);
   } else if (iToken >= 0) {
-    pInfo->idxNum = IDX_TOKEN;
-    pInfo->aConstraintUsage[iToken].argvIndex = 1;
-    pInfo->aConstraintUsage[iToken].omit = 1;
-    pInfo->estimatedCost = 1;
-    pInfo->estimatedRows = 1;
-    pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
+    use_plan(pInfo, IDX_TOKEN, iToken, -1, 1);
   } else if (iTenant >= 0) {
-    pInfo->idxNum = IDX_TENANT;
-    pInfo->aConstraintUsage[iTenant].argvIndex = 1;
-    pInfo->aConstraintUsage[iTenant].omit = 1;
-    pInfo->estimatedCost = 100;
-    pInfo->estimatedRows = 100;
+    use_plan(pInfo, IDX_TENANT, iTenant, -1, 100);
   } else {
     pInfo->idxNum = 0;
     pInfo->estimatedCost = 1000000;
