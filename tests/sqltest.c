@@ -39,7 +39,9 @@
 ** statement. A check id used twice in one file, and a file with no check,
 ** are failures too. A line "-- sqltest: requires sqlite >= X.Y.Z" (or "<")
 ** skips the file on other SQLite versions, printing "SKIP <file>: ...". A
-** comment line "-- expect-error: MESSAGE" before a
+** line "-- sqltest: encodings UTF-8 UTF-16le UTF-16be" runs the file once
+** per encoding ("PASS <file>[UTF-16le]:<id>"). A comment line
+** "-- expect-error: MESSAGE" before a
 ** statement makes that statement a check that must fail with exactly
 ** MESSAGE ("PASS <file>:expect-error line N"). The exit status is 1 when
 ** anything failed, 2 on a usage error.
@@ -429,9 +431,9 @@ static void check_error(const char *zName, const char *zWhere, const char *zExpe
   }
 }
 
-static void run_file(const char *zPath, const char *zExt) {
-  const char *zName = strrchr(zPath, '/') ? strrchr(zPath, '/') + 1 : zPath;
-  char *zSql;
+/* Run the text zSql (owned; freed here) of file zName on a fresh
+** connection. */
+static void run_text(const char *zName, char *zSql, const char *zExt) {
   char zTmp[512];
   const char *z;
   sqlite3 *db;
@@ -439,11 +441,6 @@ static void run_file(const char *zPath, const char *zExt) {
   int useFile, nFailBefore = nFail;
 
   errno = 0;
-  zSql = read_file(zPath);
-  if (zSql == 0) {
-    report_fail(zName, "read", strerror(errno ? errno : ENOMEM));
-    return;
-  }
   useFile = strncmp(zSql, "-- sqltest: file", 16) == 0;
   {
     /* "-- sqltest: requires sqlite >= 3.44.0" (or "<"): a file for some
@@ -520,6 +517,50 @@ static void run_file(const char *zPath, const char *zExt) {
     }
   }
   idset_free(&ids);
+  sqlite3_free(zSql);
+}
+
+/*
+** Run file zPath. A line "-- sqltest: encodings E1 E2 ..." runs the file
+** once per text encoding, each on a fresh database whose first statement
+** is PRAGMA encoding (on the first line, so line numbers hold), reported
+** as "<file>[E]".
+*/
+static void run_file(const char *zPath, const char *zExt) {
+  static const char zTag[] = "-- sqltest: encodings ";
+  const char *zName = strrchr(zPath, '/') ? strrchr(zPath, '/') + 1 : zPath;
+  const char *zEnc;
+  char *zSql;
+  errno = 0;
+  zSql = read_file(zPath);
+  if (zSql == 0) {
+    report_fail(zName, "read", strerror(errno ? errno : ENOMEM));
+    return;
+  }
+  zEnc = strstr(zSql, zTag);
+  if (zEnc == 0) {
+    run_text(zName, zSql, zExt);
+    return;
+  }
+  zEnc += sizeof(zTag) - 1;
+  for (;;) {
+    char zOne[32], zLabel[300];
+    int n = 0;
+    char *zText;
+    while (*zEnc == ' ') zEnc++;
+    while (zEnc[n] && zEnc[n] != ' ' && zEnc[n] != '\n' && n < (int)sizeof(zOne) - 1) n++;
+    if (n == 0) break;
+    memcpy(zOne, zEnc, (size_t)n);
+    zOne[n] = 0;
+    zEnc += n;
+    snprintf(zLabel, sizeof(zLabel), "%s[%s]", zName, zOne);
+    zText = sqlite3_mprintf("PRAGMA encoding='%q'; %s", zOne, zSql);
+    if (zText == 0) {
+      report_fail(zLabel, "memory", "out of memory");
+      break;
+    }
+    run_text(zLabel, zText, zExt);
+  }
   sqlite3_free(zSql);
 }
 

@@ -1,33 +1,13 @@
 #!/usr/bin/env bash
-# The SQL test files tests/sql/0*.sql, run by the runner $BUILD/sqltest
+# The SQL test files tests/sql/*.sql, run by the runner $BUILD/sqltest
 # against the extension $EXT (each file on a fresh connection, in its own
-# process). The runner
-# prints PASS/FAIL per check; this suite adds a check that the three
-# plain-grammar files share one case table.
+# process). The runner prints PASS/FAIL per check, and runs a file marked
+# "-- sqltest: encodings ..." once per text encoding.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 EXT=${EXT:-$BUILD/idempotency.so}
 runner=$BUILD/sqltest
-
-# The case block of the plain-grammar files (from the "shared cases" marker
-# to the end) must be byte-identical in the UTF-8 and both UTF-16 files.
-shared() { sed -n '/^-- ==== shared cases/,$p' "$1"; }
-files=(tests/sql/0*-plain-grammar-*.sql)
-if [ "${#files[@]}" -ne 3 ]; then
-  echo "FAIL sql:plain-grammar-files: expected 3 (utf8, utf16le, utf16be), found ${#files[@]}"
-else
-  ref=$(shared "${files[0]}")
-  same=1
-  for f in "${files[@]:1}"; do
-    [ "$(shared "$f")" = "$ref" ] || { echo "FAIL sql:plain-grammar-shared: $f differs from ${files[0]}"; same=0; }
-  done
-  if [ -z "$ref" ]; then
-    echo "FAIL sql:plain-grammar-shared: no '-- ==== shared cases' block in ${files[0]}"
-  elif [ "$same" = 1 ]; then
-    echo "PASS sql:plain-grammar-shared"
-  fi
-fi
 
 if [ ! -x "$runner" ]; then
   echo "FAIL sql:runner: $runner is missing (make test-programs)"
