@@ -15,51 +15,14 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 DIR=tests/bindings
 
-ext=${EXT:-${BUILD:-build}/idempotency.so}
-case "$ext" in
-  *build/asan/*)
-    if [ -f build/idempotency.so ]; then
-      echo "   bindings: \$EXT=$ext is a sanitizer build the interpreters cannot load; using build/idempotency.so"
-      ext=build/idempotency.so
-    else
-      for b in python node tcl perl; do
-        echo "SKIP bindings.$b: \$EXT=$ext is a sanitizer build that an uninstrumented interpreter cannot load, and build/idempotency.so is absent (run make)"
-      done
-      exit 0
-    fi
-    ;;
-esac
-if [ ! -f "$ext" ]; then
-  echo "FAIL bindings: the extension $ext is not built (run make)"
-  exit 1
-fi
+. tests/lib/interp.sh
+plain_ext bindings python node tcl perl
 
 rc=0
-# run_binding NAME CMD...: runs one binding test, shows its lines, and turns
-# a crash (non-zero exit without a FAIL line, or no check at all) into a FAIL.
-run_binding() {
-  local name=$1 out status
-  shift
-  out=$(timeout 120 "$@" 2>&1)
-  status=$?
-  printf '%s\n' "$out"
-  if [ "$status" -ne 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
-    echo "FAIL bindings.$name: the test exited with status $status"
-  elif ! grep -q '^PASS ' <<<"$out" && ! grep -q '^FAIL ' <<<"$out"; then
-    echo "FAIL bindings.$name: the test ran no check"
-    status=1
-  fi
-  [ "$status" -eq 0 ] || rc=1
-}
 
 # --- Python: Debian's /usr/bin/python3, not the first python3 on PATH ---------
-PY=/usr/bin/python3
-if [ ! -x "$PY" ]; then
-  echo "SKIP bindings.python: $PY is not installed (Debian: apt-get install python3)"
-elif ! "$PY" -c 'import sqlite3, sys; sys.exit(0 if hasattr(sqlite3.connect(":memory:"), "enable_load_extension") else 1)' 2>/dev/null; then
-  echo "SKIP bindings.python: $PY's sqlite3 module lacks enable_load_extension"
-else
-  run_binding python "$PY" "$DIR/test_python.py" "$ext"
+if ! python_skip bindings; then
+  run_checked bindings python "$PY" "$DIR/test_python.py" "$ext"
 fi
 
 # --- Node: better-sqlite3 12 from tests/bindings/node_modules ----------------
@@ -83,7 +46,7 @@ fi
 if [ "$node_ready" = 1 ]; then
   v=$(cd "$DIR" && node -p 'require("better-sqlite3/package.json").version' 2>/dev/null)
   case "$v" in
-    12.*) run_binding node node "$DIR/test_node.mjs" "$ext" ;;
+    12.*) run_checked bindings node node "$DIR/test_node.mjs" "$ext" ;;
     *) echo "FAIL bindings.node: $DIR/node_modules has better-sqlite3 '${v}', not 12.x (run npm ci in $DIR)"; rc=1 ;;
   esac
 fi
@@ -94,7 +57,7 @@ if ! command -v tclsh >/dev/null 2>&1; then
 elif ! echo 'package require sqlite3' | tclsh >/dev/null 2>&1; then
   echo "SKIP bindings.tcl: Tcl's sqlite3 package is not installed (Debian: apt-get install libsqlite3-tcl)"
 else
-  run_binding tcl tclsh "$DIR/test_tcl.tcl" "$ext"
+  run_checked bindings tcl tclsh "$DIR/test_tcl.tcl" "$ext"
 fi
 
 # --- Perl: DBI + DBD::SQLite -------------------------------------------------
@@ -103,7 +66,7 @@ if ! command -v perl >/dev/null 2>&1; then
 elif ! perl -MDBI -MDBD::SQLite -MJSON::PP -e 1 >/dev/null 2>&1; then
   echo "SKIP bindings.perl: DBI or DBD::SQLite is not installed (Debian: apt-get install libdbd-sqlite3-perl)"
 else
-  run_binding perl perl "$DIR/test_perl.pl" "$ext"
+  run_checked bindings perl perl "$DIR/test_perl.pl" "$ext"
 fi
 
 exit $rc

@@ -17,49 +17,14 @@ cd "$(dirname "$0")/../.." || exit 1
 DIR=tests/adapters
 NODE_DIR=tests/bindings
 
-ext=${EXT:-${BUILD:-build}/idempotency.so}
-case "$ext" in
-  *build/asan/*)
-    if [ -f build/idempotency.so ]; then
-      echo "   adapters: \$EXT=$ext is a sanitizer build the interpreters cannot load; using build/idempotency.so"
-      ext=build/idempotency.so
-    else
-      for a in python node; do
-        echo "SKIP adapters.$a: \$EXT=$ext is a sanitizer build that an uninstrumented interpreter cannot load, and build/idempotency.so is absent (run make)"
-      done
-      exit 0
-    fi
-    ;;
-esac
-if [ ! -f "$ext" ]; then
-  echo "FAIL adapters: the extension $ext is not built (run make)"
-  exit 1
-fi
+. tests/lib/interp.sh
+plain_ext adapters python node
 
 rc=0
-run_adapter() {
-  local name=$1 out status
-  shift
-  out=$(timeout 120 "$@" 2>&1)
-  status=$?
-  printf '%s\n' "$out"
-  if [ "$status" -ne 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
-    echo "FAIL adapters.$name: the test exited with status $status"
-  elif ! grep -q '^PASS ' <<<"$out" && ! grep -q '^FAIL ' <<<"$out"; then
-    echo "FAIL adapters.$name: the test ran no check"
-    status=1
-  fi
-  [ "$status" -eq 0 ] || rc=1
-}
 
 # --- Python: Debian's /usr/bin/python3 (the test server runs in-process) -------
-PY=/usr/bin/python3
-if [ ! -x "$PY" ]; then
-  echo "SKIP adapters.python: $PY is not installed (Debian: apt-get install python3)"
-elif ! "$PY" -c 'import sqlite3, sys; sys.exit(0 if hasattr(sqlite3.connect(":memory:"), "enable_load_extension") else 1)' 2>/dev/null; then
-  echo "SKIP adapters.python: $PY's sqlite3 module lacks enable_load_extension"
-else
-  run_adapter python "$PY" "$DIR/test_adapter_py.py" "$ext"
+if ! python_skip adapters; then
+  run_checked adapters python "$PY" "$DIR/test_adapter_py.py" "$ext"
 fi
 
 # --- Node: better-sqlite3 12 from tests/bindings; test_server.py via Python ----
@@ -87,7 +52,7 @@ fi
 if [ "$node_ready" = 1 ]; then
   v=$(cd "$NODE_DIR" && node -p 'require("better-sqlite3/package.json").version' 2>/dev/null)
   case "$v" in
-    12.*) run_adapter node node "$DIR/test_adapter_node.mjs" "$ext" "$server_py" ;;
+    12.*) run_checked adapters node node "$DIR/test_adapter_node.mjs" "$ext" "$server_py" ;;
     *) echo "FAIL adapters.node: $NODE_DIR/node_modules has better-sqlite3 '${v}', not 12.x (run npm ci in $NODE_DIR)"; rc=1 ;;
   esac
 fi
