@@ -33,7 +33,7 @@ ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -
 LDLIBS_EXT := -lcjson -lm $(EXTRA_LDFLAGS)
 
 EXT_SRC := $(wildcard ext/*.c)
-PURE_SRC := ext/canonical.c ext/grammar.c
+PURE_SRC := ext/canonical.c ext/grammar.c ext/shortest.c
 EXT_HDR := ext/idem_internal.h include/idempotency.h
 EXT := $(BUILD)/idempotency.$(SO)
 

@@ -25,16 +25,12 @@
 */
 #include "idem_internal.h"
 
-#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__APPLE__)
-#include <xlocale.h>
-#endif
 
 static void *libc_malloc(size_t n) { return malloc(n); }
 static void *libc_realloc(void *p, size_t n) { return realloc(p, n); }
@@ -125,59 +121,18 @@ static int es_format(int neg, const char *zDig, int k, int n, char *zOut) {
     }
     *z++ = 'e';
     *z++ = e < 0 ? '-' : '+';
-    z += sprintf(z, "%d", e < 0 ? -e : e);
+    if (e < 0) e = -e;
+    if (e >= 100) *z++ = (char)('0' + e / 100);
+    if (e >= 10) *z++ = (char)('0' + e / 10 % 10);
+    *z++ = (char)('0' + e % 10);
   }
   *z = 0;
   return (int)(z - zOut);
 }
 
-/* A "C" locale for strtod/snprintf, so that a host that called
-** setlocale(LC_NUMERIC, ...) does not change the canonical text. Made
-** once and kept for the life of the process. */
-static locale_t c_locale(void) {
-  static locale_t loc = (locale_t)0;
-  locale_t l = __atomic_load_n(&loc, __ATOMIC_ACQUIRE);
-  if (l == (locale_t)0) {
-    locale_t expected = (locale_t)0;
-    l = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-    if (l == (locale_t)0) return (locale_t)0;
-    if (!__atomic_compare_exchange_n(&loc, &expected, l, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      freelocale(l);
-      l = expected;
-    }
-  }
-  return l;
-}
-
-/* Shortest round-trip digits of finite, non-zero, positive v, as
-** printf("%.*e") gives the nearest decimal of each length: for a normal
-** double 15 digits round-trip whenever any shorter form does (DBL_DIG),
-** so at most three tries; a subnormal has fewer bits and tries upward. */
-static int shortest_digits(double v, char *zDig, int *pN) {
-  char zTmp[40];
-  int p, pStart, k = 0, e;
-  char *zE;
-  pStart = (v >= 2.2250738585072014e-308) ? 14 : 0;
-  for (p = pStart; p <= 16; p++) {
-    snprintf(zTmp, sizeof(zTmp), "%.*e", p, v);
-    if (strtod(zTmp, 0) == v) break;
-  }
-  /* zTmp is d[.ddd]e[+-]XX */
-  zE = strchr(zTmp, 'e');
-  e = atoi(zE + 1);
-  for (char *z = zTmp; z < zE; z++) {
-    if (*z >= '0' && *z <= '9') zDig[k++] = *z;
-  }
-  while (k > 1 && zDig[k - 1] == '0') k--;
-  zDig[k] = 0;
-  *pN = e + 1;
-  return k;
-}
-
 int idem_jcs_number(double v, char *zOut) {
   char zDig[24];
   int k, n, neg = 0;
-  locale_t loc, old;
   if (v == 0.0) {
     zOut[0] = '0';
     zOut[1] = 0;
@@ -187,10 +142,7 @@ int idem_jcs_number(double v, char *zOut) {
     neg = 1;
     v = -v;
   }
-  loc = c_locale();
-  old = loc ? uselocale(loc) : (locale_t)0;
-  k = shortest_digits(v, zDig, &n);
-  if (loc) uselocale(old);
+  k = idem_shortest_digits(v, zDig, &n);
   return es_format(neg, zDig, k, n, zOut);
 }
 
@@ -533,6 +485,26 @@ static const char *clip(const unsigned char *z, size_t n, char *zOut) {
   return zOut;
 }
 
+/* The leading significant digits of a number literal: up to 19 in zDig
+** and as the integer w; nNz counts them up to the last non-zero one, and
+** bMore says that a non-zero digit follows the 19th. */
+typedef struct Sig Sig;
+struct Sig {
+  char zDig[24];
+  int k, nNz, bMore;
+  uint64_t w;
+};
+
+IDEM_INLINE void sig_add(Sig *pS, unsigned char c) {
+  if (pS->k < 19) {
+    pS->zDig[pS->k++] = (char)c;
+    pS->w = pS->w * 10 + (c - '0');
+    if (c != '0') pS->nNz = pS->k;
+  } else if (c != '0') {
+    pS->bMore = 1;
+  }
+}
+
 /* Parse a number at p->i into node iNode, computing its canonical text. */
 static int parse_number(Parser *p, uint32_t iNode) {
   const unsigned char *z = p->z;
@@ -612,37 +584,32 @@ static int parse_number(Parser *p, uint32_t iNode) {
   }
 
   {
-    /* Significant digits D and decimal exponent n: value = 0.D x 10^n. */
-    char zDig[24], zOut[40];
-    int k = 0, lead = 1, many = 0;
-    long pos, nExp; /* integer digits after leading zeros; the exponent n */
+    /* Significant digits D and decimal exponent n: value = 0.D x 10^n.
+    ** Sig holds the first 19 of D. */
+    Sig sig;
+    char zOut[40];
+    long nExp = 0; /* the exponent n, before the literal's exponent */
     size_t j;
-    int len, rc;
+    int k, len, nPoint, rc;
+    sig.k = sig.nNz = sig.bMore = 0;
+    sig.w = 0;
+    /* leading zeros are skipped; each integer digit after them adds one
+    ** to n, each fraction zero before the first significant digit takes
+    ** one away */
     for (j = intStart; j < intEnd; j++) {
-      if (lead && z[j] == '0') continue;
-      lead = 0;
-      if (k < 17) zDig[k++] = (char)z[j];
-      else many = 1;
+      if (sig.k == 0 && z[j] == '0') continue;
+      nExp++;
+      sig_add(&sig, z[j]);
     }
-    {
-      /* number of integer digits after leading zeros */
-      size_t a = intStart;
-      while (a < intEnd && z[a] == '0') a++;
-      pos = (long)(intEnd - a);
-    }
-    if (hasFrac) {
-      for (j = fracStart; j < fracEnd; j++) {
-        if (lead && z[j] == '0') {
-          pos--;
-          continue;
-        }
-        lead = 0;
-        if (k < 17) zDig[k++] = (char)z[j];
-        else if (z[j] != '0') many = 1;
-        else many = many ? many : 2; /* trailing zeros beyond 17 digits */
+    for (j = fracStart; j < fracEnd; j++) {
+      if (sig.k == 0 && z[j] == '0') {
+        nExp--;
+        continue;
       }
+      sig_add(&sig, z[j]);
     }
-    if (lead) {
+    k = sig.k;
+    if (k == 0) {
       /* every digit is zero */
       rc = idem_buf_sink(&p->aux, "0", 1);
       if (rc) return rc;
@@ -651,29 +618,32 @@ static int parse_number(Parser *p, uint32_t iNode) {
       pN->n = 1;
       return IDEM_JCS_OK;
     }
-    while (k > 1 && zDig[k - 1] == '0') k--;
-    nExp = pos + exp;
-    if (many != 1 && k <= 15 && nExp > -290 && nExp < 290) {
+    nExp += exp;
+    if (!sig.bMore && sig.nNz <= 15 && nExp > -290 && nExp < 290) {
       /* At most 15 significant digits in the normal range: the double's
-      ** shortest round-trip digits are exactly these (DBL_DIG). Digits
-      ** dropped above were zeros only when many != 1. */
-      zDig[k] = 0;
-      len = es_format(neg, zDig, k, (int)nExp, zOut);
+      ** shortest round-trip digits are exactly these (DBL_DIG). */
+      len = es_format(neg, sig.zDig, sig.nNz, (int)nExp, zOut);
     } else {
-      char zLit[64], *zBuf = zLit;
       size_t nLit = i - start;
       double v;
-      locale_t loc = c_locale(), old;
-      if (nLit >= sizeof(zLit)) {
-        zBuf = p->pMem->xMalloc(nLit + 1);
-        if (zBuf == 0) return IDEM_JCS_NOMEM;
+      /* the value is 0.D x 10^n: exponents this far out overflow or
+      ** underflow whatever the digits */
+      if (nExp > 400) {
+        v = INFINITY;
+      } else if (nExp < -400) {
+        v = 0.0;
+      } else if (!idem_decimal_to_double(sig.w, (int)(nExp - k), sig.bMore, &v)) {
+        char zLit[64], *zBuf = zLit;
+        if (nLit >= sizeof(zLit)) {
+          zBuf = p->pMem->xMalloc(nLit + 1);
+          if (zBuf == 0) return IDEM_JCS_NOMEM;
+        }
+        memcpy(zBuf, z + start, nLit);
+        zBuf[nLit] = 0;
+        rc = idem_strtod(zBuf, &v);
+        if (zBuf != zLit) p->pMem->xFree(zBuf);
+        if (rc) return rc;
       }
-      memcpy(zBuf, z + start, nLit);
-      zBuf[nLit] = 0;
-      old = loc ? uselocale(loc) : (locale_t)0;
-      v = strtod(zBuf, 0);
-      if (loc) uselocale(old);
-      if (zBuf != zLit) p->pMem->xFree(zBuf);
       if (isinf(v)) {
         return fail(p, start, "number %s at byte %zu overflows a double",
                     clip(z + start, nLit, zClip), start);
@@ -682,7 +652,9 @@ static int parse_number(Parser *p, uint32_t iNode) {
         return fail(p, start, "number %s at byte %zu underflows to zero",
                     clip(z + start, nLit, zClip), start);
       }
-      len = idem_jcs_number(v, zOut);
+      v = fabs(v);
+      k = idem_shortest_digits(v, sig.zDig, &nPoint);
+      len = es_format(neg, sig.zDig, k, nPoint, zOut);
     }
     if ((size_t)len == i - start && memcmp(zOut, z + start, len) == 0) {
       pN->inAux = 0;

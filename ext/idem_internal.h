@@ -81,6 +81,47 @@ int idem_buf_sink(void *pBuf, const char *p, size_t n);
 void idem_buf_free(IdemBuf *p);
 
 /* ------------------------------------------------------------------ */
+/* shortest.c: exact double <-> decimal conversion (no SQLite)          */
+/* ------------------------------------------------------------------ */
+
+/*
+** The shortest decimal digits of the finite, positive double v that read
+** back as v, nearest to v when several are shortest, even on a tie (the
+** digits of ECMAScript Number::toString): writes them to zDig (at least 18
+** bytes) NUL-terminated, without leading or trailing zeros, and sets *pN so
+** that v = 0.zDig x 10^(*pN). Returns the number of digits (1 to 17).
+*/
+int idem_shortest_digits(double v, char *zDig, int *pN);
+
+/*
+** The double nearest to the decimal w x 10^e, ties to even, into *pV; w
+** (non-zero) holds the first 19 significant digits, and bMore says that
+** non-zero digits follow them (then the value is above w x 10^e). Returns
+** 1, or 0 when w and e cannot decide (rare: within 2^-72 of a tie, a
+** subnormal result, e outside the table, or digits beyond the 19th that
+** matter); then call idem_strtod on the whole literal. May give an
+** infinity.
+*/
+int idem_decimal_to_double(uint64_t w, int e, int bMore, double *pV);
+
+/*
+** strtod_l in the "C" locale (correctly rounded in glibc, musl and the
+** BSDs; no setlocale() of the host changes it): zLit is a NUL-terminated
+** JSON number. Returns IDEM_JCS_OK, or IDEM_JCS_NOMEM when the locale
+** object cannot be made.
+*/
+int idem_strtod(const char *zLit, double *pV);
+
+/* For the unit tests: the table of powers of ten and the fixed-point
+** logarithms behind both conversions. */
+#define IDEM_POW10_MIN (-342)
+#define IDEM_POW10_MAX 324
+extern const uint64_t idem_pow10_128[IDEM_POW10_MAX - IDEM_POW10_MIN + 1][2];
+int idem_flog10_pow2(int e);                /* floor(e log10 2), |e| <= 1100 */
+int idem_flog10_three_quarters_pow2(int e); /* floor(log10(3/4 2^e)) */
+int idem_flog2_pow10(int e);                /* floor(e log2 10), |e| <= 400 */
+
+/* ------------------------------------------------------------------ */
 /* grammar.c: key grammar and key derivation (no SQLite)               */
 /* ------------------------------------------------------------------ */
 
