@@ -86,14 +86,75 @@ void idem_buf_free(IdemBuf *b) {
 /* Number formatting (ECMAScript Number::toString, ES2019 7.1.12.1)    */
 /* ------------------------------------------------------------------ */
 
+static const uint64_t aPow10u64[20] = {1u,
+                                       10u,
+                                       100u,
+                                       1000u,
+                                       10000u,
+                                       100000u,
+                                       1000000u,
+                                       10000000u,
+                                       100000000u,
+                                       1000000000u,
+                                       10000000000u,
+                                       100000000000u,
+                                       1000000000000u,
+                                       10000000000000u,
+                                       100000000000000u,
+                                       1000000000000000u,
+                                       10000000000000000u,
+                                       100000000000000000u,
+                                       1000000000000000000u,
+                                       10000000000000000000u};
+
+/* The eight decimal digits of v (< 10^8, leading zeros kept) at z.
+** Little-endian hosts split v into two 4-digit lanes of one word, each
+** lane into two 2-digit lanes (x 5243 >> 19 is / 100 below 43699), each
+** of those into tens and ones (x 103 >> 10 is / 10 below 179), and add
+** '0' to every byte; checked against printf for every v < 10^8. */
+static inline void put8(uint32_t v, char *z) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t y = (v / 10000) | ((uint64_t)(v % 10000) << 32);
+  uint64_t q = ((y * 5243) >> 19) & 0x0000007F0000007Fu;
+  uint64_t t = q | ((y - 100 * q) << 16);
+  uint64_t tens = ((t * 103) >> 10) & 0x000F000F000F000Fu;
+  uint64_t d = (tens | ((t - 10 * tens) << 8)) + 0x3030303030303030u;
+  memcpy(z, &d, 8);
+#else
+  static const char aDigitPairs[201] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  uint32_t hi = v / 10000, lo = v % 10000;
+  memcpy(z, aDigitPairs + 2 * (hi / 100), 2);
+  memcpy(z + 2, aDigitPairs + 2 * (hi % 100), 2);
+  memcpy(z + 4, aDigitPairs + 2 * (lo / 100), 2);
+  memcpy(z + 6, aDigitPairs + 2 * (lo % 100), 2);
+#endif
+}
+
 /*
-** Format the decimal 0.D x 10^n (D = zDig[0..k), no leading or trailing
-** zeros, k >= 1), negated if neg, the way ECMAScript prints the double
-** whose shortest digits are D. Writes at most 27 bytes plus a NUL.
+** Format s x 10^e (s > 0, at most 19 digits), negated if neg, the way
+** ECMAScript prints the double whose shortest digits those are. Writes at
+** most 27 bytes plus a NUL into zOut; returns the length.
 */
-static int es_format(int neg, const char *zDig, int k, int n, char *zOut) {
-  char *z = zOut;
-  int i;
+static int es_format(int neg, uint64_t s, int e, char *zOut) {
+  char a[24], *zDig, *z = zOut;
+  int k, n, i;
+  /* k = the number of digits of s: about bits x log10(2), then one
+  ** comparison to settle it */
+  k = ((64 - __builtin_clzll(s)) * 1233) >> 12;
+  k += k < 19 && s >= aPow10u64[k];
+  /* the digits right-aligned in a[], 8 at a time */
+  put8((uint32_t)(s % 100000000), a + 16);
+  if (k > 8) put8((uint32_t)(s / 100000000 % 100000000), a + 8);
+  if (k > 16) put8((uint32_t)(s / 10000000000000000u), a);
+  zDig = a + sizeof(a) - k;
+  while (zDig[k - 1] == '0') { /* trailing zeros go to the exponent */
+    k--;
+    e++;
+  }
+  n = k + e; /* the value is 0.zDig x 10^n */
   if (neg) *z++ = '-';
   if (k <= n && n <= 21) {
     memcpy(z, zDig, k);
@@ -112,7 +173,7 @@ static int es_format(int neg, const char *zDig, int k, int n, char *zOut) {
     memcpy(z, zDig, k);
     z += k;
   } else {
-    int e = n - 1;
+    int x = n - 1;
     *z++ = zDig[0];
     if (k > 1) {
       *z++ = '.';
@@ -120,30 +181,26 @@ static int es_format(int neg, const char *zDig, int k, int n, char *zOut) {
       z += k - 1;
     }
     *z++ = 'e';
-    *z++ = e < 0 ? '-' : '+';
-    if (e < 0) e = -e;
-    if (e >= 100) *z++ = (char)('0' + e / 100);
-    if (e >= 10) *z++ = (char)('0' + e / 10 % 10);
-    *z++ = (char)('0' + e % 10);
+    *z++ = x < 0 ? '-' : '+';
+    if (x < 0) x = -x;
+    if (x >= 100) *z++ = (char)('0' + x / 100);
+    if (x >= 10) *z++ = (char)('0' + x / 10 % 10);
+    *z++ = (char)('0' + x % 10);
   }
   *z = 0;
   return (int)(z - zOut);
 }
 
 int idem_jcs_number(double v, char *zOut) {
-  char zDig[24];
-  int k, n, neg = 0;
+  int e;
+  uint64_t s;
   if (v == 0.0) {
     zOut[0] = '0';
     zOut[1] = 0;
     return 1;
   }
-  if (v < 0) {
-    neg = 1;
-    v = -v;
-  }
-  k = idem_shortest_digits(v, zDig, &n);
-  return es_format(neg, zDig, k, n, zOut);
+  s = idem_shortest(fabs(v), &e);
+  return es_format(v < 0, s, e, zOut);
 }
 
 /* ------------------------------------------------------------------ */
@@ -485,34 +542,42 @@ static const char *clip(const unsigned char *z, size_t n, char *zOut) {
   return zOut;
 }
 
-/* The leading significant digits of a number literal: up to 19 in zDig
-** and as the integer w; nNz counts them up to the last non-zero one, and
-** bMore says that a non-zero digit follows the 19th. */
-typedef struct Sig Sig;
-struct Sig {
-  char zDig[24];
-  int k, nNz, bMore;
-  uint64_t w;
-};
-
-IDEM_INLINE void sig_add(Sig *pS, unsigned char c) {
-  if (pS->k < 19) {
-    pS->zDig[pS->k++] = (char)c;
-    pS->w = pS->w * 10 + (c - '0');
-    if (c != '0') pS->nNz = pS->k;
-  } else if (c != '0') {
-    pS->bMore = 1;
+/* If z[0..8) are eight ASCII digits, their value into *pV and 1; else 0.
+** The bytes are read as one little-endian word and combined in pairs,
+** then quads, then the two halves (three multiplications, no loop). */
+IDEM_INLINE int eight_digits(const unsigned char *z, uint32_t *pV) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t v;
+  memcpy(&v, z, 8);
+  /* every byte 0x30..0x39: high nibble 3, and still 3 after adding 6 */
+  if ((v & 0xF0F0F0F0F0F0F0F0u) != 0x3030303030303030u ||
+      ((v + 0x0606060606060606u) & 0xF0F0F0F0F0F0F0F0u) != 0x3030303030303030u) {
+    return 0;
   }
+  v -= 0x3030303030303030u;                                /* digit d0 in the low byte */
+  v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFu;           /* d0d1, d2d3, ... */
+  v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFu;         /* d0..d3, d4..d7 */
+  *pV = (uint32_t)((v * 10000 + (v >> 32)) & 0xFFFFFFFFu); /* d0..d7 */
+  return 1;
+#else
+  (void)z;
+  (void)pV;
+  return 0;
+#endif
 }
 
-/* Parse a number at p->i into node iNode, computing its canonical text. */
+/* Parse a number at p->i into node iNode, computing its canonical text.
+** One pass over the literal collects its value as w x 10^dExp, w being
+** the first 19 significant digits (bMore: non-zero digits follow). */
 static int parse_number(Parser *p, uint32_t iNode) {
   const unsigned char *z = p->z;
   size_t n = p->nIn, i = p->i, start = i;
-  size_t intStart, intEnd, fracStart = 0, fracEnd = 0;
-  int neg = 0, hasFrac = 0, hasExp = 0;
-  long exp = 0;
-  char zClip[44];
+  size_t intStart, nInt;
+  int neg = 0, hasFrac = 0, hasExp = 0, nd = 0, bMore = 0, rc, len;
+  long exp = 0, dExp = 0;
+  uint64_t w = 0;
+  uint32_t d8;
+  char zClip[44], zOut[40];
   Node *pN;
 
   if (i < n && z[i] == '-') {
@@ -523,18 +588,49 @@ static int parse_number(Parser *p, uint32_t iNode) {
   if (i < n && z[i] == '0') {
     i++;
   } else if (i < n && z[i] >= '1' && z[i] <= '9') {
-    while (i < n && z[i] >= '0' && z[i] <= '9') i++;
+    while (nd <= 11 && n - i >= 8 && eight_digits(z + i, &d8)) {
+      w = w * 100000000 + d8;
+      nd += 8;
+      i += 8;
+    }
+    while (i < n && z[i] >= '0' && z[i] <= '9') {
+      unsigned d = z[i++] - '0';
+      if (nd < 19) {
+        w = w * 10 + d;
+        nd++;
+      } else {
+        dExp++;
+        bMore |= d != 0;
+      }
+    }
   } else {
     p->i = i;
     return unexpected(p, "a digit");
   }
-  intEnd = i;
+  nInt = i - intStart;
   if (i < n && z[i] == '.') {
-    i++;
-    fracStart = i;
-    while (i < n && z[i] >= '0' && z[i] <= '9') i++;
-    fracEnd = i;
-    if (fracEnd == fracStart) {
+    size_t fracStart = ++i;
+    if (w == 0) {
+      while (i < n && z[i] == '0') i++; /* not significant: only move the point */
+      dExp -= (long)(i - fracStart);
+    }
+    while (nd <= 11 && n - i >= 8 && eight_digits(z + i, &d8)) {
+      w = w * 100000000 + d8;
+      nd += 8;
+      dExp -= 8;
+      i += 8;
+    }
+    while (i < n && z[i] >= '0' && z[i] <= '9') {
+      unsigned d = z[i++] - '0';
+      if (nd < 19) {
+        w = w * 10 + d;
+        nd++;
+        dExp--;
+      } else {
+        bMore |= d != 0;
+      }
+    }
+    if (i == fracStart) {
       p->i = i;
       return unexpected(p, "a digit after the decimal point");
     }
@@ -562,15 +658,14 @@ static int parse_number(Parser *p, uint32_t iNode) {
 
   if (!hasFrac && !hasExp) {
     /* An integer literal: exact below 2^53, and printed as written. */
-    size_t nd = intEnd - intStart;
-    if (nd > 16 || (nd == 16 && memcmp(z + intStart, IDEM_SAFE_INT_DIGITS, 16) > 0)) {
+    if (nInt > 16 || (nInt == 16 && memcmp(z + intStart, IDEM_SAFE_INT_DIGITS, 16) > 0)) {
       return fail(p, start,
                   "integer %s at byte %zu is beyond 2^53-1 and would lose precision; "
                   "send it as a string",
                   clip(z + start, i - start, zClip), start);
     }
-    if (neg && nd == 1 && z[intStart] == '0') {
-      int rc = idem_buf_sink(&p->aux, "0", 1);
+    if (neg && w == 0) {
+      rc = idem_buf_sink(&p->aux, "0", 1);
       if (rc) return rc;
       pN->inAux = 1;
       pN->off = (uint32_t)(p->aux.n - 1);
@@ -583,92 +678,66 @@ static int parse_number(Parser *p, uint32_t iNode) {
     return IDEM_JCS_OK;
   }
 
-  {
-    /* Significant digits D and decimal exponent n: value = 0.D x 10^n.
-    ** Sig holds the first 19 of D. */
-    Sig sig;
-    char zOut[40];
-    long nExp = 0; /* the exponent n, before the literal's exponent */
-    size_t j;
-    int k, len, nPoint, rc;
-    sig.k = sig.nNz = sig.bMore = 0;
-    sig.w = 0;
-    /* leading zeros are skipped; each integer digit after them adds one
-    ** to n, each fraction zero before the first significant digit takes
-    ** one away */
-    for (j = intStart; j < intEnd; j++) {
-      if (sig.k == 0 && z[j] == '0') continue;
-      nExp++;
-      sig_add(&sig, z[j]);
-    }
-    for (j = fracStart; j < fracEnd; j++) {
-      if (sig.k == 0 && z[j] == '0') {
-        nExp--;
-        continue;
-      }
-      sig_add(&sig, z[j]);
-    }
-    k = sig.k;
-    if (k == 0) {
-      /* every digit is zero */
-      rc = idem_buf_sink(&p->aux, "0", 1);
-      if (rc) return rc;
-      pN->inAux = 1;
-      pN->off = (uint32_t)(p->aux.n - 1);
-      pN->n = 1;
-      return IDEM_JCS_OK;
-    }
-    nExp += exp;
-    if (!sig.bMore && sig.nNz <= 15 && nExp > -290 && nExp < 290) {
-      /* At most 15 significant digits in the normal range: the double's
-      ** shortest round-trip digits are exactly these (DBL_DIG). */
-      len = es_format(neg, sig.zDig, sig.nNz, (int)nExp, zOut);
-    } else {
-      size_t nLit = i - start;
-      double v;
-      /* the value is 0.D x 10^n: exponents this far out overflow or
-      ** underflow whatever the digits */
-      if (nExp > 400) {
-        v = INFINITY;
-      } else if (nExp < -400) {
-        v = 0.0;
-      } else if (!idem_decimal_to_double(sig.w, (int)(nExp - k), sig.bMore, &v)) {
-        char zLit[64], *zBuf = zLit;
-        if (nLit >= sizeof(zLit)) {
-          zBuf = p->pMem->xMalloc(nLit + 1);
-          if (zBuf == 0) return IDEM_JCS_NOMEM;
-        }
-        memcpy(zBuf, z + start, nLit);
-        zBuf[nLit] = 0;
-        rc = idem_strtod(zBuf, &v);
-        if (zBuf != zLit) p->pMem->xFree(zBuf);
-        if (rc) return rc;
-      }
-      if (isinf(v)) {
-        return fail(p, start, "number %s at byte %zu overflows a double",
-                    clip(z + start, nLit, zClip), start);
-      }
-      if (v == 0.0) {
-        return fail(p, start, "number %s at byte %zu underflows to zero",
-                    clip(z + start, nLit, zClip), start);
-      }
-      v = fabs(v);
-      k = idem_shortest_digits(v, sig.zDig, &nPoint);
-      len = es_format(neg, sig.zDig, k, nPoint, zOut);
-    }
-    if ((size_t)len == i - start && memcmp(zOut, z + start, len) == 0) {
-      pN->inAux = 0;
-      pN->off = (uint32_t)start;
-      pN->n = (uint32_t)len;
-    } else {
-      rc = idem_buf_sink(&p->aux, zOut, len);
-      if (rc) return rc;
-      pN->inAux = 1;
-      pN->off = (uint32_t)(p->aux.n - len);
-      pN->n = (uint32_t)len;
-    }
+  if (w == 0) {
+    /* every digit is zero (bMore cannot be set before a non-zero digit) */
+    rc = idem_buf_sink(&p->aux, "0", 1);
+    if (rc) return rc;
+    pN->inAux = 1;
+    pN->off = (uint32_t)(p->aux.n - 1);
+    pN->n = 1;
     return IDEM_JCS_OK;
   }
+  dExp += exp;
+  if (!bMore && w < 1000000000000000u && nd + dExp > -290 && nd + dExp < 290) {
+    /* At most 15 significant digits in the normal range: the double's
+    ** shortest round-trip digits are exactly these (DBL_DIG). */
+    len = es_format(neg, w, (int)dExp, zOut);
+  } else {
+    size_t nLit = i - start;
+    double v;
+    int e10;
+    uint64_t s;
+    /* the value is below 10^(nd + dExp): exponents this far out overflow
+    ** or underflow whatever the digits */
+    if (nd + dExp > 400) {
+      v = INFINITY;
+    } else if (nd + dExp < -400) {
+      v = 0.0;
+    } else if (!idem_decimal_to_double(w, (int)dExp, bMore, &v)) {
+      char zLit[64], *zBuf = zLit;
+      if (nLit >= sizeof(zLit)) {
+        zBuf = p->pMem->xMalloc(nLit + 1);
+        if (zBuf == 0) return IDEM_JCS_NOMEM;
+      }
+      memcpy(zBuf, z + start, nLit);
+      zBuf[nLit] = 0;
+      rc = idem_strtod(zBuf, &v);
+      if (zBuf != zLit) p->pMem->xFree(zBuf);
+      if (rc) return rc;
+    }
+    if (isinf(v)) {
+      return fail(p, start, "number %s at byte %zu overflows a double",
+                  clip(z + start, nLit, zClip), start);
+    }
+    if (v == 0.0) {
+      return fail(p, start, "number %s at byte %zu underflows to zero",
+                  clip(z + start, nLit, zClip), start);
+    }
+    s = idem_shortest(fabs(v), &e10);
+    len = es_format(neg, s, e10, zOut);
+  }
+  if ((size_t)len == i - start && memcmp(zOut, z + start, len) == 0) {
+    pN->inAux = 0;
+    pN->off = (uint32_t)start;
+    pN->n = (uint32_t)len;
+  } else {
+    rc = idem_buf_sink(&p->aux, zOut, len);
+    if (rc) return rc;
+    pN->inAux = 1;
+    pN->off = (uint32_t)(p->aux.n - len);
+    pN->n = (uint32_t)len;
+  }
+  return IDEM_JCS_OK;
 }
 
 static const unsigned char *node_text(const Parser *p, const Node *pN) {

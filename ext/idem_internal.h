@@ -85,13 +85,12 @@ void idem_buf_free(IdemBuf *p);
 /* ------------------------------------------------------------------ */
 
 /*
-** The shortest decimal digits of the finite, positive double v that read
-** back as v, nearest to v when several are shortest, even on a tie (the
-** digits of ECMAScript Number::toString): writes them to zDig (at least 18
-** bytes) NUL-terminated, without leading or trailing zeros, and sets *pN so
-** that v = 0.zDig x 10^(*pN). Returns the number of digits (1 to 17).
+** The shortest decimal s x 10^(*pE10) that reads back as the finite,
+** positive double v, nearest to v when several are shortest, even on a
+** tie: the digits ECMAScript Number::toString prints. Returns s (at most
+** 17 digits; it may end in zeros, which the caller strips).
 */
-int idem_shortest_digits(double v, char *zDig, int *pN);
+uint64_t idem_shortest(double v, int *pE10);
 
 /*
 ** The double nearest to the decimal w x 10^e, ties to even, into *pV; w

@@ -783,44 +783,14 @@ static uint64_t schubfach(uint64_t c, int q, int *pK) {
   }
 }
 
-static const char aDigitPairs[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-int idem_shortest_digits(double v, char *zDig, int *pN) {
-  uint64_t bits, frac, s;
-  int be, k, nDig = 0, nZero = 0;
-  char a[24], *z = a + sizeof(a);
+uint64_t idem_shortest(double v, int *pE10) {
+  uint64_t bits, frac;
+  int be;
   memcpy(&bits, &v, sizeof(bits));
   frac = bits & (((uint64_t)1 << 52) - 1);
   be = (int)((bits >> 52) & 0x7ff);
-  if (be == 0) {
-    s = schubfach(frac, -1074, &k);
-  } else {
-    s = schubfach(frac | ((uint64_t)1 << 52), be - 1075, &k);
-  }
-  while (s % 10 == 0) {
-    s /= 10;
-    nZero++;
-  }
-  while (s >= 100) {
-    uint64_t r = s % 100;
-    s /= 100;
-    z -= 2;
-    memcpy(z, aDigitPairs + 2 * r, 2);
-  }
-  if (s >= 10) {
-    z -= 2;
-    memcpy(z, aDigitPairs + 2 * s, 2);
-  } else {
-    *--z = (char)('0' + s);
-  }
-  nDig = (int)(a + sizeof(a) - z);
-  memcpy(zDig, z, (size_t)nDig);
-  zDig[nDig] = 0;
-  *pN = nDig + k + nZero;
-  return nDig;
+  if (be == 0) return schubfach(frac, -1074, pE10);
+  return schubfach(frac | ((uint64_t)1 << 52), be - 1075, pE10);
 }
 
 /* ------------------------------------------------------------------ */
