@@ -133,23 +133,30 @@ static inline void put8(uint32_t v, char *z) {
 #endif
 }
 
+/* Room es_format may write into: the text (at most 27 bytes) plus the
+** tail of fixed-size copies. */
+#define ES_ROOM 64
+
 /*
 ** Format s x 10^e (s > 0, at most 19 digits), negated if neg, the way
-** ECMAScript prints the double whose shortest digits those are. Writes at
-** most 27 bytes plus a NUL into zOut; returns the length.
+** ECMAScript prints the double whose shortest digits those are, into
+** zOut, which must have ES_ROOM bytes: every copy below is of a fixed 24
+** bytes (no library call) and may write past the text. Returns the length
+** of the text (at most 27; not NUL-terminated).
 */
 static int es_format(int neg, uint64_t s, int e, char *zOut) {
-  char a[24], *zDig, *z = zOut;
-  int k, n, i;
+  char a[64], *zDig, *z = zOut;
+  int k, n;
   /* k = the number of digits of s: about bits x log10(2), then one
   ** comparison to settle it */
   k = ((64 - __builtin_clzll(s)) * 1233) >> 12;
   k += k < 19 && s >= aPow10u64[k];
-  /* the digits right-aligned in a[], 8 at a time */
-  put8((uint32_t)(s % 100000000), a + 16);
-  if (k > 8) put8((uint32_t)(s / 100000000 % 100000000), a + 8);
-  if (k > 16) put8((uint32_t)(s / 10000000000000000u), a);
-  zDig = a + sizeof(a) - k;
+  /* the digits of s right-aligned in a[8..32), 8 at a time, then zeros */
+  put8((uint32_t)(s % 100000000), a + 24);
+  if (k > 8) put8((uint32_t)(s / 100000000 % 100000000), a + 16);
+  if (k > 16) put8((uint32_t)(s / 10000000000000000u), a + 8);
+  memset(a + 32, '0', 32);
+  zDig = a + 32 - k;
   while (zDig[k - 1] == '0') { /* trailing zeros go to the exponent */
     k--;
     e++;
@@ -157,28 +164,26 @@ static int es_format(int neg, uint64_t s, int e, char *zOut) {
   n = k + e; /* the value is 0.zDig x 10^n */
   if (neg) *z++ = '-';
   if (k <= n && n <= 21) {
-    memcpy(z, zDig, k);
-    z += k;
-    for (i = k; i < n; i++) *z++ = '0';
-  } else if (0 < n && n <= 21) {
-    memcpy(z, zDig, n);
+    memcpy(z, zDig, 24); /* k digits, then the zeros after a[32] */
     z += n;
-    *z++ = '.';
-    memcpy(z, zDig + n, k - n);
-    z += k - n;
+  } else if (0 < n && n <= 21) {
+    memcpy(z, zDig, 24);
+    z[n] = '.';
+    memcpy(z + n + 1, zDig + n, 24);
+    z += k + 1;
   } else if (-6 < n && n <= 0) {
-    *z++ = '0';
-    *z++ = '.';
-    for (i = 0; i < -n; i++) *z++ = '0';
-    memcpy(z, zDig, k);
-    z += k;
+    memcpy(z, "0.000000", 8);
+    memcpy(z + 2 - n, zDig, 24);
+    z += 2 - n + k;
   } else {
     int x = n - 1;
-    *z++ = zDig[0];
+    z[0] = zDig[0];
     if (k > 1) {
-      *z++ = '.';
-      memcpy(z, zDig + 1, k - 1);
-      z += k - 1;
+      z[1] = '.';
+      memcpy(z + 2, zDig + 1, 24);
+      z += k + 1;
+    } else {
+      z++;
     }
     *z++ = 'e';
     *z++ = x < 0 ? '-' : '+';
@@ -187,12 +192,12 @@ static int es_format(int neg, uint64_t s, int e, char *zOut) {
     if (x >= 10) *z++ = (char)('0' + x / 10 % 10);
     *z++ = (char)('0' + x % 10);
   }
-  *z = 0;
   return (int)(z - zOut);
 }
 
 int idem_jcs_number(double v, char *zOut) {
-  int e;
+  char zBuf[ES_ROOM];
+  int e, n;
   uint64_t s;
   if (v == 0.0) {
     zOut[0] = '0';
@@ -200,7 +205,10 @@ int idem_jcs_number(double v, char *zOut) {
     return 1;
   }
   s = idem_shortest(fabs(v), &e);
-  return es_format(v < 0, s, e, zOut);
+  n = es_format(v < 0, s, e, zBuf);
+  memcpy(zOut, zBuf, (size_t)n);
+  zOut[n] = 0;
+  return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -577,7 +585,9 @@ static int parse_number(Parser *p, uint32_t iNode) {
   long exp = 0, dExp = 0;
   uint64_t w = 0;
   uint32_t d8;
-  char zClip[44], zOut[40];
+  char zClip[44], *zOut;
+  uint64_t s;
+  int e10;
   Node *pN;
 
   if (i < n && z[i] == '-') {
@@ -691,12 +701,11 @@ static int parse_number(Parser *p, uint32_t iNode) {
   if (!bMore && w < 1000000000000000u && nd + dExp > -290 && nd + dExp < 290) {
     /* At most 15 significant digits in the normal range: the double's
     ** shortest round-trip digits are exactly these (DBL_DIG). */
-    len = es_format(neg, w, (int)dExp, zOut);
+    s = w;
+    e10 = (int)dExp;
   } else {
     size_t nLit = i - start;
     double v;
-    int e10;
-    uint64_t s;
     /* the value is below 10^(nd + dExp): exponents this far out overflow
     ** or underflow whatever the digits */
     if (nd + dExp > 400) {
@@ -724,19 +733,22 @@ static int parse_number(Parser *p, uint32_t iNode) {
                   clip(z + start, nLit, zClip), start);
     }
     s = idem_shortest(fabs(v), &e10);
-    len = es_format(neg, s, e10, zOut);
   }
+  /* the canonical text goes straight to the end of aux, and stays there
+  ** only if it differs from the literal */
+  rc = buf_reserve(&p->aux, ES_ROOM);
+  if (rc) return rc;
+  zOut = p->aux.z + p->aux.n;
+  len = es_format(neg, s, e10, zOut);
   if ((size_t)len == i - start && memcmp(zOut, z + start, len) == 0) {
     pN->inAux = 0;
     pN->off = (uint32_t)start;
-    pN->n = (uint32_t)len;
   } else {
-    rc = idem_buf_sink(&p->aux, zOut, len);
-    if (rc) return rc;
     pN->inAux = 1;
-    pN->off = (uint32_t)(p->aux.n - len);
-    pN->n = (uint32_t)len;
+    pN->off = (uint32_t)p->aux.n;
+    p->aux.n += len;
   }
+  pN->n = (uint32_t)len;
   return IDEM_JCS_OK;
 }
 
