@@ -193,6 +193,17 @@ int idem_key_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char
 int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v, IdemBuf *pBuf,
                          const char *zPrefix, size_t nPrefix, char *zHexOut, char **pzErr);
 
+/*
+** For text that SQLite holds as UTF-16 (a UTF-16 database): returns
+** SQLITE_OK when v is not TEXT or its UTF-16 form has no lone surrogate;
+** else SQLITE_ERROR with *pzErr = "<zFunc>: <zLabel>: lone surrogate
+** U+D800 at UTF-16 code unit N of the text" (sqlite3_mprintf; SQLITE_NOMEM
+** and NULL when out of memory). Call it before anything reads v as UTF-8:
+** SQLite's conversion merges a lone surrogate with the next unit.
+** Reading a UTF-8 value this way converts it, so only UTF-16 variants do.
+*/
+int idem_utf16_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char **pzErr);
+
 /* "<zFunc>: <message>" for an SQLite error rc: the connection's message
 ** when it describes rc, else SQLite's text for rc (sqlite3_malloc). */
 char *idem_db_error(sqlite3 *db, const char *zFunc, int rc);
