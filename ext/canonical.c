@@ -13,7 +13,9 @@
 ** UTF-16 code units of their decoded names and a duplicate name is an
 ** error. The tree is then printed through a small staging buffer into a
 ** sink (a growable buffer, or an XXH3 state that never holds the whole
-** text).
+** text). A number is read into a double and printed back in its shortest
+** ECMAScript form by shortest.c, exactly, without the C library's
+** formatting or the locale.
 **
 ** Input rules (each refusal names the rule and the byte offset):
 ** no leading BOM; RFC 8259 grammar; no trailing bytes; valid UTF-8 and no
