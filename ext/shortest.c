@@ -35,7 +35,31 @@
 #include <xlocale.h>
 #endif
 
-typedef unsigned __int128 u128;
+/* The 128-bit product of a and b: returns the low half, *pHi the high. */
+static inline uint64_t umul128(uint64_t a, uint64_t b, uint64_t *pHi) {
+#if defined(__SIZEOF_INT128__)
+  unsigned __int128 p = (unsigned __int128)a * b;
+  *pHi = (uint64_t)(p >> 64);
+  return (uint64_t)p;
+#else
+  uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+  *pHi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+  return (mid << 32) | (uint32_t)p00;
+#endif
+}
+
+/* floor(x g / 2^64) for a 128-bit g = {hi, lo}: the high half into *pHi,
+** the low half returned (x g < 2^192, so the result fits 128 bits). */
+static inline uint64_t mul_shift64(uint64_t x, const uint64_t *g, uint64_t *pHi) {
+  uint64_t tHi, bHi, bLo;
+  umul128(x, g[1], &tHi);
+  bLo = umul128(x, g[0], &bHi);
+  bLo += tHi;
+  *pHi = bHi + (bLo < tHi);
+  return bLo;
+}
 
 /* aPow10[e - IDEM_POW10_MIN] = {hi, lo} of g(e) = floor(10^e / 2^r) + 1,
 ** r = floor(log2(10^e)) - 127: 2^127 < g < 2^128 and g - 1 <= 10^e/2^r
@@ -735,9 +759,8 @@ int idem_flog2_pow10(int e) { return flog2_pow10(e); }
 ** proves for doubles), and cp g / 2^128 exceeds x by less than 2^-69
 ** (cp < 2^59), so this is floor(x) | (x not an integer). */
 static inline uint64_t round_odd(const uint64_t *g, uint64_t cp) {
-  u128 lo = (u128)cp * g[1];
-  u128 m = (u128)cp * g[0] + (uint64_t)(lo >> 64);
-  return (uint64_t)(m >> 64) | ((uint64_t)m != 0);
+  uint64_t hi, lo = mul_shift64(cp, g, &hi);
+  return hi | (lo != 0);
 }
 
 /* The shortest decimal s 10^k in the rounding interval of c 2^q (c > 0),
@@ -801,23 +824,24 @@ uint64_t idem_shortest(double v, int *pE10) {
 ** product cannot decide it (see the file header). */
 static int parse_fast(uint64_t w, int e, double *pV) {
   const uint64_t *g;
-  u128 lo, m, frac, half;
-  uint64_t mant, bits;
+  uint64_t mHi, mLo, mant, fracHi, halfHi, bits;
   int lz, sh, e2;
   if (e < IDEM_POW10_MIN || e > IDEM_POW10_MAX) return 0;
   g = idem_pow10_128[e - IDEM_POW10_MIN];
   lz = __builtin_clzll(w);
   w <<= lz;
   /* m = floor(w g / 2^64), in [2^126, 2^128); the exact w 10^e / 2^(r+64)
-  ** lies in (m - 1, m + 1). */
-  lo = (u128)w * g[1];
-  m = (u128)w * g[0] + (uint64_t)(lo >> 64);
-  sh = (int)(m >> 127) + 74; /* bits below the 53-bit significand */
-  mant = (uint64_t)(m >> sh);
-  frac = m & (((u128)1 << sh) - 1);
-  half = (u128)1 << (sh - 1);
-  if (frac + 1 >= half && frac <= half + 1) return 0; /* too near a tie */
-  if (frac > half) mant++;
+  ** lies in (m - 1, m + 1) */
+  mLo = mul_shift64(w, g, &mHi);
+  sh = (int)(mHi >> 63) + 74; /* bits of m below the 53-bit significand */
+  mant = mHi >> (sh - 64);
+  /* those bits (frac) against half a unit: fracHi:mLo vs halfHi:0 */
+  fracHi = mHi & ((((uint64_t)1) << (sh - 64)) - 1);
+  halfHi = (uint64_t)1 << (sh - 65);
+  if ((fracHi == halfHi && mLo <= 1) || (fracHi == halfHi - 1 && mLo == ~(uint64_t)0)) {
+    return 0; /* frac is within one unit of half: too near a tie */
+  }
+  if (fracHi >= halfHi) mant++; /* frac > half + 1 */
   e2 = sh + 64 - lz + flog2_pow10(e) - 127;
   if (mant == ((uint64_t)1 << 53)) {
     mant >>= 1;
