@@ -364,13 +364,13 @@ void ledger_finalize_all(IdemLedger *p) {
 */
 #define N_TRIGGER 3
 static const char *const azTriggerFmt[N_TRIGGER] = {
-    "CREATE TRIGGER \"%w_rows_insert\" BEFORE INSERT ON \"%w_rows\" WHEN NOT ("
+    "CREATE TRIGGER \"%w_rows_insert\" BEFORE INSERT ON \"%w_rows\" WHEN NOT coalesce("
     "NEW.status IS 'claimed' AND NEW.attempt IS 1 AND NEW.result IS NULL AND NEW.error IS NULL"
-    " AND NEW.members IS NULL AND NEW.expirations IS 0)"
+    " AND NEW.members IS NULL AND NEW.expirations IS 0,0)"
     " OR (NEW.id>0 AND EXISTS(SELECT 1 FROM \"%w_rows\" WHERE id=NEW.id))"
     " OR EXISTS(SELECT 1 FROM \"%w_rows\" WHERE %s)"
     " BEGIN SELECT RAISE(ABORT,'" MSG_INSERT "'); END",
-    "CREATE TRIGGER \"%w_rows_update\" BEFORE UPDATE ON \"%w_rows\" WHEN NOT ("
+    "CREATE TRIGGER \"%w_rows_update\" BEFORE UPDATE ON \"%w_rows\" WHEN NOT coalesce(("
     "NEW.id IS OLD.id AND NEW.tenant IS OLD.tenant AND NEW.\"key\" IS OLD.\"key\""
     " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
     " AND NEW.args IS OLD.args AND NEW.effect IS OLD.effect"
@@ -382,7 +382,8 @@ static const char *const azTriggerFmt[N_TRIGGER] = {
     " AND NEW.expirations IS OLD.expirations"
     " AND (NEW.status IS NOT 'unknown' OR OLD.effect IS 'external')"
     " AND (NEW.status IS NOT 'released' OR OLD.effect IS 'local'"
-    " OR NEW.error IS '{\"sent\":false}' OR NEW.error GLOB '{\"sent\":false,*}'))"
+    " OR NEW.error IS '{\"sent\":false}'"
+    " OR NEW.error IS NOT NULL AND NEW.error GLOB '{\"sent\":false,*}'))"
     " OR (OLD.status IS 'claimed' AND NEW.status IS 'claimed' AND NEW.token IS OLD.token"
     " AND NEW.attempt IS OLD.attempt AND NEW.marks IS OLD.marks"
     " AND NEW.expirations IS OLD.expirations AND NEW.result IS OLD.result"
@@ -394,17 +395,21 @@ static const char *const azTriggerFmt[N_TRIGGER] = {
     ")"
     " AND NEW.status IS 'claimed' AND NEW.attempt IS OLD.attempt+1 AND NEW.token IS NOT OLD.token"
     " AND NEW.result IS NULL AND NEW.error IS NULL AND NEW.members IS NULL"
-    " AND NEW.expirations IS OLD.expirations+(OLD.status IS 'claimed'))))"
+    " AND NEW.expirations IS OLD.expirations+(OLD.status IS 'claimed')))),0)"
     " BEGIN SELECT RAISE(ABORT,'" MSG_UPDATE "'); END",
     "CREATE TRIGGER \"%w_rows_delete\" BEFORE DELETE ON \"%w_rows\""
     " WHEN OLD.status IS 'claimed' OR OLD.status IS 'unknown'"
     " BEGIN SELECT RAISE(ABORT,'" MSG_DELETE "'); END",
 };
 
+/* (Each WHEN is wrapped in coalesce(..., 0): a NULL anywhere in the
+** rule, from a nullable column, refuses the change instead of skipping the
+** trigger.) */
+
 /* The triggers of format 1, for idem_upgrade: what such a file holds. */
 #define N_TRIGGER_V1 2
 static const char *const azTriggerFmtV1[N_TRIGGER_V1] = {
-    "CREATE TRIGGER \"%w_rows_update\" BEFORE UPDATE ON \"%w_rows\" WHEN NOT ("
+    "CREATE TRIGGER \"%w_rows_update\" BEFORE UPDATE ON \"%w_rows\" WHEN NOT coalesce(("
     "NEW.id IS OLD.id AND NEW.tenant IS OLD.tenant AND NEW.\"key\" IS OLD.\"key\""
     " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
     " AND NEW.args IS OLD.args AND NEW.effect IS OLD.effect"
