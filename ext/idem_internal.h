@@ -210,7 +210,12 @@ char *idem_json_string(const char *z);
 #define IDEM_OPT_ATTEMPTS 1
 #define IDEM_OPT_ARGS_BYTES 2
 #define IDEM_OPT_SINGLE 3
-#define IDEM_N_OPT 4
+#define IDEM_OPT_RETENTION 4   /* retention_seconds */
+#define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
+#define IDEM_N_OPT 6
+/* The options a ledger made before the later ones existed has in its
+** <name>_meta; a later option missing there takes its default. */
+#define IDEM_N_OPT_FIRST 4
 
 typedef struct IdemLedger IdemLedger;
 struct IdemLedger {

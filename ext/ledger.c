@@ -283,6 +283,30 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
 /* The functions' entry points                                         */
 /* ------------------------------------------------------------------ */
 
+/*
+** require_transaction=1: refuse a claim made while no transaction is open.
+** A replicated engine that routes a bare SELECT as a read (dqlite's query
+** path, libSQL replicas) runs it where its write is not replicated, and
+** the caller would be told "committed" of a claim the cluster never had.
+** An INSERT INTO the ledger is a write statement, routed as a write, so
+** the option does not apply to it (README "require_transaction").
+** Returns SQLITE_OK, or SQLITE_MISUSE with *pzErr set; pName is the
+** ledger argument as given, which the message names.
+*/
+static int claim_transaction_check(IdemLedger *p, sqlite3_value *pName, char **pzErr) {
+  char *zQ;
+  if (p->aOpt[IDEM_OPT_REQUIRE_TXN] == 0 || !sqlite3_get_autocommit(p->db)) return SQLITE_OK;
+  zQ = idem_json_string((const char *)sqlite3_value_text(pName));
+  if (zQ == 0) return SQLITE_NOMEM;
+  *pzErr = sqlite3_mprintf(
+      "idem_claim: ledger %s requires a transaction (require_transaction=1): a claim made "
+      "outside BEGIN ... COMMIT can be routed as a read by a replicated engine and lost; open a "
+      "transaction, claim, and commit before acting",
+      zQ);
+  sqlite3_free(zQ);
+  return *pzErr ? SQLITE_MISUSE : SQLITE_NOMEM;
+}
+
 static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_claim";
   IdemLedger *p;
@@ -296,8 +320,11 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   q.args.pMem = &idem_sqlite_mem;
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
-  rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
-                        argc > 6 ? argv[6] : 0, &q, &zErr);
+  rc = claim_transaction_check(p, argv[0], &zErr);
+  if (rc == SQLITE_OK) {
+    rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
+                          argc > 6 ? argv[6] : 0, &q, &zErr);
+  }
   if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, &zErr);
   if (rc == SQLITE_OK) rc = ledger_claim(p, zFunc, &q, &d, &zErr);
   ledger_req_free(&q);

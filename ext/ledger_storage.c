@@ -39,11 +39,13 @@ const LedgerOption ledger_options[IDEM_N_OPT] = {
     {"max_attempts", 1, 1000, 5},
     {"max_args_bytes", 2, IDEM_JCS_MAX_BYTES, 1048576},
     {"single_tenant", 0, 1, 0},
+    {"retention_seconds", 0, 315360000, 0},
+    {"require_transaction", 0, 1, 0},
 };
 
 /* Parse "name=value" options (argv[3..]) into aVal. */
 int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal, char **pzErr) {
-  int i, j, aSeen[IDEM_N_OPT] = {0, 0, 0, 0};
+  int i, j, aSeen[IDEM_N_OPT] = {0};
   for (j = 0; j < IDEM_N_OPT; j++) aVal[j] = ledger_options[j].iDefault;
   for (i = 3; i < argc; i++) {
     const char *z = argv[i], *zEq = strchr(z, '=');
@@ -66,7 +68,8 @@ int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal,
     if (j == IDEM_N_OPT) {
       *pzErr = sqlite3_mprintf(
           "idempotency: unknown option \"%.*s\"; the options are "
-          "lease_seconds, max_attempts, max_args_bytes, single_tenant",
+          "lease_seconds, max_attempts, max_args_bytes, single_tenant, "
+          "retention_seconds, require_transaction",
           (int)nName, z);
       return SQLITE_ERROR;
     }
@@ -90,6 +93,21 @@ int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal,
   return SQLITE_OK;
 }
 
+/* Each option read from zName_meta within the range CREATE accepts: a
+** value edited into the file is an error, never used. */
+static int meta_check_ranges(const char *zName, const sqlite3_int64 *aVal, char **pzErr) {
+  int j;
+  for (j = 0; j < IDEM_N_OPT; j++) {
+    const LedgerOption *o = &ledger_options[j];
+    if (aVal[j] >= o->iMin && aVal[j] <= o->iMax) continue;
+    *pzErr = sqlite3_mprintf(
+        "idempotency: ledger %s has %s = %lld in %s_meta; it must be an integer from %lld to %lld",
+        zName, o->zName, aVal[j], zName, o->iMin, o->iMax);
+    return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
+  }
+  return SQLITE_OK;
+}
+
 /* Read the options and check the format from zName_meta. */
 int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
                      char *zId, char **pzErr) {
@@ -98,6 +116,7 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
   sqlite3_int64 iFormat = -1;
   char *zSql = sqlite3_mprintf("SELECT k, v FROM \"%w\".\"%w_meta\"", zDb, zName);
   if (zSql == 0) return SQLITE_NOMEM;
+  for (j = IDEM_N_OPT_FIRST; j < IDEM_N_OPT; j++) aVal[j] = ledger_options[j].iDefault;
   rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
   sqlite3_free(zSql);
   if ((rc & 0xff) == SQLITE_NOMEM) return SQLITE_NOMEM;
@@ -117,7 +136,7 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
     for (j = 0; j < IDEM_N_OPT; j++) {
       if (strcmp(k, ledger_options[j].zName) == 0) {
         aVal[j] = sqlite3_column_int64(pS, 1);
-        nFound++;
+        if (j < IDEM_N_OPT_FIRST) nFound++;
       }
     }
   }
@@ -128,12 +147,12 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
                              zName, iFormat, LEDGER_FORMAT);
     return SQLITE_CORRUPT_VTAB;
   }
-  if (nFound != IDEM_N_OPT || zId[0] == 0) {
+  if (nFound != IDEM_N_OPT_FIRST || zId[0] == 0) {
     *pzErr =
         sqlite3_mprintf("idempotency: ledger %s has incomplete options in %s_meta", zName, zName);
     return SQLITE_CORRUPT_VTAB;
   }
-  return SQLITE_OK;
+  return meta_check_ranges(zName, aVal, pzErr);
 }
 
 /* Tokens are stored as 16-byte BLOBs (a smaller unique index) and shown
@@ -339,12 +358,14 @@ int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const 
       "UNIQUE(tenant,\"key\"));"
       "CREATE TABLE \"%w\".\"%w_meta\"(k TEXT PRIMARY KEY NOT NULL, v NOT NULL) WITHOUT ROWID;"
       "INSERT INTO \"%w\".\"%w_meta\"(k,v) VALUES('format',%d),('id',%Q),('lease_seconds',%lld),"
-      "('max_attempts',%lld),('max_args_bytes',%lld),('single_tenant',%lld);"
+      "('max_attempts',%lld),('max_args_bytes',%lld),('single_tenant',%lld),"
+      "('retention_seconds',%lld),('require_transaction',%lld);"
       "CREATE TABLE \"%w\".\"%w_guards\"(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL UNIQUE,"
       " key_column TEXT NOT NULL, tenant_column TEXT, token_column TEXT);",
       zDb, zName,
       zDb, zName, zDb, zName, LEDGER_FORMAT, zId, aVal[IDEM_OPT_LEASE],
-      aVal[IDEM_OPT_ATTEMPTS], aVal[IDEM_OPT_ARGS_BYTES], aVal[IDEM_OPT_SINGLE], zDb, zName);
+      aVal[IDEM_OPT_ATTEMPTS], aVal[IDEM_OPT_ARGS_BYTES], aVal[IDEM_OPT_SINGLE], aVal[IDEM_OPT_RETENTION],
+      aVal[IDEM_OPT_REQUIRE_TXN], zDb, zName);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
   sqlite3_free(zSql);
