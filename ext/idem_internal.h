@@ -213,9 +213,6 @@ char *idem_json_string(const char *z);
 #define IDEM_OPT_RETENTION 4   /* retention_seconds */
 #define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
 #define IDEM_N_OPT 6
-/* The options a ledger made before the later ones existed has in its
-** <name>_meta; a later option missing there takes its default. */
-#define IDEM_N_OPT_FIRST 4
 
 typedef struct IdemLedger IdemLedger;
 struct IdemLedger {
@@ -229,6 +226,7 @@ struct IdemLedger {
   sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
   sqlite3_stmt *aStmt[24];
   unsigned mBusy; /* aStmt slots lent to an open cursor */
+  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   char *zForeign;   /* why operations are refused, or NULL */
   char zId[17];     /* random identity, kept in <name>_meta: guards name it */
@@ -289,14 +287,16 @@ void idem_unregister_guard(sqlite3 *db);
 
 /* ledger_storage.c: the shadow-table format ---------------------------*/
 
-#define LEDGER_FORMAT 1
+#define LEDGER_FORMAT 2
 
 /* One option: its name, the range CREATE accepts (and connect checks),
-** its default. */
+** its default, and whether a file may lack it (an option added later:
+** an older file then gets the default). */
 typedef struct LedgerOption LedgerOption;
 struct LedgerOption {
   const char *zName;
   sqlite3_int64 iMin, iMax, iDefault;
+  int bOptional;
 };
 extern const LedgerOption ledger_options[IDEM_N_OPT];
 
@@ -304,12 +304,19 @@ extern const LedgerOption ledger_options[IDEM_N_OPT];
 int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal, char **pzErr);
 /* Read and check the format, identity and options from zName_meta. */
 int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
-                     char *zId, char **pzErr);
+                     char *zId, int *piFormat, char **pzErr);
 /* Create the shadow tables, meta rows, indexes and triggers. */
 int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const sqlite3_int64 *aVal,
                          const char *zId, char **pzErr);
 /* After xRename: move the shadow tables, triggers and indexes to zNew. */
 int ledger_rename_schema(IdemLedger *p, const char *zNew);
+/*
+** idem_upgrade: a format-1 ledger is rebuilt as format 2 (rows copied;
+** a live claim's old token still finds its row); a format-2 ledger gets
+** its own triggers back where they are missing or altered. Refused while
+** a foreign trigger is on the shadow tables. *pzJson: what was done.
+*/
+int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr);
 /* Drop the shadow tables (xDestroy). */
 int ledger_drop_schema(IdemLedger *p);
 /*
@@ -381,9 +388,10 @@ int ledger_durable(IdemLedger *p);
 /* A nested write that did not change exactly one row is an error. */
 int ledger_write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr);
 
-/* Tokens: 16-byte BLOBs in the table, 32 lowercase hex digits outside. */
-int ledger_token_parse(const char *zHex, unsigned char *a);
-int ledger_bind_token(sqlite3_stmt *pS, int i, const char *zHex);
+/* Tokens: 32 lowercase hex digits, the row id then the random part that
+** the column token holds. Parse returns 0 when zHex is malformed. */
+void ledger_token_hex(sqlite3_int64 id, sqlite3_int64 rnd, char *zOut);
+int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd);
 
 /* A ledger row, copied out of the statement that read it, so the
 ** statement can be reset before anything is written. */
@@ -393,8 +401,9 @@ struct LedgerRow {
   const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError;
   const char *zMembers, *zMarks, *zTenant, *zKey;
   int nArgs;
-  char zToken[33]; /* hex */
-  char *pBuf;      /* owns the text above (sqlite3_malloc) */
+  sqlite3_int64 tokenRnd; /* the column token */
+  char zToken[33];        /* the token as shown (hex) */
+  char *pBuf;             /* owns the text above (sqlite3_malloc) */
 };
 void ledger_row_free(LedgerRow *r);
 /* Run row query pS (bound by the caller), load its row; pS is reset. */
@@ -431,8 +440,8 @@ typedef struct LedgerReq LedgerReq;
 struct LedgerReq {
   const char *zTenant, *zConv, *zTool, *zEffect;
   char zKey[IDEM_KEY_MAX_CHARS + 1];
-  IdemBuf args; /* canonical */
-  char *zMarks; /* marks read before the write pass, or NULL */
+  IdemBuf args;   /* canonical */
+  char *zMarks;   /* marks read before the write pass, or NULL */
   int bMarksRead; /* zMarks was read (NULL then means: no guards) */
 };
 int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
@@ -455,6 +464,7 @@ struct LedgerDecision {
   sqlite3_int64 id;      /* row id (admitted) */
   sqlite3_int64 attempt; /* admitted: the attempt */
   char zToken[33];       /* admitted: the token */
+  int bFresh;            /* read pass: no row holds the key */
 };
 
 /* Decide (and write) a claim inside the caller's statement (INSERT). */
