@@ -230,8 +230,6 @@ struct IdemLedger {
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   char *zForeign;   /* why operations are refused, or NULL */
   char zId[17];     /* random identity, kept in <name>_meta: guards name it */
-  char *zLastClaim; /* idem_last_claim(): zLastClaimBuf or NULL */
-  char zLastClaimBuf[512];
 };
 
 /* Register the module and the ledger functions; *ppConn receives the
@@ -479,6 +477,29 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
 int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
                    sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
                    char **pzJson, char **pzErr);
+
+/* ledger_last.c: idem_last_claim(ledger) ------------------------------*/
+/* The claims of the last INSERT statement into each ledger, kept by the
+** connection (not the ledger object, which SQLite disconnects when a
+** schema change is rolled back), each tagged with its ledger's identity. */
+typedef struct LedgerLastClaim LedgerLastClaim;
+typedef struct LedgerLastList LedgerLastList;
+struct LedgerLastList {
+  LedgerLastClaim *a;
+  int n, nAlloc;
+};
+/* The connection's list (ledger.c owns it). */
+LedgerLastList *ledger_last_list(IdemLedger *p);
+/* At each INSERT row: start a new list for p when a new statement runs,
+** and make room for one more claim (so that adding it cannot fail). */
+int ledger_last_begin(IdemLedger *p);
+/* Remember an admitted INSERT row (after its write; never fails). */
+void ledger_last_add(IdemLedger *p, const char *zKey, const char *zTenant, const char *zToken,
+                     sqlite3_int64 id, sqlite3_int64 attempt, const char *zEffect);
+void ledger_last_free(LedgerLastList *pList);
+/* The idem_last_claim answer (claims still in the database), or NULL. */
+int ledger_last_answer(IdemLedger *p, char **pz);
+void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 /* ledger_renew.c: idem_renew(ledger, token [, seconds]) --------------*/
 void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);

@@ -57,7 +57,10 @@ struct IdemConn {
   ConnCache aCache[N_CACHE];
   int iNext;                    /* next cache slot to replace */
   IdemGuardRename xGuardRename; /* guard.c's hook, run after a rename */
+  LedgerLastList last;          /* idem_last_claim (ledger_last.c) */
 };
+
+LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)->last; }
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
@@ -368,7 +371,7 @@ static void outcome_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 /* ------------------------------------------------------------------ */
-/* idem_purge and idem_last_claim                                      */
+/* idem_purge (idem_last_claim is in ledger_last.c)                   */
 /* ------------------------------------------------------------------ */
 
 static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -416,15 +419,6 @@ static void idem_upgrade_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     return;
   }
   sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
-}
-
-static void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  IdemLedger *p;
-  (void)argc;
-  p = idem_ledger_resolve(ctx, 0, argv[0], "idem_last_claim");
-  if (p == 0) return;
-  if (p->zLastClaim) sqlite3_result_text(ctx, p->zLastClaim, -1, SQLITE_TRANSIENT);
-  else sqlite3_result_null(ctx);
 }
 
 /* ------------------------------------------------------------------ */
@@ -809,8 +803,9 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
         p->zName);
     return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
   }
-  /* INSERT: a claim */
-  p->zLastClaim = 0;
+  /* INSERT: a claim. A new statement starts a new idem_last_claim list */
+  rc = ledger_last_begin(p);
+  if (rc) return vtab_error(pVtab, rc, 0);
   /* the INSERT is a write statement: its write lock first, through the
   ** busy handler, before any read of the claim */
   rc = ledger_write_first(p);
@@ -847,14 +842,9 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc == SQLITE_OK) rc = ledger_claim_decide(p, "idempotency", &q, 1, 0, &d, &zErr);
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
-      /* the row is written: nothing may fail from here on, so the
-      ** fixed buffer (keys and tenants are at most 128 ASCII bytes) */
-      sqlite3_snprintf(sizeof(p->zLastClaimBuf), p->zLastClaimBuf,
-                       "{\"key\":\"%s\",\"tenant\":\"%s\",\"token\":\"%s\",\"attempt\":%lld,"
-                       "\"effect\":\"%s\",\"committed\":%s}",
-                       q.zKey, q.zTenant, d.zToken, d.attempt, q.zEffect,
-                       sqlite3_get_autocommit(db) ? "true" : "false");
-      p->zLastClaim = p->zLastClaimBuf;
+      /* the row is written: nothing may fail from here on (the room
+      ** was made by ledger_last_begin) */
+      ledger_last_add(p, q.zKey, q.zTenant, d.zToken, d.id, d.attempt, q.zEffect);
       *pRowid = d.id;
     } else if (rc == SQLITE_OK) {
       zErr = sqlite3_mprintf("idempotency: key \"%s\" of tenant \"%s\" in ledger %s is taken: %s",
@@ -893,6 +883,7 @@ static void conn_free(void *pArg) {
   IdemConn *pConn = (IdemConn *)pArg;
   int i;
   for (i = 0; i < N_CACHE; i++) cache_clear(&pConn->aCache[i]);
+  ledger_last_free(&pConn->last);
   sqlite3_free(pConn);
 }
 

@@ -177,6 +177,19 @@ static const Op aOp[] = {
     {"last-claim", K_SQL, 0,
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}')",
      "SELECT idem_last_claim('L')"},
+    {"insert-multi-row", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+     "INSERT OR IGNORE INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":3}'),"
+     "('t1','c1','send','{\"n\":1}'),('t1','c1','send','{\"n\":4}'),('t1','c1','send','{\"n\":5}'),"
+     "('t1','c1','send','{\"n\":6}'),('t1','c1','send','{\"n\":7}')"},
+    {"last-claim-multi", K_SQL, 0,
+     "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}'),"
+     "('t1','c1','send','{\"n\":2001}')",
+     "SELECT idem_last_claim('L')"},
+    {"last-claim-rolled-back", K_SQL, F_TXN,
+     "CREATE TABLE other(x); BEGIN; SAVEPOINT s;"
+     " INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}');"
+     " ROLLBACK TO s",
+     "SELECT idem_last_claim('L')"},
     {"settle-succeeded", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
      "SELECT "
      "idem_settle('L',?1,'succeeded','{\"id\":42,\"note\":\"caf\\u00e9\",\"v\":[1.0,2e3]}')"},
