@@ -228,8 +228,8 @@ struct IdemLedger {
   unsigned mBusy; /* aStmt slots lent to an open cursor */
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
-  char *zForeign;   /* why operations are refused, or NULL */
-  char zId[17];     /* random identity, kept in <name>_meta: guards name it */
+  char *zForeign; /* why operations are refused, or NULL */
+  char zId[17];   /* random identity, kept in <name>_meta: guards name it */
 };
 
 /* Register the module and the ledger functions; *ppConn receives the

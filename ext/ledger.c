@@ -621,12 +621,22 @@ static void use_plan(sqlite3_index_info *pInfo, int idxNum, int iFirst, int iSec
   if (nRows == 1) pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
 }
 
+/* Does constraint i compare with BINARY, the collation of the shadow
+** table's indexes? A constraint under another collation (tenant = 'T'
+** COLLATE NOCASE) is left to SQLite: an index lookup, and omitting the
+** check, would answer it as BINARY and miss rows. */
+static int constraint_is_binary(sqlite3_index_info *pInfo, int i) {
+  const char *zColl = sqlite3_vtab_collation(pInfo, i);
+  return zColl == 0 || sqlite3_stricmp(zColl, "BINARY") == 0;
+}
+
 static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   int i, iTenant = -1, iKey = -1, iToken = -1;
   (void)pVtab;
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
     if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!constraint_is_binary(pInfo, i)) continue;
     if (c->iColumn == COL_TENANT) iTenant = i;
     if (c->iColumn == COL_KEY) iKey = i;
     if (c->iColumn == COL_TOKEN) iToken = i;

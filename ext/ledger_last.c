@@ -32,9 +32,9 @@ SQLITE_EXTENSION_INIT3
 struct LedgerLastClaim {
   char zLedgerId[17]; /* the ledger's identity (IdemLedger.zId) */
   sqlite3_int64 id, attempt;
-  int bCommitted;               /* made outside a transaction */
-  const char *zEffect;          /* "local" or "external" (static) */
-  char zToken[33];              /* hex */
+  int bCommitted;      /* made outside a transaction */
+  const char *zEffect; /* "local" or "external" (static) */
+  char zToken[33];     /* hex */
   char zKey[IDEM_KEY_MAX_CHARS + 1];
   char zTenant[IDEM_KEY_MAX_CHARS + 1];
 };
@@ -190,7 +190,8 @@ void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) 
   if (p == 0) return;
   rc = ledger_last_answer(p, &zJson);
   if (rc) {
-    idem_result_error(ctx, rc, rc == SQLITE_NOMEM ? 0 : idem_db_error(p->db, "idem_last_claim", rc));
+    idem_result_error(ctx, rc,
+                      rc == SQLITE_NOMEM ? 0 : idem_db_error(p->db, "idem_last_claim", rc));
     return;
   }
   if (zJson) sqlite3_result_text(ctx, zJson, -1, sqlite3_free);

@@ -612,6 +612,21 @@ void ledger_req_free(LedgerReq *q) {
 }
 
 /*
+** max_args_bytes counts the canonical text, the bytes the ledger stores:
+** two spellings of one call (whitespace, member order, escapes) are one
+** size, so one is never refused while the other is admitted. The input
+** itself is bounded by the canonicaliser's cap (IDEM_JCS_MAX_BYTES).
+*/
+static int args_bytes_check(IdemLedger *p, const char *zFunc, const char *zLabel,
+                            const IdemBuf *pCanon, char **pzErr) {
+  if ((sqlite3_int64)pCanon->n <= p->aOpt[IDEM_OPT_ARGS_BYTES]) return SQLITE_OK;
+  *pzErr = sqlite3_mprintf(
+      "%s: %s is %lld bytes in canonical form, over the ledger's max_args_bytes of %lld", zFunc,
+      zLabel, (sqlite3_int64)pCanon->n, p->aOpt[IDEM_OPT_ARGS_BYTES]);
+  return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
+}
+
+/*
 ** Validate a request: tenant, conversation, tool, args, effect and the
 ** optional operation id; fill q (args canonical; key derived unless the
 ** operation id is given). pEffect NULL means the default (external);
@@ -668,13 +683,9 @@ int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, s
     }
     sqlite3_snprintf(sizeof(q->zKey), q->zKey, "%s", z);
   }
-  if (sqlite3_value_type(pArgs) == SQLITE_TEXT &&
-      sqlite3_value_bytes(pArgs) > p->aOpt[IDEM_OPT_ARGS_BYTES]) {
-    *pzErr = sqlite3_mprintf("%s: args is %d bytes, over the ledger's max_args_bytes of %lld",
-                             zFunc, sqlite3_value_bytes(pArgs), p->aOpt[IDEM_OPT_ARGS_BYTES]);
-    return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
-  }
   rc = idem_canonical_value(zFunc, "args", pArgs, &q->args, 0, 0, 0, pzErr);
+  if (rc) return rc;
+  rc = args_bytes_check(p, zFunc, "args", &q->args, pzErr);
   if (rc) return rc;
   if (pOpId == 0) {
     char zPrefix[3 * (IDEM_KEY_MAX_CHARS + 1) + 1];
@@ -1012,13 +1023,11 @@ static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
   if (sqlite3_value_type(pDetail) == SQLITE_NULL) return SQLITE_OK;
-  if (sqlite3_value_type(pDetail) == SQLITE_TEXT &&
-      sqlite3_value_bytes(pDetail) > p->aOpt[IDEM_OPT_ARGS_BYTES]) {
-    *pzErr = sqlite3_mprintf("%s: detail is %d bytes, over the ledger's max_args_bytes of %lld",
-                             zFunc, sqlite3_value_bytes(pDetail), p->aOpt[IDEM_OPT_ARGS_BYTES]);
-    return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
+  {
+    int rc = idem_canonical_value(zFunc, "detail", pDetail, pBuf, 0, 0, 0, pzErr);
+    if (rc == SQLITE_OK) rc = args_bytes_check(p, zFunc, "detail", pBuf, pzErr);
+    return rc;
   }
-  return idem_canonical_value(zFunc, "detail", pDetail, pBuf, 0, 0, 0, pzErr);
 }
 
 int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,

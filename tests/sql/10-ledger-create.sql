@@ -153,10 +153,10 @@ SELECT 'refused-leaves-nothing', (SELECT count(*) FROM sqlite_schema WHERE name 
 
 -- the created ledgers are usable: lease 0 is expired at once, args cap 100
 SELECT 'lo-args-cap', errmsg('SELECT idem_claim(''lo'', ''t'', ''c'', ''tool'', ''[1]'')')
-       = 'idem_claim: args is 3 bytes, over the ledger''s max_args_bytes of 2';
+       = 'idem_claim: args is 3 bytes in canonical form, over the ledger''s max_args_bytes of 2';
 SELECT 'lo-args-at-cap', json_extract(idem_claim('lo', 't', 'c', 'tool', '{}'), '$.decision') = 'admitted';
 SELECT 'ord-args-cap', errmsg('SELECT idem_claim(''ord'', ''t'', ''c'', ''tool'', ''"' || printf('%.99c', 'a') || '"'')')
-       = 'idem_claim: args is 101 bytes, over the ledger''s max_args_bytes of 100';
+       = 'idem_claim: args is 101 bytes in canonical form, over the ledger''s max_args_bytes of 100';
 SELECT 'ord-args-at-cap', json_extract(idem_claim('ord', 't', 'c', 'tool', '"' || printf('%.98c', 'a') || '"'), '$.decision') = 'admitted';
 
 -- a second CREATE of the same name fails like any table
