@@ -414,7 +414,7 @@ static const char *const azTriggerFmt[N_TRIGGER] = {
 /* The triggers of format 1, for idem_upgrade: what such a file holds. */
 #define N_TRIGGER_V1 2
 static const char *const azTriggerFmtV1[N_TRIGGER_V1] = {
-    "CREATE TRIGGER \"%w_rows_update\" BEFORE UPDATE ON \"%w_rows\" WHEN NOT coalesce(("
+    "CREATE TRIGGER \"%w_rows_update\" BEFORE UPDATE ON \"%w_rows\" WHEN NOT ("
     "NEW.id IS OLD.id AND NEW.tenant IS OLD.tenant AND NEW.\"key\" IS OLD.\"key\""
     " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
     " AND NEW.args IS OLD.args AND NEW.effect IS OLD.effect"
