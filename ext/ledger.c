@@ -488,6 +488,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   memcpy(p->aOpt, aVal, sizeof(aVal));
   memcpy(p->zId, zId, sizeof(zId));
   p->iFormat = iFormat;
+  p->iDurable = -1;
   p->pNext = pConn->pList;
   pConn->pList = p;
   *ppVtab = &p->base;
