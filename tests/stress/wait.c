@@ -216,6 +216,8 @@ int main(int argc, char **argv) {
     fmt_str(zSql, sizeof(zSql),
             "SELECT json_extract(idem_settle('L', %s, 'succeeded', '{}'), '$.status')", zTok);
     CASE("settle-in-deferred-begin", "BEGIN", zSql, "succeeded", "COMMIT");
+    CASE("purge-in-deferred-begin", "BEGIN", "SELECT typeof(idem_purge('L', 0))", "integer",
+         "COMMIT");
     CASE("insert-local", 0,
          "INSERT INTO G(tenant, conversation, tool, args, effect) VALUES "
          "('t', 'c', 'x', '{\"n\":6}', 'local') RETURNING 'inserted'",
