@@ -995,11 +995,20 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   char *zWhy = 0, *zNew = 0;
   unsigned mSeen = 0;
   sqlite3_int64 nRow = 0;
-  int rc, iFrom = p->iFormat, nRestored = 0, i, bSave = 0;
+  int rc = SQLITE_OK, iFrom = p->iFormat, nRestored = 0, i, bSave = 0;
+  int bAuto = sqlite3_get_autocommit(p->db);
+  /* prepared before anything is written, so that undoing cannot fail for
+  ** want of memory to prepare it */
+  static const char *const azTxn[4] = {"SAVEPOINT idem_upgrade", "RELEASE idem_upgrade",
+                                       "ROLLBACK TO idem_upgrade", "ROLLBACK"};
+  sqlite3_stmt *apTxn[4] = {0, 0, 0, 0};
   IdemJson j;
 
   *pzJson = 0;
-  rc = sqlite3_exec(p->db, "SAVEPOINT idem_upgrade", 0, 0, 0);
+  for (i = 0; rc == SQLITE_OK && i < 4; i++) {
+    rc = sqlite3_prepare_v2(p->db, azTxn[i], -1, &apTxn[i], 0);
+  }
+  if (rc == SQLITE_OK) rc = ledger_step_done(apTxn[0]);
   if (rc) goto done;
   bSave = 1;
   rc = triggers_scan(p, iFrom, iFrom == LEDGER_FORMAT, &zWhy, &mSeen);
@@ -1043,11 +1052,7 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
     }
   }
   if (rc) goto done;
-  rc = sqlite3_exec(p->db, "RELEASE idem_upgrade", 0, 0, 0);
-  if (rc) goto done;
-  bSave = 0;
-  p->iFormat = LEDGER_FORMAT;
-  p->bChecked = 0;
+  /* the answer first: nothing may fail once the upgrade is released */
   idem_json_begin(&j);
   idem_json_text(&j, "ledger", p->zName);
   idem_json_int(&j, "from_format", iFrom);
@@ -1055,13 +1060,25 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   idem_json_int(&j, "rows_copied", nRow);
   idem_json_int(&j, "triggers_created", nRestored);
   *pzJson = idem_json_finish(&j, &rc);
+  if (rc) goto done;
+  rc = ledger_step_done(apTxn[1]);
+  if (rc) goto done;
+  bSave = 0;
+  p->iFormat = LEDGER_FORMAT;
+  p->bChecked = 0;
 
 done:
   if (rc && *pzErr == 0 && rc != SQLITE_NOMEM) *pzErr = idem_db_error(p->db, zFunc, rc);
-  if (bSave) {
-    sqlite3_exec(p->db, "ROLLBACK TO idem_upgrade", 0, 0, 0);
-    sqlite3_exec(p->db, "RELEASE idem_upgrade", 0, 0, 0);
+  if (rc) {
+    sqlite3_free(*pzJson);
+    *pzJson = 0;
   }
+  if (bSave) {
+    int rcU = ledger_step_done(apTxn[2]);
+    if (rcU == SQLITE_OK) rcU = ledger_step_done(apTxn[1]);
+    if (rcU != SQLITE_OK && bAuto) ledger_step_done(apTxn[3]); /* the transaction is ours */
+  }
+  for (i = 0; i < 4; i++) sqlite3_finalize(apTxn[i]);
   sqlite3_free(zWhy);
   sqlite3_free(zNew);
   return rc;
