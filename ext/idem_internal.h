@@ -263,7 +263,9 @@ char *idem_json_string(const char *z);
 #define IDEM_OPT_ATTEMPTS 1
 #define IDEM_OPT_ARGS_BYTES 2
 #define IDEM_OPT_SINGLE 3
-#define IDEM_N_OPT 4
+#define IDEM_OPT_RETENTION 4   /* retention_seconds */
+#define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
+#define IDEM_N_OPT 6
 
 typedef struct IdemLedger IdemLedger;
 struct IdemLedger {
@@ -280,10 +282,8 @@ struct IdemLedger {
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
-  char *zForeign;   /* why operations are refused, or NULL */
-  char zId[17];     /* random identity, kept in <name>_meta: guards name it */
-  char *zLastClaim; /* idem_last_claim(): zLastClaimBuf or NULL */
-  char zLastClaimBuf[512];
+  char *zForeign; /* why operations are refused, or NULL */
+  char zId[17];   /* random identity, kept in <name>_meta: guards name it */
 };
 
 /* Register the module and the ledger functions; *ppConn receives the
@@ -398,6 +398,7 @@ enum {
   ST_RELEASE,
   ST_ROLLBACK_TO,
   ST_ROLLBACK,
+  ST_WRITE_LOCK,
   ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
   ST_CUR_KEY,
   ST_CUR_TENANT,
@@ -491,9 +492,10 @@ typedef struct LedgerReq LedgerReq;
 struct LedgerReq {
   const char *zTenant, *zConv, *zTool, *zEffect;
   char zKey[IDEM_KEY_MAX_CHARS + 1];
-  IdemBuf args; /* canonical */
-  char *zMarks; /* marks read before the write pass, or NULL */
-  char *zTaken; /* why a first INSERT was refused (the key is held), or NULL */
+  IdemBuf args;   /* canonical */
+  char *zMarks;   /* marks read before the write pass, or NULL */
+  int bMarksRead; /* zMarks was read (NULL then means: no guards) */
+  char *zTaken;   /* why a first INSERT was refused (the key is held), or NULL */
 };
 int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
                      sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,
@@ -522,12 +524,41 @@ struct LedgerDecision {
 ** 2 the insert was just refused (q->zTaken): read the row and decide. */
 int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
                         int bCommitted, LedgerDecision *d, char **pzErr);
+/* Inside a transaction that holds no lock on p's schema yet, take the
+** write lock first (a statement that writes nothing). */
+int ledger_write_first(IdemLedger *p);
 /* idem_claim: the read pass, the savepoint and the write pass. */
 int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr);
 /* idem_settle (pToken) or idem_resolve (pTenant, pKey): *pzJson answer. */
 int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
                    sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
                    char **pzJson, char **pzErr);
+
+/* ledger_last.c: idem_last_claim(ledger) ------------------------------*/
+/* The claims of the last INSERT statement into each ledger, kept by the
+** connection (not the ledger object, which SQLite disconnects when a
+** schema change is rolled back), each tagged with its ledger's identity. */
+typedef struct LedgerLastClaim LedgerLastClaim;
+typedef struct LedgerLastList LedgerLastList;
+struct LedgerLastList {
+  LedgerLastClaim *a;
+  int n, nAlloc;
+};
+/* The connection's list (ledger.c owns it). */
+LedgerLastList *ledger_last_list(IdemLedger *p);
+/* At each INSERT row: start a new list for p when a new statement runs,
+** and make room for one more claim (so that adding it cannot fail). */
+int ledger_last_begin(IdemLedger *p);
+/* Remember an admitted INSERT row (after its write; never fails). */
+void ledger_last_add(IdemLedger *p, const char *zKey, const char *zTenant, const char *zToken,
+                     sqlite3_int64 id, sqlite3_int64 attempt, const char *zEffect);
+void ledger_last_free(LedgerLastList *pList);
+/* The idem_last_claim answer (claims still in the database), or NULL. */
+int ledger_last_answer(IdemLedger *p, char **pz);
+void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
+/* ledger_renew.c: idem_renew(ledger, token [, seconds]) --------------*/
+void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 #endif /* IDEM_LEDGER_INTERNAL */
 

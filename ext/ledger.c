@@ -3,11 +3,13 @@
 ** that claim and settle through it.
 **
 **   CREATE VIRTUAL TABLE L USING idempotency[(lease_seconds=N, max_attempts=N,
-**                                              max_args_bytes=N, single_tenant=0|1)]
+**                                              max_args_bytes=N, single_tenant=0|1,
+**                                              retention_seconds=N, require_transaction=0|1)]
 **   idem_claim(ledger, tenant, conversation, tool, args [, effect [, operation_id]])
 **   idem_settle(ledger, token, status, detail)
 **   idem_resolve(ledger, tenant, key, status, detail)
 **   idem_purge(ledger, older_than_seconds)
+**   idem_renew(ledger, token [, seconds])                (ledger_renew.c)
 **   idem_last_claim(ledger)
 **   INSERT INTO L(tenant, conversation, tool, args[, effect][, key])   -- a claim
 **   SELECT ... FROM L [WHERE tenant=? AND key=?]                       -- effective state
@@ -55,7 +57,10 @@ struct IdemConn {
   ConnCache aCache[N_CACHE];
   int iNext;                    /* next cache slot to replace */
   IdemGuardRename xGuardRename; /* guard.c's hook, run after a rename */
+  LedgerLastList last;          /* idem_last_claim (ledger_last.c) */
 };
+
+LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)->last; }
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
@@ -283,6 +288,30 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
 /* The functions' entry points                                         */
 /* ------------------------------------------------------------------ */
 
+/*
+** require_transaction=1: refuse a claim made while no transaction is open.
+** A replicated engine that routes a bare SELECT as a read (dqlite's query
+** path, libSQL replicas) runs it where its write is not replicated, and
+** the caller would be told "committed" of a claim the cluster never had.
+** An INSERT INTO the ledger is a write statement, routed as a write, so
+** the option does not apply to it (README "require_transaction").
+** Returns SQLITE_OK, or SQLITE_MISUSE with *pzErr set; pName is the
+** ledger argument as given, which the message names.
+*/
+static int claim_transaction_check(IdemLedger *p, sqlite3_value *pName, char **pzErr) {
+  char *zQ;
+  if (p->aOpt[IDEM_OPT_REQUIRE_TXN] == 0 || !sqlite3_get_autocommit(p->db)) return SQLITE_OK;
+  zQ = idem_json_string((const char *)sqlite3_value_text(pName));
+  if (zQ == 0) return SQLITE_NOMEM;
+  *pzErr = sqlite3_mprintf(
+      "idem_claim: ledger %s requires a transaction (require_transaction=1): a claim made "
+      "outside BEGIN ... COMMIT can be routed as a read by a replicated engine and lost; open a "
+      "transaction, claim, and commit before acting",
+      zQ);
+  sqlite3_free(zQ);
+  return *pzErr ? SQLITE_MISUSE : SQLITE_NOMEM;
+}
+
 static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_claim";
   IdemLedger *p;
@@ -296,8 +325,12 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   q.args.pMem = &idem_sqlite_mem;
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
-  rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
-                        argc > 6 ? argv[6] : 0, &q, &zErr);
+  rc = claim_transaction_check(p, argv[0], &zErr);
+  if (rc == SQLITE_OK && !sqlite3_get_autocommit(p->db)) rc = ledger_write_first(p);
+  if (rc == SQLITE_OK) {
+    rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
+                          argc > 6 ? argv[6] : 0, &q, &zErr);
+  }
   if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, &zErr);
   if (rc == SQLITE_OK) rc = ledger_claim(p, zFunc, &q, &d, &zErr);
   ledger_req_free(&q);
@@ -319,6 +352,11 @@ static void outcome_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   int rc;
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
+  rc = sqlite3_get_autocommit(p->db) ? SQLITE_OK : ledger_write_first(p);
+  if (rc) {
+    idem_result_error(ctx, rc, rc == SQLITE_NOMEM ? 0 : idem_db_error(p->db, zFunc, rc));
+    return;
+  }
   if (argc == 4) {
     rc = ledger_outcome(p, zFunc, argv[1], 0, 0, argv[2], argv[3], &zJson, &zErr);
   } else {
@@ -333,7 +371,7 @@ static void outcome_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 /* ------------------------------------------------------------------ */
-/* idem_purge and idem_last_claim                                      */
+/* idem_purge (idem_last_claim is in ledger_last.c)                   */
 /* ------------------------------------------------------------------ */
 
 static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -353,7 +391,8 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  rc = ledger_check_triggers(p, zFunc, &zErr);
+  rc = sqlite3_get_autocommit(p->db) ? SQLITE_OK : ledger_write_first(p);
+  if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, &zErr);
   if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_PURGE, &pDel);
   if (rc == SQLITE_OK) {
     sqlite3_bind_int64(pDel, 1, ledger_now(p) - n * 1000);
@@ -381,15 +420,6 @@ static void idem_upgrade_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     return;
   }
   sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
-}
-
-static void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  IdemLedger *p;
-  (void)argc;
-  p = idem_ledger_resolve(ctx, 0, argv[0], "idem_last_claim");
-  if (p == 0) return;
-  if (p->zLastClaim) sqlite3_result_text(ctx, p->zLastClaim, -1, SQLITE_TRANSIENT);
-  else sqlite3_result_null(ctx);
 }
 
 /* ------------------------------------------------------------------ */
@@ -593,12 +623,22 @@ static void use_plan(sqlite3_index_info *pInfo, int idxNum, int iFirst, int iSec
   if (nRows == 1) pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
 }
 
+/* Does constraint i compare with BINARY, the collation of the shadow
+** table's indexes? A constraint under another collation (tenant = 'T'
+** COLLATE NOCASE) is left to SQLite: an index lookup, and omitting the
+** check, would answer it as BINARY and miss rows. */
+static int constraint_is_binary(sqlite3_index_info *pInfo, int i) {
+  const char *zColl = sqlite3_vtab_collation(pInfo, i);
+  return zColl == 0 || sqlite3_stricmp(zColl, "BINARY") == 0;
+}
+
 static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   int i, iTenant = -1, iKey = -1, iToken = -1;
   (void)pVtab;
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
     if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!constraint_is_binary(pInfo, i)) continue;
     if (c->iColumn == COL_TENANT) iTenant = i;
     if (c->iColumn == COL_KEY) iKey = i;
     if (c->iColumn == COL_TOKEN) iToken = i;
@@ -775,8 +815,13 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
         p->zName);
     return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
   }
-  /* INSERT: a claim */
-  p->zLastClaim = 0;
+  /* INSERT: a claim. A new statement starts a new idem_last_claim list */
+  rc = ledger_last_begin(p);
+  if (rc) return vtab_error(pVtab, rc, 0);
+  /* the INSERT is a write statement: its write lock first, through the
+  ** busy handler, before any read of the claim */
+  rc = ledger_write_first(p);
+  if (rc) return vtab_error(pVtab, rc, idem_db_error(db, "idempotency", rc));
   if (sqlite3_vtab_on_conflict(db) == SQLITE_REPLACE) {
     zErr = sqlite3_mprintf(
         "idempotency: INSERT OR REPLACE into ledger %s is refused: it would "
@@ -809,14 +854,9 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc == SQLITE_OK) rc = ledger_claim_decide(p, "idempotency", &q, 1, 0, &d, &zErr);
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
-      /* the row is written: nothing may fail from here on, so the
-      ** fixed buffer (keys and tenants are at most 128 ASCII bytes) */
-      sqlite3_snprintf(sizeof(p->zLastClaimBuf), p->zLastClaimBuf,
-                       "{\"key\":\"%s\",\"tenant\":\"%s\",\"token\":\"%s\",\"attempt\":%lld,"
-                       "\"effect\":\"%s\",\"committed\":%s}",
-                       q.zKey, q.zTenant, d.zToken, d.attempt, q.zEffect,
-                       sqlite3_get_autocommit(db) ? "true" : "false");
-      p->zLastClaim = p->zLastClaimBuf;
+      /* the row is written: nothing may fail from here on (the room
+      ** was made by ledger_last_begin) */
+      ledger_last_add(p, q.zKey, q.zTenant, d.zToken, d.id, d.attempt, q.zEffect);
       *pRowid = d.id;
     } else if (rc == SQLITE_OK) {
       zErr = sqlite3_mprintf("idempotency: key \"%s\" of tenant \"%s\" in ledger %s is taken: %s",
@@ -855,6 +895,7 @@ static void conn_free(void *pArg) {
   IdemConn *pConn = (IdemConn *)pArg;
   int i;
   for (i = 0; i < N_CACHE; i++) cache_clear(&pConn->aCache[i]);
+  ledger_last_free(&pConn->last);
   sqlite3_free(pConn);
 }
 
@@ -875,6 +916,8 @@ static const struct {
     {"idem_settle", 4, outcome_func},
     {"idem_resolve", 5, outcome_func},
     {"idem_purge", 2, idem_purge_func},
+    {"idem_renew", 2, idem_renew_func},
+    {"idem_renew", 3, idem_renew_func},
     {"idem_last_claim", 1, idem_last_claim_func},
     {"idem_upgrade", 1, idem_upgrade_func},
 };

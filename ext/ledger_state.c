@@ -466,14 +466,18 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   memset(&r, 0, sizeof(r));
   if (bWrite) {
     if (bLocal) {
-      if (q->zMarks) {
-        zMarks = sqlite3_mprintf("%s", q->zMarks);
-        if (zMarks == 0) {
-          rc = SQLITE_NOMEM;
-          goto done;
+      if (q->bMarksRead) {
+        /* read before the write pass (NULL: no guards) */
+        if (q->zMarks) {
+          zMarks = sqlite3_mprintf("%s", q->zMarks);
+          if (zMarks == 0) {
+            rc = SQLITE_NOMEM;
+            goto done;
+          }
         }
       } else {
-        /* inside the caller's transaction or the INSERT's: reading is safe */
+        /* inside the caller's transaction or the INSERT's, whose write
+        ** lock ledger_write_first took: reading is safe */
         rc = ledger_marks(p, &zMarks);
         if (rc) goto done;
       }
@@ -608,6 +612,22 @@ void ledger_req_free(LedgerReq *q) {
   sqlite3_free(q->zMarks);
   sqlite3_free(q->zTaken);
   q->zMarks = q->zTaken = 0;
+  q->bMarksRead = 0;
+}
+
+/*
+** max_args_bytes counts the canonical text, the bytes the ledger stores:
+** two spellings of one call (whitespace, member order, escapes) are one
+** size, so one is never refused while the other is admitted. The input
+** itself is bounded by the canonicaliser's cap (IDEM_JCS_MAX_BYTES).
+*/
+static int args_bytes_check(IdemLedger *p, const char *zFunc, const char *zLabel,
+                            const IdemBuf *pCanon, char **pzErr) {
+  if ((sqlite3_int64)pCanon->n <= p->aOpt[IDEM_OPT_ARGS_BYTES]) return SQLITE_OK;
+  *pzErr = sqlite3_mprintf(
+      "%s: %s is %lld bytes in canonical form, over the ledger's max_args_bytes of %lld", zFunc,
+      zLabel, (sqlite3_int64)pCanon->n, p->aOpt[IDEM_OPT_ARGS_BYTES]);
+  return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
 }
 
 /*
@@ -667,13 +687,9 @@ int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, s
     }
     sqlite3_snprintf(sizeof(q->zKey), q->zKey, "%s", z);
   }
-  if (sqlite3_value_type(pArgs) == SQLITE_TEXT &&
-      sqlite3_value_bytes(pArgs) > p->aOpt[IDEM_OPT_ARGS_BYTES]) {
-    *pzErr = sqlite3_mprintf("%s: args is %d bytes, over the ledger's max_args_bytes of %lld",
-                             zFunc, sqlite3_value_bytes(pArgs), p->aOpt[IDEM_OPT_ARGS_BYTES]);
-    return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
-  }
   rc = idem_canonical_value(zFunc, "args", pArgs, &q->args, 0, 0, 0, pzErr);
+  if (rc) return rc;
+  rc = args_bytes_check(p, zFunc, "args", &q->args, pzErr);
   if (rc) return rc;
   if (pOpId == 0) {
     char zPrefix[3 * (IDEM_KEY_MAX_CHARS + 1) + 1];
@@ -695,6 +711,27 @@ static int writer_in_progress(sqlite3 *db) {
     if (sqlite3_stmt_busy(pS) && !sqlite3_stmt_readonly(pS)) return 1;
   }
   return 0;
+}
+
+/*
+** Take the write lock of p's schema first when the current transaction
+** holds no lock on it yet: inside the caller's BEGIN (deferred), or inside
+** an INSERT INTO the ledger. Every ledger operation reads before it writes
+** (the trigger check reads the schema version; a local claim reads the
+** guarded tables' marks; a settle reads its row), and a read would open a
+** read transaction that SQLite does not upgrade to a write through the
+** busy handler: under contention the call would fail at once with
+** "database is locked" instead of waiting for busy_timeout. The statement
+** writes nothing. Outside a transaction (a bare SELECT in autocommit) each
+** statement is its own transaction and nothing is needed.
+*/
+int ledger_write_first(IdemLedger *p) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  if (sqlite3_txn_state(p->db, p->zDb) != SQLITE_TXN_NONE) return SQLITE_OK;
+  rc = ledger_stmt(p, ST_WRITE_LOCK, &pS);
+  if (rc) return rc;
+  return ledger_step_done(pS);
 }
 
 /*
@@ -743,6 +780,7 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
       ** none of this claim's members. */
       rc = ledger_marks(p, &q->zMarks);
       if (rc) goto done;
+      q->bMarksRead = 1;
     }
     if (bFresh) {
       /* no row holds the key: the INSERT alone is atomic and commits on
@@ -1003,13 +1041,11 @@ static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
   if (sqlite3_value_type(pDetail) == SQLITE_NULL) return SQLITE_OK;
-  if (sqlite3_value_type(pDetail) == SQLITE_TEXT &&
-      sqlite3_value_bytes(pDetail) > p->aOpt[IDEM_OPT_ARGS_BYTES]) {
-    *pzErr = sqlite3_mprintf("%s: detail is %d bytes, over the ledger's max_args_bytes of %lld",
-                             zFunc, sqlite3_value_bytes(pDetail), p->aOpt[IDEM_OPT_ARGS_BYTES]);
-    return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
+  {
+    int rc = idem_canonical_value(zFunc, "detail", pDetail, pBuf, 0, 0, 0, pzErr);
+    if (rc == SQLITE_OK) rc = args_bytes_check(p, zFunc, "detail", pBuf, pzErr);
+    return rc;
   }
-  return idem_canonical_value(zFunc, "detail", pDetail, pBuf, 0, 0, 0, pzErr);
 }
 
 int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,

@@ -39,11 +39,13 @@ const LedgerOption ledger_options[IDEM_N_OPT] = {
     {"max_attempts", 1, 1000, 5, 0},
     {"max_args_bytes", 2, IDEM_JCS_MAX_BYTES, 1048576, 0},
     {"single_tenant", 0, 1, 0, 0},
+    {"retention_seconds", 0, 315360000, 0, 1},
+    {"require_transaction", 0, 1, 0, 1},
 };
 
 /* Parse "name=value" options (argv[3..]) into aVal. */
 int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal, char **pzErr) {
-  int i, j, aSeen[IDEM_N_OPT] = {0, 0, 0, 0};
+  int i, j, aSeen[IDEM_N_OPT] = {0};
   for (j = 0; j < IDEM_N_OPT; j++) aVal[j] = ledger_options[j].iDefault;
   for (i = 3; i < argc; i++) {
     const char *z = argv[i], *zEq = strchr(z, '=');
@@ -66,7 +68,8 @@ int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal,
     if (j == IDEM_N_OPT) {
       *pzErr = sqlite3_mprintf(
           "idempotency: unknown option \"%.*s\"; the options are "
-          "lease_seconds, max_attempts, max_args_bytes, single_tenant",
+          "lease_seconds, max_attempts, max_args_bytes, single_tenant, "
+          "retention_seconds, require_transaction",
           (int)nName, z);
       return SQLITE_ERROR;
     }
@@ -249,6 +252,8 @@ static const char *const azStmtSql[N_STMT] = {
     "RELEASE idem_claim%.0s%.0s",
     "ROLLBACK TO idem_claim%.0s%.0s",
     "ROLLBACK%.0s%.0s",
+    /* ST_WRITE_LOCK: takes the write lock, writes nothing (no row matches) */
+    "DELETE FROM \"%w\".\"%w_rows\" WHERE 0",
     /* ST_CUR_ALL, ST_CUR_KEY, ST_CUR_TENANT, ST_CUR_TOKEN */
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" ORDER BY id",
     "SELECT " ROW_COLUMNS

@@ -94,5 +94,5 @@ INSERT INTO O_meta VALUES ('max_args_bytes', 100);
 PRAGMA writable_schema = OFF;
 PRAGMA writable_schema = RESET;
 SELECT 'meta-repaired', json_extract(idem_claim('O', 't', 'c', 'x', '{}'), '$.decision') = 'admitted';
-SELECT 'meta-repaired-bound', errmsg('SELECT idem_claim(''O'', ''t'', ''c'', ''x'', ''{"long":"' || printf('%.200c', 'x') || '"}'')') GLOB 'idem_claim: args is * bytes, over the ledger''s max_args_bytes of 100';
+SELECT 'meta-repaired-bound', errmsg('SELECT idem_claim(''O'', ''t'', ''c'', ''x'', ''{"long":"' || printf('%.200c', 'x') || '"}'')') GLOB 'idem_claim: args is * bytes in canonical form, over the ledger''s max_args_bytes of 100';
 SELECT sqltest_clock(NULL);
