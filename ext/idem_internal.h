@@ -210,7 +210,8 @@ char *idem_json_string(const char *z);
 #define IDEM_OPT_ATTEMPTS 1
 #define IDEM_OPT_ARGS_BYTES 2
 #define IDEM_OPT_SINGLE 3
-#define IDEM_N_OPT 4
+#define IDEM_OPT_RETENTION 4 /* retention_seconds (ledger_retention.c) */
+#define IDEM_N_OPT 5
 
 typedef struct IdemLedger IdemLedger;
 struct IdemLedger {
@@ -229,6 +230,10 @@ struct IdemLedger {
   char zId[17];     /* random identity, kept in <name>_meta: guards name it */
   char *zLastClaim; /* idem_last_claim(): zLastClaimBuf or NULL */
   char zLastClaimBuf[512];
+  /* retention_seconds (ledger_retention.c): its statements and where the
+  ** next walk over old rows starts */
+  sqlite3_stmt *pRetScan, *pRetDelete;
+  sqlite3_int64 iRetCursor;
 };
 
 /* Register the module and the ledger functions; *ppConn receives the
@@ -292,6 +297,7 @@ typedef struct LedgerOption LedgerOption;
 struct LedgerOption {
   const char *zName;
   sqlite3_int64 iMin, iMax, iDefault;
+  int bOptional; /* added later: a file without it gets the default */
 };
 extern const LedgerOption ledger_options[IDEM_N_OPT];
 
@@ -459,6 +465,19 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
 int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
                    sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
                    char **pzJson, char **pzErr);
+
+/* ledger_retention.c: retention_seconds --------------------------------*/
+
+/*
+** After an admitted claim (inside its savepoint or INSERT statement):
+** purge a bounded batch of terminal rows whose updated_at is older than
+** the ledger's retention_seconds (nothing when it is 0). Returns
+** SQLITE_OK, or an error (with *pzErr when there is a message) that
+** fails the claim.
+*/
+int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
+/* Finalize the retention statements (disconnect, rename). */
+void ledger_retention_finalize(IdemLedger *p);
 
 #endif /* IDEM_LEDGER_INTERNAL */
 

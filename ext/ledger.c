@@ -3,7 +3,8 @@
 ** that claim and settle through it.
 **
 **   CREATE VIRTUAL TABLE L USING idempotency[(lease_seconds=N, max_attempts=N,
-**                                              max_args_bytes=N, single_tenant=0|1)]
+**                                              max_args_bytes=N, single_tenant=0|1,
+**                                              retention_seconds=N)]
 **   idem_claim(ledger, tenant, conversation, tool, args [, effect [, operation_id]])
 **   idem_settle(ledger, token, status, detail)
 **   idem_resolve(ledger, tenant, key, status, detail)
@@ -252,9 +253,10 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
   rc = ledger_name_split(zName, sqlite3_value_bytes(pName), &zBuf, &zDbPart, &zTable, &zWhy);
   if (rc == SQLITE_ERROR) {
     char *zQ = idem_json_string(zName);
-    zErr = zQ ? sqlite3_mprintf("%s: malformed ledger name %s: %s; write ledger or schema.ledger,"
-                                " a part in double quotes when it holds a '.' (\"a.b\".\"x\"\"y\")",
-                                zFunc, zQ, zWhy)
+    zErr = zQ ? sqlite3_mprintf(
+                    "%s: malformed ledger name %s: %s; write ledger or schema.ledger,"
+                    " a part in double quotes when it holds a '.' (\"a.b\".\"x\"\"y\")",
+                    zFunc, zQ, zWhy)
               : 0;
     sqlite3_free(zQ);
     idem_result_error(ctx, zErr ? SQLITE_ERROR : SQLITE_NOMEM, zErr);
@@ -899,6 +901,9 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
         sqlite3_value_type(argv[2 + COL_KEY]) == SQLITE_NULL ? 0 : argv[2 + COL_KEY], &q, &zErr);
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc == SQLITE_OK) rc = ledger_claim_decide(p, "idempotency", &q, 1, 0, &d, &zErr);
+    if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
+      rc = ledger_retention_step(p, "idempotency", &zErr);
+    }
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
       /* the row is written: nothing may fail from here on, so the
       ** fixed buffer (keys and tenants are at most 128 ASCII bytes) */

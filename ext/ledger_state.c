@@ -707,6 +707,7 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
   if (rc) goto done;
   bSave = 1;
   rc = ledger_claim_decide(p, zFunc, q, 1, bAuto, d, pzErr);
+  if (rc == SQLITE_OK && d->eDec == DEC_ADMITTED) rc = ledger_retention_step(p, zFunc, pzErr);
   if (rc == SQLITE_OK) {
     rc = ledger_exec(p, ST_RELEASE);
     if (rc == SQLITE_OK) bSave = 0;

@@ -35,15 +35,17 @@ SQLITE_EXTENSION_INIT3
 
 /* The closed list of options, in IDEM_OPT_* order. */
 const LedgerOption ledger_options[IDEM_N_OPT] = {
-    {"lease_seconds", 0, 31536000, 300},
-    {"max_attempts", 1, 1000, 5},
-    {"max_args_bytes", 2, IDEM_JCS_MAX_BYTES, 1048576},
-    {"single_tenant", 0, 1, 0},
+    {"lease_seconds", 0, 31536000, 300, 0},
+    {"max_attempts", 1, 1000, 5, 0},
+    {"max_args_bytes", 2, IDEM_JCS_MAX_BYTES, 1048576, 0},
+    {"single_tenant", 0, 1, 0, 0},
+    {"retention_seconds", 0, 315360000, 0, 1},
 };
 
 /* Parse "name=value" options (argv[3..]) into aVal. */
 int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal, char **pzErr) {
-  int i, j, aSeen[IDEM_N_OPT] = {0, 0, 0, 0};
+  int i, j, aSeen[IDEM_N_OPT];
+  memset(aSeen, 0, sizeof(aSeen));
   for (j = 0; j < IDEM_N_OPT; j++) aVal[j] = ledger_options[j].iDefault;
   for (i = 3; i < argc; i++) {
     const char *z = argv[i], *zEq = strchr(z, '=');
@@ -64,11 +66,18 @@ int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal,
         break;
     }
     if (j == IDEM_N_OPT) {
-      *pzErr = sqlite3_mprintf(
-          "idempotency: unknown option \"%.*s\"; the options are "
-          "lease_seconds, max_attempts, max_args_bytes, single_tenant",
-          (int)nName, z);
-      return SQLITE_ERROR;
+      /* the list comes from the table, so a new option is named at once */
+      sqlite3_str *pList = sqlite3_str_new(0);
+      char *zList;
+      for (j = 0; j < IDEM_N_OPT; j++) {
+        sqlite3_str_appendf(pList, "%s%s", j ? ", " : "", ledger_options[j].zName);
+      }
+      zList = sqlite3_str_finish(pList);
+      *pzErr = zList ? sqlite3_mprintf("idempotency: unknown option \"%.*s\"; the options are %s",
+                                       (int)nName, z, zList)
+                     : 0;
+      sqlite3_free(zList);
+      return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
     }
     if (aSeen[j]++) {
       *pzErr = sqlite3_mprintf("idempotency: option %s is given twice", ledger_options[j].zName);
@@ -94,10 +103,11 @@ int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal,
 int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
                      char *zId, char **pzErr) {
   sqlite3_stmt *pS = 0;
-  int rc, j, nFound = 0;
+  int rc, j, aSeen[IDEM_N_OPT];
   sqlite3_int64 iFormat = -1;
   char *zSql = sqlite3_mprintf("SELECT k, v FROM \"%w\".\"%w_meta\"", zDb, zName);
   if (zSql == 0) return SQLITE_NOMEM;
+  memset(aSeen, 0, sizeof(aSeen));
   rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
   sqlite3_free(zSql);
   if ((rc & 0xff) == SQLITE_NOMEM) return SQLITE_NOMEM;
@@ -115,10 +125,22 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
       memcpy(zId, sqlite3_column_text(pS, 1), 17);
     }
     for (j = 0; j < IDEM_N_OPT; j++) {
-      if (strcmp(k, ledger_options[j].zName) == 0) {
-        aVal[j] = sqlite3_column_int64(pS, 1);
-        nFound++;
+      const LedgerOption *o = &ledger_options[j];
+      sqlite3_int64 v;
+      if (strcmp(k, o->zName) != 0) continue;
+      v = sqlite3_column_int64(pS, 1);
+      /* the same ranges as CREATE: a value edited into the file is never used */
+      if (sqlite3_column_type(pS, 1) != SQLITE_INTEGER || v < o->iMin || v > o->iMax) {
+        const char *zV = (const char *)sqlite3_column_text(pS, 1);
+        *pzErr = sqlite3_mprintf(
+            "idempotency: ledger %s has %s = %s in %s_meta; it must be an integer from %lld to "
+            "%lld",
+            zName, o->zName, zV ? zV : "NULL", zName, o->iMin, o->iMax);
+        sqlite3_finalize(pS);
+        return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
       }
+      aVal[j] = v;
+      aSeen[j] = 1;
     }
   }
   sqlite3_finalize(pS);
@@ -128,7 +150,11 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
                              zName, iFormat, LEDGER_FORMAT);
     return SQLITE_CORRUPT_VTAB;
   }
-  if (nFound != IDEM_N_OPT || zId[0] == 0) {
+  for (j = 0; j < IDEM_N_OPT; j++) {
+    /* an option added after the file was made takes its default */
+    if (!aSeen[j] && !ledger_options[j].bOptional) break;
+  }
+  if (j < IDEM_N_OPT || zId[0] == 0) {
     *pzErr =
         sqlite3_mprintf("idempotency: ledger %s has incomplete options in %s_meta", zName, zName);
     return SQLITE_CORRUPT_VTAB;
@@ -259,6 +285,7 @@ void ledger_finalize_all(IdemLedger *p) {
     p->aStmt[i] = 0;
   }
   p->mBusy = 0;
+  ledger_retention_finalize(p);
 }
 /* ------------------------------------------------------------------ */
 /* Schema of the shadow tables (format 1)                              */
@@ -339,12 +366,14 @@ int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const 
       "UNIQUE(tenant,\"key\"));"
       "CREATE TABLE \"%w\".\"%w_meta\"(k TEXT PRIMARY KEY NOT NULL, v NOT NULL) WITHOUT ROWID;"
       "INSERT INTO \"%w\".\"%w_meta\"(k,v) VALUES('format',%d),('id',%Q),('lease_seconds',%lld),"
-      "('max_attempts',%lld),('max_args_bytes',%lld),('single_tenant',%lld);"
+      "('max_attempts',%lld),('max_args_bytes',%lld),('single_tenant',%lld),"
+      "('retention_seconds',%lld);"
       "CREATE TABLE \"%w\".\"%w_guards\"(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL UNIQUE,"
       " key_column TEXT NOT NULL, tenant_column TEXT, token_column TEXT);",
       zDb, zName,
       zDb, zName, zDb, zName, LEDGER_FORMAT, zId, aVal[IDEM_OPT_LEASE],
-      aVal[IDEM_OPT_ATTEMPTS], aVal[IDEM_OPT_ARGS_BYTES], aVal[IDEM_OPT_SINGLE], zDb, zName);
+      aVal[IDEM_OPT_ATTEMPTS], aVal[IDEM_OPT_ARGS_BYTES], aVal[IDEM_OPT_SINGLE],
+      aVal[IDEM_OPT_RETENTION], zDb, zName);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
   sqlite3_free(zSql);
