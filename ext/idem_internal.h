@@ -234,6 +234,7 @@ struct IdemLedger {
   ** next walk over old rows starts */
   sqlite3_stmt *pRetScan, *pRetDelete;
   sqlite3_int64 iRetCursor;
+  char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
 };
 
 /* Register the module and the ledger functions; *ppConn receives the
@@ -478,6 +479,29 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
 int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
 /* Finalize the retention statements (disconnect, rename). */
 void ledger_retention_finalize(IdemLedger *p);
+
+/* ledger_lifecycle.c: adoption and missing shadow tables --------------*/
+
+#define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
+/* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
+int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
+/* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
+char *ledger_shadow_message(const char *zName, int mMissing);
+/*
+** xCreate: when all three shadow tables of argv[2] exist in argv[1], check
+** L_meta and the options given (argv, parsed into aVal) against it and
+** adopt them: *pbAdopted = 1, aVal and zId the stored ones. When none
+** exists, *pbAdopted = 0 (create them). Anything else is an error.
+*/
+int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
+                 int *pbAdopted, char **pzErr);
+/* SQLITE_OK when p has all its shadow tables (checked again each call:
+** call it when the schema changed); else an error "<zFunc>: ledger ...
+** is missing ..." and p stays refused until it is reconnected. */
+int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
+/* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
+** tables that exist. */
+int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
 
 #endif /* IDEM_LEDGER_INTERNAL */
 

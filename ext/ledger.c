@@ -514,20 +514,34 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   sqlite3_int64 aVal[IDEM_N_OPT];
   size_t nDb = strlen(argv[1]), nName = strlen(argv[2]);
   char zId[17];
-  int rc;
+  int rc, mMissing = 0;
 
   *ppVtab = 0;
   rc = ledger_parse_options(argc, argv, aVal, pzErr);
   if (rc) return rc;
   if (bCreate) {
-    unsigned char a[8];
-    sqlite3_randomness(8, a);
-    idem_hex(a, 8, zId);
-    rc = ledger_create_schema(db, argv[1], argv[2], aVal, zId, pzErr);
+    int bAdopted = 0;
+    /* shadow tables left by a copy (.clone) are adopted, not recreated */
+    rc = ledger_adopt(db, argc, argv, aVal, zId, &bAdopted, pzErr);
     if (rc) return rc;
+    if (!bAdopted) {
+      unsigned char a[8];
+      sqlite3_randomness(8, a);
+      idem_hex(a, 8, zId);
+      rc = ledger_create_schema(db, argv[1], argv[2], aVal, zId, pzErr);
+      if (rc) return rc;
+    }
   } else {
-    rc = ledger_read_meta(db, argv[1], argv[2], aVal, zId, pzErr);
+    /* a ledger missing a shadow table connects (so DROP TABLE works) but
+    ** refuses every operation */
+    rc = ledger_shadow_missing(db, argv[1], argv[2], &mMissing);
     if (rc) return rc;
+    if (mMissing & 2) {
+      zId[0] = 0; /* no identity: no guard can name it */
+    } else {
+      rc = ledger_read_meta(db, argv[1], argv[2], aVal, zId, pzErr);
+      if (rc) return rc;
+    }
   }
   rc = sqlite3_declare_vtab(db, zDeclare);
   if (rc) return rc;
@@ -548,6 +562,13 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   p->nRef = 1;
   memcpy(p->aOpt, aVal, sizeof(aVal));
   memcpy(p->zId, zId, sizeof(zId));
+  if (mMissing) {
+    p->zBroken = ledger_shadow_message(p->zName, mMissing);
+    if (p->zBroken == 0) {
+      sqlite3_free(p);
+      return SQLITE_NOMEM;
+    }
+  }
   p->pNext = pConn->pList;
   pConn->pList = p;
   *ppVtab = &p->base;
@@ -586,6 +607,8 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
   ledger_finalize_all(p);
   sqlite3_free(p->zForeign);
   p->zForeign = 0;
+  sqlite3_free(p->zBroken);
+  p->zBroken = 0;
   sqlite3_free(pVtab->zErrMsg);
   pVtab->zErrMsg = 0;
   p->bDead = 1;
@@ -595,19 +618,13 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
 
 static int xDestroy(sqlite3_vtab *pVtab) {
   IdemLedger *p = (IdemLedger *)pVtab;
-  sqlite3_stmt *pS = 0;
-  int rc;
-  rc = ledger_stmt(p, ST_COUNT_LIVE, &pS);
-  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
-    sqlite3_int64 nGuard = sqlite3_column_int64(pS, 0), nLive = sqlite3_column_int64(pS, 1);
-    sqlite3_reset(pS);
-    /* SQLite shows no module message for a refused DROP TABLE (it reads
-    ** "constraint failed"), so none is set: it would only leak */
-    if (nGuard > 0 || nLive > 0) return SQLITE_CONSTRAINT;
-  } else if (pS) {
-    rc = sqlite3_reset(pS);
-  }
+  sqlite3_int64 nHeld = 0;
+  /* guards, and claimed or unknown rows, in the shadow tables that exist */
+  int rc = ledger_held_count(p, &nHeld);
   if (rc) return rc;
+  /* SQLite shows no module message for a refused DROP TABLE (it reads
+  ** "constraint failed"), so none is set: it would only leak */
+  if (nHeld > 0) return SQLITE_CONSTRAINT;
   rc = ledger_drop_schema(p);
   if (rc) return rc;
   return xDisconnect(pVtab);

@@ -976,6 +976,11 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
   int rc, bFound = 0, eEff = 0;
   LedgerRow r;
   *pzWhy = 0;
+  if (p->zBroken) {
+    /* a shadow table is missing (ledger_lifecycle.c) */
+    *pzWhy = sqlite3_mprintf("%s", p->zBroken);
+    return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
+  }
   if (p->aOpt[IDEM_OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL) {
     rc = ledger_stmt(p, ST_GET_KEY, &pGet);
     if (rc) return rc;

@@ -465,6 +465,11 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   if (sqlite3_step(pT) == SQLITE_ROW) v2 = sqlite3_column_int(pT, 0);
   rc = sqlite3_reset(pT);
   if (rc) return rc;
+  if (p->zBroken || !p->bChecked || v1 != p->iSchemaVersion || v2 != p->iTempSchemaVersion) {
+    /* a shadow table may have been dropped (ledger_lifecycle.c) */
+    rc = ledger_usable(p, zFunc, pzErr);
+    if (rc) return rc;
+  }
   if (p->bChecked && v1 == p->iSchemaVersion && v2 == p->iTempSchemaVersion) {
     if (p->zForeign == 0) return SQLITE_OK;
     *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zForeign);
