@@ -225,6 +225,7 @@ struct IdemLedger {
   sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
   sqlite3_stmt *aStmt[24];
   unsigned mBusy; /* aStmt slots lent to an open cursor */
+  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   char *zForeign;   /* why operations are refused, or NULL */
   char zId[17];     /* random identity, kept in <name>_meta: guards name it */
@@ -290,10 +291,11 @@ void idem_unregister_guard(sqlite3 *db);
 
 /* ledger_storage.c: the shadow-table format ---------------------------*/
 
-#define LEDGER_FORMAT 1
+#define LEDGER_FORMAT 2
 
 /* One option: its name, the range CREATE accepts (and connect checks),
-** its default. */
+** its default, and whether a file may lack it (an option added later:
+** an older file then gets the default). */
 typedef struct LedgerOption LedgerOption;
 struct LedgerOption {
   const char *zName;
@@ -306,12 +308,19 @@ extern const LedgerOption ledger_options[IDEM_N_OPT];
 int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal, char **pzErr);
 /* Read and check the format, identity and options from zName_meta. */
 int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
-                     char *zId, char **pzErr);
+                     char *zId, int *piFormat, char **pzErr);
 /* Create the shadow tables, meta rows, indexes and triggers. */
 int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const sqlite3_int64 *aVal,
                          const char *zId, char **pzErr);
 /* After xRename: move the shadow tables, triggers and indexes to zNew. */
 int ledger_rename_schema(IdemLedger *p, const char *zNew);
+/*
+** idem_upgrade: a format-1 ledger is rebuilt as format 2 (rows copied;
+** a live claim's old token still finds its row); a format-2 ledger gets
+** its own triggers back where they are missing or altered. Refused while
+** a foreign trigger is on the shadow tables. *pzJson: what was done.
+*/
+int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr);
 /* Drop the shadow tables (xDestroy). */
 int ledger_drop_schema(IdemLedger *p);
 /*
@@ -382,9 +391,10 @@ int ledger_durable(IdemLedger *p);
 /* A nested write that did not change exactly one row is an error. */
 int ledger_write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr);
 
-/* Tokens: 16-byte BLOBs in the table, 32 lowercase hex digits outside. */
-int ledger_token_parse(const char *zHex, unsigned char *a);
-int ledger_bind_token(sqlite3_stmt *pS, int i, const char *zHex);
+/* Tokens: 32 lowercase hex digits, the row id then the random part that
+** the column token holds. Parse returns 0 when zHex is malformed. */
+void ledger_token_hex(sqlite3_int64 id, sqlite3_int64 rnd, char *zOut);
+int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd);
 
 /* A ledger row, copied out of the statement that read it, so the
 ** statement can be reset before anything is written. */
@@ -394,8 +404,9 @@ struct LedgerRow {
   const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError;
   const char *zMembers, *zMarks, *zTenant, *zKey;
   int nArgs;
-  char zToken[33]; /* hex */
-  char *pBuf;      /* owns the text above (sqlite3_malloc) */
+  sqlite3_int64 tokenRnd; /* the column token */
+  char zToken[33];        /* the token as shown (hex) */
+  char *pBuf;             /* owns the text above (sqlite3_malloc) */
 };
 void ledger_row_free(LedgerRow *r);
 /* Run row query pS (bound by the caller), load its row; pS is reset. */
@@ -455,6 +466,7 @@ struct LedgerDecision {
   sqlite3_int64 id;      /* row id (admitted) */
   sqlite3_int64 attempt; /* admitted: the attempt */
   char zToken[33];       /* admitted: the token */
+  int bFresh;            /* read pass: no row holds the key */
 };
 
 /* Decide (and write) a claim inside the caller's statement (INSERT). */
@@ -490,11 +502,11 @@ char *ledger_shadow_message(const char *zName, int mMissing);
 /*
 ** xCreate: when all three shadow tables of argv[2] exist in argv[1], check
 ** L_meta and the options given (argv, parsed into aVal) against it and
-** adopt them: *pbAdopted = 1, aVal and zId the stored ones. When none
+** adopt them: *pbAdopted = 1, aVal, zId and *piFormat the stored ones. When none
 ** exists, *pbAdopted = 0 (create them). Anything else is an error.
 */
 int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
-                 int *pbAdopted, char **pzErr);
+                 int *piFormat, int *pbAdopted, char **pzErr);
 /* SQLITE_OK when p has all its shadow tables (checked again each call:
 ** call it when the schema changed); else an error "<zFunc>: ledger ...
 ** is missing ..." and p stays refused until it is reconnected. */

@@ -473,6 +473,22 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   sqlite3_result_int64(ctx, sqlite3_changes(p->db));
 }
 
+static void idem_upgrade_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const char *zFunc = "idem_upgrade";
+  IdemLedger *p;
+  char *zErr = 0, *zJson = 0;
+  int rc;
+  (void)argc;
+  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
+  if (p == 0) return;
+  rc = ledger_upgrade(p, zFunc, &zJson, &zErr);
+  if (rc) {
+    idem_result_error(ctx, rc, zErr);
+    return;
+  }
+  sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
+}
+
 static void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   IdemLedger *p;
   (void)argc;
@@ -514,7 +530,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   sqlite3_int64 aVal[IDEM_N_OPT];
   size_t nDb = strlen(argv[1]), nName = strlen(argv[2]);
   char zId[17];
-  int rc, mMissing = 0;
+  int rc, iFormat = LEDGER_FORMAT, mMissing = 0;
 
   *ppVtab = 0;
   rc = ledger_parse_options(argc, argv, aVal, pzErr);
@@ -522,7 +538,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   if (bCreate) {
     int bAdopted = 0;
     /* shadow tables left by a copy (.clone) are adopted, not recreated */
-    rc = ledger_adopt(db, argc, argv, aVal, zId, &bAdopted, pzErr);
+    rc = ledger_adopt(db, argc, argv, aVal, zId, &iFormat, &bAdopted, pzErr);
     if (rc) return rc;
     if (!bAdopted) {
       unsigned char a[8];
@@ -539,7 +555,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
     if (mMissing & 2) {
       zId[0] = 0; /* no identity: no guard can name it */
     } else {
-      rc = ledger_read_meta(db, argv[1], argv[2], aVal, zId, pzErr);
+      rc = ledger_read_meta(db, argv[1], argv[2], aVal, zId, &iFormat, pzErr);
       if (rc) return rc;
     }
   }
@@ -562,6 +578,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   p->nRef = 1;
   memcpy(p->aOpt, aVal, sizeof(aVal));
   memcpy(p->zId, zId, sizeof(zId));
+  p->iFormat = iFormat;
   if (mMissing) {
     p->zBroken = ledger_shadow_message(p->zName, mMissing);
     if (p->zBroken == 0) {
@@ -796,10 +813,16 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
   }
   for (i = 0; i < argc; i++) {
     if (idxNum == IDX_TOKEN) {
-      /* the column shows hex text; the shadow table holds the BLOB */
-      rc = sqlite3_value_type(argv[i]) == SQLITE_TEXT
-               ? ledger_bind_token(c->pStmt, i + 1, (const char *)sqlite3_value_text(argv[i]))
-               : sqlite3_bind_null(c->pStmt, i + 1);
+      /* the column shows hex text: the row id and the random part the
+      ** shadow table holds (a malformed token matches no row) */
+      sqlite3_int64 iId = 0, iRnd = 0;
+      if (sqlite3_value_type(argv[i]) == SQLITE_TEXT &&
+          ledger_token_parse((const char *)sqlite3_value_text(argv[i]), &iId, &iRnd)) {
+        rc = sqlite3_bind_int64(c->pStmt, 1, iId);
+        if (rc == SQLITE_OK) rc = sqlite3_bind_int64(c->pStmt, 2, iRnd);
+      } else {
+        rc = sqlite3_bind_null(c->pStmt, 1);
+      }
     } else {
       rc = sqlite3_bind_value(c->pStmt, i + 1, argv[i]);
     }
@@ -832,8 +855,7 @@ static int xColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int iCol) {
   }
   if (iCol == COL_TOKEN) {
     char zHex[33];
-    if (sqlite3_column_bytes(pS, 9) != 16) return SQLITE_CORRUPT_VTAB;
-    idem_hex((const unsigned char *)sqlite3_column_blob(pS, 9), 16, zHex);
+    ledger_token_hex(sqlite3_column_int64(pS, RC_ID), sqlite3_column_int64(pS, RC_TOKEN), zHex);
     sqlite3_result_text(ctx, zHex, 32, SQLITE_TRANSIENT);
     return SQLITE_OK;
   }
@@ -989,6 +1011,7 @@ static const struct {
     {"idem_resolve", 5, outcome_func},
     {"idem_purge", 2, idem_purge_func},
     {"idem_last_claim", 1, idem_last_claim_func},
+    {"idem_upgrade", 1, idem_upgrade_func},
 };
 
 void idem_unregister_ledger(sqlite3 *db) {

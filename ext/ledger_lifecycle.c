@@ -101,7 +101,7 @@ static int option_index(const char *z) {
 }
 
 int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
-                 int *pbAdopted, char **pzErr) {
+                 int *piFormat, int *pbAdopted, char **pzErr) {
   const char *zDb = argv[1], *zName = argv[2];
   sqlite3_int64 aStored[IDEM_N_OPT];
   int mMissing = 0, rc, i;
@@ -125,7 +125,7 @@ int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *
     return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   for (i = 0; i < IDEM_N_OPT; i++) aStored[i] = ledger_options[i].iDefault;
-  rc = ledger_read_meta(db, zDb, zName, aStored, zId, pzErr);
+  rc = ledger_read_meta(db, zDb, zName, aStored, zId, piFormat, pzErr);
   if (rc) return rc;
   for (i = 3; i < argc; i++) {
     int j = option_index(argv[i]);
