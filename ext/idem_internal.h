@@ -252,10 +252,12 @@ typedef int (*IdemGuardRename)(sqlite3 *db, const char *zDb, const char *zOld, c
 void idem_ledger_on_rename(void *pConn, IdemGuardRename xHook);
 
 /*
-** Resolve function argument iArg (a ledger name) like an unqualified table
-** name: temp, main, then attached schemas; it must be a table USING
-** idempotency. Cached per statement. On failure the error is reported on
-** ctx (messages start with zFunc) and NULL is returned.
+** Resolve function argument iArg (a ledger name) like a table name:
+** "schema.ledger" (either part may be double-quoted) in that schema, an
+** unqualified name in temp, main, then attached schemas; it must be a
+** table USING idempotency. Cached per statement and per connection. On
+** failure the error is reported on ctx (messages start with zFunc) and
+** NULL is returned.
 */
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                 const char *zFunc);
