@@ -173,10 +173,12 @@ void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
 */
 typedef struct IdemJson IdemJson;
 struct IdemJson {
-  sqlite3_str *s;
-  int nMember;      /* members written so far */
-  int rc;           /* SQLITE_OK, SQLITE_NOMEM, or SQLITE_CORRUPT for bad stored JSON */
-  const char *zBad; /* the member whose stored JSON was refused */
+  char *z;           /* aInline, or sqlite3_malloc'd once it outgrows it */
+  size_t n, nAlloc;  /* bytes written; room (one kept for the final NUL) */
+  int nMember;       /* members written so far */
+  int rc;            /* SQLITE_OK, SQLITE_NOMEM, or SQLITE_CORRUPT for bad stored JSON */
+  const char *zBad;  /* the member whose stored JSON was refused */
+  char aInline[512]; /* most answers fit: no allocation until finish */
 };
 void idem_json_begin(IdemJson *j);
 void idem_json_text(IdemJson *j, const char *zName, const char *zValue); /* escaped string */
@@ -226,6 +228,7 @@ struct IdemLedger {
   sqlite3_stmt *aStmt[24];
   unsigned mBusy; /* aStmt slots lent to an open cursor */
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
+  int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   char *zForeign;   /* why operations are refused, or NULL */
   char zId[17];     /* random identity, kept in <name>_meta: guards name it */
@@ -447,6 +450,7 @@ struct LedgerReq {
   char zKey[IDEM_KEY_MAX_CHARS + 1];
   IdemBuf args; /* canonical */
   char *zMarks; /* marks read before the write pass, or NULL */
+  char *zTaken; /* why a first INSERT was refused (the key is held), or NULL */
 };
 int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
                      sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,
@@ -471,7 +475,8 @@ struct LedgerDecision {
   int bFresh;            /* read pass: no row holds the key */
 };
 
-/* Decide (and write) a claim inside the caller's statement (INSERT). */
+/* Decide (and write) a claim. bWrite: 0 the read pass, 1 insert first,
+** 2 the insert was just refused (q->zTaken): read the row and decide. */
 int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
                         int bCommitted, LedgerDecision *d, char **pzErr);
 /* idem_claim: the read pass, the savepoint and the write pass. */

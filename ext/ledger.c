@@ -579,6 +579,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   memcpy(p->aOpt, aVal, sizeof(aVal));
   memcpy(p->zId, zId, sizeof(zId));
   p->iFormat = iFormat;
+  p->iDurable = -1;
   if (mMissing) {
     p->zBroken = ledger_shadow_message(p->zName, mMissing);
     if (p->zBroken == 0) {

@@ -307,7 +307,7 @@ static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
   d->attempt = attempt;
   memcpy(d->zToken, zToken, 33);
   idem_json_begin(&j);
-  idem_json_text(&j, "decision", "admitted");
+  idem_json_literal(&j, "decision", "\"admitted\"");
   idem_json_text(&j, "key", q->zKey);
   idem_json_text(&j, "token", zToken);
   idem_json_int(&j, "attempt", attempt);
@@ -315,7 +315,8 @@ static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
   idem_json_bool(&j, "committed", committed);
   idem_json_bool(&j, "durable", ledger_durable(p));
   idem_json_int(&j, "lease_until", lease);
-  if (strcmp(q->zEffect, "external") == 0) idem_json_text(&j, "note", EXTERNAL_NOTE);
+  /* the constant holds no character that JSON escapes */
+  if (strcmp(q->zEffect, "external") == 0) idem_json_literal(&j, "note", "\"" EXTERNAL_NOTE "\"");
   return answer_finish(&j, p, "idem_claim", q->zKey, &d->zJson, 0);
 }
 
@@ -326,7 +327,7 @@ static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, Le
   IdemJson j;
   d->eDec = DEC_REPLAY;
   idem_json_begin(&j);
-  idem_json_text(&j, "decision", "replay");
+  idem_json_literal(&j, "decision", "\"replay\"");
   idem_json_bool(&j, "idempotent", 1);
   idem_json_text(&j, "key", r->zKey);
   idem_json_text(&j, "status", r->zStatus);
@@ -355,7 +356,7 @@ static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char 
     idem_json_text(&j, "decision", "unknown");
     idem_json_text(&j, "key", r->zKey);
     idem_json_int(&j, "attempt", r->attempt);
-    idem_json_text(&j, "message", UNKNOWN_MSG);
+    idem_json_literal(&j, "message", "\"" UNKNOWN_MSG "\"");
     d->zWhy = sqlite3_mprintf("its outcome is unknown: " UNKNOWN_MSG);
   } else {
     idem_json_text(&j, "decision", "mismatch");
@@ -477,8 +478,10 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
         if (rc) goto done;
       }
     }
-    rc = claim_insert(p, q, zMarks, now, lease, bCommitted, d, &zTaken);
-    if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
+    if (bWrite == 1) {
+      rc = claim_insert(p, q, zMarks, now, lease, bCommitted, d, &zTaken);
+      if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
+    }
   }
 
   rc = ledger_stmt(p, ST_GET, &pGet);
@@ -503,7 +506,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     if (bWrite) {
       /* the insert was refused, yet no row holds the key */
       *pzErr = sqlite3_mprintf("%s: the ledger's claim insert into %s_rows was refused (%s)", zFunc,
-                               p->zName, zTaken);
+                               p->zName, zTaken ? zTaken : q->zTaken);
       rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     } else {
       d->eDec = DEC_ADMITTED; /* needs the write pass */
@@ -603,7 +606,8 @@ done:
 void ledger_req_free(LedgerReq *q) {
   idem_buf_free(&q->args);
   sqlite3_free(q->zMarks);
-  q->zMarks = 0;
+  sqlite3_free(q->zTaken);
+  q->zMarks = q->zTaken = 0;
 }
 
 /*
@@ -702,6 +706,9 @@ static int writer_in_progress(sqlite3 *db) {
 int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr) {
   sqlite3 *db = p->db;
   int rc = SQLITE_OK, bAuto = sqlite3_get_autocommit(db), bSave = 0;
+  /* with retention_seconds a claim of a new key also purges, so it takes
+  ** the savepoint pass: the purge commits, or is undone, with the claim */
+  int bOneInsert = p->aOpt[IDEM_OPT_RETENTION] == 0;
 
   memset(d, 0, sizeof(*d));
   if (writer_in_progress(db)) {
@@ -711,7 +718,20 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
         zFunc);
     return *pzErr ? SQLITE_MISUSE : SQLITE_NOMEM;
   }
-  if (bAuto) {
+  if (!bAuto && bOneInsert) {
+    /* inside the caller's transaction: the INSERT comes first (it takes
+    ** the write lock through the busy handler) and, a fresh claim, is the
+    ** whole decision: one statement, rolled back on its own if it fails,
+    ** so no savepoint. Refused because the key is held, the savepoint
+    ** pass below reads the row and decides. */
+    sqlite3_int64 now = ledger_now(p);
+    if (strcmp(q->zEffect, "local") == 0) {
+      rc = ledger_marks(p, &q->zMarks);
+      if (rc) goto done;
+    }
+    rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, 0, d, &q->zTaken);
+    if (rc || q->zTaken == 0) goto done;
+  } else if (bAuto) {
     /* read pass without a write lock: settled, running, unknown and
     ** mismatched keys need no write */
     int bFresh;
@@ -727,12 +747,10 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
       rc = ledger_marks(p, &q->zMarks);
       if (rc) goto done;
     }
-    if (bFresh && p->aOpt[IDEM_OPT_RETENTION] == 0) {
+    if (bFresh && bOneInsert) {
       /* no row holds the key: the INSERT alone is atomic and commits on
       ** its own, so it needs no savepoint. Refused (a claimer came
-      ** first), the savepoint pass below decides. With retention_seconds
-      ** the savepoint pass is taken, so that the purge commits with the
-      ** claim in one transaction. */
+      ** first), the savepoint pass below decides. */
       char *zTaken = 0;
       sqlite3_int64 now = ledger_now(p);
       rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, 1, d, &zTaken);
@@ -751,7 +769,8 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
   rc = ledger_exec(p, ST_SAVEPOINT);
   if (rc) goto done;
   bSave = 1;
-  rc = ledger_claim_decide(p, zFunc, q, 1, bAuto, d, pzErr);
+  /* in a transaction the insert was refused just now: do not repeat it */
+  rc = ledger_claim_decide(p, zFunc, q, bAuto || !bOneInsert ? 1 : 2, bAuto, d, pzErr);
   if (rc == SQLITE_OK && d->eDec == DEC_ADMITTED) rc = ledger_retention_step(p, zFunc, pzErr);
   if (rc == SQLITE_OK) {
     rc = ledger_exec(p, ST_RELEASE);
