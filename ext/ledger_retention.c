@@ -36,13 +36,14 @@ SQLITE_EXTENSION_INIT3
 /* ?1 the cursor, ?2 the cutoff (Unix ms): each row's id, whether it is
 ** due, and whether it was created after the cutoff. */
 static const char zScanSql[] =
-    "SELECT id, status IN ('succeeded','failed','released') AND updated_at<?2,"
+    "SELECT id, (status='succeeded' OR status='failed' OR status='released') AND updated_at<?2,"
     " created_at>=?2 FROM \"%w\".\"%w_rows\" WHERE id>?1 ORDER BY id LIMIT %d";
 
-/* The same test again at the delete, so a row changed meanwhile stays. */
+/* The same test again at the delete, so a row changed meanwhile stays.
+** (OR chains rather than IN lists: no ephemeral table per run.) */
 static const char zDeleteSql[] =
     "DELETE FROM \"%w\".\"%w_rows\" WHERE id=?1"
-    " AND status IN ('succeeded','failed','released') AND updated_at<?2";
+    " AND (status='succeeded' OR status='failed' OR status='released') AND updated_at<?2";
 
 void ledger_retention_finalize(IdemLedger *p) {
   sqlite3_finalize(p->pRetScan);
