@@ -265,6 +265,10 @@ void idem_ledger_on_rename(void *pConn, IdemGuardRename xHook);
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                 const char *zFunc);
 
+/* SQLITE_OK when ledger p has all its shadow tables, else an error
+** "<zFunc>: ledger L is missing its shadow table ..." in *pzErr. */
+int idem_ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
+
 /* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
 ** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
 int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
@@ -521,6 +525,10 @@ int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
 /* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
 ** tables that exist. */
 int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
+/* For idem_ledger_live_claim: when p is broken, or rc (an error reading
+** the rows) comes from a shadow table dropped since, *pzWhy says so and
+** SQLITE_OK is returned; otherwise rc. */
+int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
 
 #endif /* IDEM_LEDGER_INTERNAL */
 

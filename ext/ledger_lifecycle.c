@@ -198,3 +198,21 @@ int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn) {
   if (sqlite3_step(pS) == SQLITE_ROW) *pn = sqlite3_column_int64(pS, 0);
   return sqlite3_finalize(pS);
 }
+
+int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy) {
+  int mMissing = 0;
+  if (p->zBroken == 0) {
+    /* an error reading the rows: a shadow table dropped since the last
+    ** check would explain it */
+    if (rc == SQLITE_OK || (rc & 0xff) == SQLITE_NOMEM) return rc;
+    if (ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing) || mMissing == 0) return rc;
+    p->zBroken = ledger_shadow_message(p->zName, mMissing);
+    if (p->zBroken == 0) return SQLITE_NOMEM;
+  }
+  *pzWhy = sqlite3_mprintf("%s", p->zBroken);
+  return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int idem_ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr) {
+  return ledger_usable(p, zFunc, pzErr);
+}

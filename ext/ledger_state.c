@@ -1101,23 +1101,20 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
   int rc, bFound = 0, eEff = 0;
   LedgerRow r;
   *pzWhy = 0;
-  if (p->zBroken) {
-    /* a shadow table is missing (ledger_lifecycle.c) */
-    *pzWhy = sqlite3_mprintf("%s", p->zBroken);
-    return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
-  }
+  /* a shadow table is missing: refused, saying so (ledger_lifecycle.c) */
+  if (p->zBroken) return ledger_broken_why(p, SQLITE_OK, pzWhy);
   if (p->aOpt[IDEM_OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL) {
     rc = ledger_stmt(p, ST_GET_KEY, &pGet);
-    if (rc) return rc;
+    if (rc) return ledger_broken_why(p, rc, pzWhy);
     sqlite3_bind_value(pGet, 1, pKey);
   } else {
     rc = ledger_stmt(p, ST_GET, &pGet);
-    if (rc) return rc;
+    if (rc) return ledger_broken_why(p, rc, pzWhy);
     sqlite3_bind_value(pGet, 1, pTenant);
     sqlite3_bind_value(pGet, 2, pKey);
   }
   rc = ledger_row_fetch(pGet, &r, &bFound);
-  if (rc) return rc;
+  if (rc) return ledger_broken_why(p, rc, pzWhy);
   if (!bFound) {
     *pzWhy = sqlite3_mprintf("there is no claim for it");
   } else if (strcmp(r.zStatus, "claimed") != 0) {

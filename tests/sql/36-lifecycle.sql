@@ -92,16 +92,26 @@ SELECT 'missing-purge', errmsg('SELECT idem_purge(''M'', 0)') GLOB 'idem_purge: 
 SELECT 'missing-select', errmsg('SELECT count(*) FROM M') GLOB 'idempotency: ledger M is missing its shadow table M_guards; *';
 SELECT 'missing-insert', errmsg('INSERT INTO M(tenant, conversation, tool, args) VALUES (''t'', ''c'', ''x'', ''{}'')') GLOB 'idempotency: ledger M is missing its shadow table M_guards; *';
 SELECT 'missing-delete', errmsg('DELETE FROM M') GLOB 'idempotency: ledger M is missing its shadow table M_guards; *';
-SELECT 'missing-nothing-written', (SELECT count(*) FROM M_rows) = 1;
+CREATE TABLE m_items(id INTEGER PRIMARY KEY, tenant, op_key);
+SELECT 'missing-guard-refused', errmsg('SELECT idem_guard(''M'', ''m_items'', ''op_key'', ''tenant'')')
+       = 'idem_guard: ledger M is missing its shadow table M_guards; every operation on it is refused until that is restored from a backup and the database reopened, or the ledger is dropped with DROP TABLE';
+SELECT 'missing-nothing-written', (SELECT count(*) FROM M_rows) = 1
+       AND (SELECT count(*) FROM sqlite_schema WHERE name GLOB 'm_items_idem_*') = 0;
 SELECT 'missing-drop', errmsg('DROP TABLE M') IS NULL;
-SELECT 'missing-drop-gone', (SELECT count(*) FROM sqlite_schema WHERE name LIKE 'M%') = 0;
+SELECT 'missing-drop-gone', (SELECT count(*) FROM sqlite_schema WHERE name GLOB 'M*') = 0;
 -- the rows table missing: every operation refused; DROP works (no row can be live)
 CREATE VIRTUAL TABLE N USING idempotency;
-SELECT json_extract(idem_claim('N', 't', 'c', 'x', '{}', 'external', 'n1'), '$.decision');
+CREATE TABLE n_items(id INTEGER PRIMARY KEY, tenant, op_key);
+SELECT idem_guard('N', 'n_items', 'op_key', 'tenant');
+SELECT json_extract(idem_claim('N', 't', 'c', 'x', '{}', 'local', 'n1'), '$.decision');
 DROP TABLE N_rows;
+-- the first thing to notice is a guarded insert: it fails closed, saying why
+SELECT 'missing-rows-guarded-insert', errmsg('INSERT INTO n_items(tenant, op_key) VALUES (''t'', ''n1'')')
+       = 'idem_guard: insert into "n_items" refused: key "n1" needs a live claim of ledger N; ledger N is missing its shadow table N_rows; every operation on it is refused until that is restored from a backup and the database reopened, or the ledger is dropped with DROP TABLE';
+SELECT 'missing-rows-unguard', idem_unguard('N', 'n_items') = 1;
 SELECT 'missing-rows-claim', errmsg('SELECT idem_claim(''N'', ''t'', ''c'', ''x'', ''{}'')') GLOB 'idem_claim: ledger N is missing its shadow table N_rows; *';
 SELECT 'missing-rows-drop', errmsg('DROP TABLE N') IS NULL;
-SELECT 'missing-rows-drop-gone', (SELECT count(*) FROM sqlite_schema WHERE name LIKE 'N%') = 0;
+SELECT 'missing-rows-drop-gone', (SELECT count(*) FROM sqlite_schema WHERE name GLOB 'N*') = 0;
 -- two missing, one of them holding a live claim's guard: DROP keeps its rule
 CREATE VIRTUAL TABLE P USING idempotency;
 CREATE TABLE p_items(id INTEGER PRIMARY KEY, tenant, op_key);
