@@ -60,6 +60,12 @@ SELECT 'unguard-aux-unqualified-refused', errmsg('SELECT idem_unguard(''L'', ''o
 SELECT 'unguard-aux', idem_unguard('aux.L', 'orders') = 1
        AND (SELECT count(*) FROM aux.sqlite_schema WHERE type = 'trigger' AND name GLOB 'orders_idem_L_*') = 0;
 
+-- idem_upgrade restores aux.L's own trigger, not main's
+DROP TRIGGER aux.L_rows_delete;
+SELECT 'upgrade-aux', idem_upgrade('aux.L') = '{"ledger":"L","from_format":2,"format":2,"rows_copied":0,"triggers_created":1}'
+       AND (SELECT count(*) FROM aux.sqlite_schema WHERE name = 'L_rows_delete') = 1;
+SELECT 'upgrade-main-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":2,"format":2,"rows_copied":0,"triggers_created":0}';
+
 -- ---------------------------------------------------------------- odd names: a schema holding '.', a ledger holding a space and a quote
 ATTACH ':memory:' AS "a.b";
 CREATE VIRTUAL TABLE "a.b"."x y" USING idempotency;
