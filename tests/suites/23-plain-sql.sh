@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The rows table WITHOUT the extension: tests/plain/setup.sql makes a ledger
-# file with the extension loaded (sqlite3 shell, .load), then each
+# file with the extension loaded (the runner with --ext), then each
 # tests/plain/*.sql changes it with plain SQLite through the runner
 # $BUILD/sqltest started without --ext, once with defensive mode off and
 # once on. The newer SQLite's runner (build/compat/sqltest, made by
@@ -10,10 +10,6 @@ cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 EXT=${EXT:-$BUILD/idempotency.so}
 dir=build/plain
-if ! command -v sqlite3 >/dev/null 2>&1; then
-  echo "SKIP plain: the sqlite3 shell is not installed (it makes the ledger file)"
-  exit 0
-fi
 if [ ! -x "$BUILD/sqltest" ] || [ ! -f "$EXT" ]; then
   echo "FAIL plain:setup: $BUILD/sqltest or $EXT is missing (make test-programs)"
   exit 1
@@ -24,8 +20,9 @@ fail=0
 run() {
   local label=$1 runner=$2 defensive=$3 f=$4 out
   rm -f "$dir/ledger.db" "$dir/ledger.db-journal" "$dir/case.sql"
-  if ! out=$(sqlite3 -bail "$dir/ledger.db" ".load ${EXT%.*}" ".read tests/plain/setup.sql" 2>&1 >/dev/null); then
-    echo "FAIL plain:$label:setup: $out"
+  out=$("$BUILD/sqltest" --ext "$EXT" tests/plain/setup.sql 2>&1)
+  if [ $? -ne 0 ] || grep -q '^FAIL' <<<"$out"; then
+    echo "FAIL plain:$label:setup: $(grep -m1 '^FAIL' <<<"$out")"
     fail=1
     return
   fi
@@ -35,8 +32,9 @@ run() {
   grep -q '^FAIL' <<<"$out" && fail=1
 }
 for f in tests/plain/[0-9]*.sql; do
-  run "$(sqlite3 -version | cut -d' ' -f1)" "$BUILD/sqltest" 0 "$f"
-  run "$(sqlite3 -version | cut -d' ' -f1):defensive" "$BUILD/sqltest" 1 "$f"
+  v=$("$BUILD/sqltest" --eval "SELECT sqlite_version()" 2>/dev/null)
+  run "${v:-system}" "$BUILD/sqltest" 0 "$f"
+  run "${v:-system}:defensive" "$BUILD/sqltest" 1 "$f"
   if [ -x build/compat/sqltest ] && [ "$BUILD" = build ]; then
     v=$(build/compat/sqltest --eval "SELECT sqlite_version()" 2>/dev/null)
     run "${v:-newer}" build/compat/sqltest 0 "$f"

@@ -22,7 +22,7 @@ run() {
   printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) format1\.sql:/\1 upgrade:$1:/"
   grep -q '^FAIL' <<<"$out" && fail=1
 }
-run "$(sqlite3 -version 2>/dev/null | cut -d' ' -f1)" "$BUILD/sqltest" "$EXT"
+run "$("$BUILD/sqltest" --eval 'SELECT sqlite_version()' 2>/dev/null)" "$BUILD/sqltest" "$EXT"
 if [ -x build/compat/sqltest ] && [ -f build/compat/idempotency.so ] && [ "$BUILD" = build ]; then
   run "$(build/compat/sqltest --eval 'SELECT sqlite_version()' 2>/dev/null)" build/compat/sqltest build/compat/idempotency.so
 else
