@@ -263,7 +263,7 @@ char *idem_json_string(const char *z);
 #define IDEM_OPT_ATTEMPTS 1
 #define IDEM_OPT_ARGS_BYTES 2
 #define IDEM_OPT_SINGLE 3
-#define IDEM_OPT_RETENTION 4   /* retention_seconds */
+#define IDEM_OPT_RETENTION 4   /* retention_seconds (ledger_retention.c) */
 #define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
 #define IDEM_N_OPT 6
 
@@ -284,6 +284,11 @@ struct IdemLedger {
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   char *zForeign; /* why operations are refused, or NULL */
   char zId[17];   /* random identity, kept in <name>_meta: guards name it */
+  /* retention_seconds (ledger_retention.c): its statements and where the
+  ** next walk over old rows starts */
+  sqlite3_stmt *pRetScan, *pRetDelete;
+  sqlite3_int64 iRetCursor;
+  char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
 };
 
 /* Register the module and the ledger functions; *ppConn receives the
@@ -300,13 +305,19 @@ typedef int (*IdemGuardRename)(sqlite3 *db, const char *zDb, const char *zOld, c
 void idem_ledger_on_rename(void *pConn, IdemGuardRename xHook);
 
 /*
-** Resolve function argument iArg (a ledger name) like an unqualified table
-** name: temp, main, then attached schemas; it must be a table USING
-** idempotency. Cached per statement. On failure the error is reported on
-** ctx (messages start with zFunc) and NULL is returned.
+** Resolve function argument iArg (a ledger name) like a table name:
+** "schema.ledger" (either part may be double-quoted) in that schema, an
+** unqualified name in temp, main, then attached schemas; it must be a
+** table USING idempotency. Cached per statement and per connection. On
+** failure the error is reported on ctx (messages start with zFunc) and
+** NULL is returned.
 */
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                 const char *zFunc);
+
+/* SQLITE_OK when ledger p has all its shadow tables, else an error
+** "<zFunc>: ledger L is missing its shadow table ..." in *pzErr. */
+int idem_ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
 ** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
@@ -348,7 +359,7 @@ typedef struct LedgerOption LedgerOption;
 struct LedgerOption {
   const char *zName;
   sqlite3_int64 iMin, iMax, iDefault;
-  int bOptional;
+  int bOptional; /* added later: a file without it gets the default */
 };
 extern const LedgerOption ledger_options[IDEM_N_OPT];
 
@@ -559,6 +570,46 @@ void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 /* ledger_renew.c: idem_renew(ledger, token [, seconds]) --------------*/
 void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
+/* ledger_retention.c: retention_seconds --------------------------------*/
+
+/*
+** After an admitted claim (inside its savepoint or INSERT statement):
+** purge a bounded batch of terminal rows whose updated_at is older than
+** the ledger's retention_seconds (nothing when it is 0). Returns
+** SQLITE_OK, or an error (with *pzErr when there is a message) that
+** fails the claim.
+*/
+int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
+/* Finalize the retention statements (disconnect, rename). */
+void ledger_retention_finalize(IdemLedger *p);
+
+/* ledger_lifecycle.c: adoption and missing shadow tables --------------*/
+
+#define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
+/* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
+int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
+/* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
+char *ledger_shadow_message(const char *zName, int mMissing);
+/*
+** xCreate: when all three shadow tables of argv[2] exist in argv[1], check
+** L_meta and the options given (argv, parsed into aVal) against it and
+** adopt them: *pbAdopted = 1, aVal, zId and *piFormat the stored ones. When none
+** exists, *pbAdopted = 0 (create them). Anything else is an error.
+*/
+int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
+                 int *piFormat, int *pbAdopted, char **pzErr);
+/* SQLITE_OK when p has all its shadow tables (checked again each call:
+** call it when the schema changed); else an error "<zFunc>: ledger ...
+** is missing ..." and p stays refused until it is reconnected. */
+int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
+/* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
+** tables that exist. */
+int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
+/* For idem_ledger_live_claim: when p is broken, or rc (an error reading
+** the rows) comes from a shadow table dropped since, *pzWhy says so and
+** SQLITE_OK is returned; otherwise rc. */
+int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
 
 #endif /* IDEM_LEDGER_INTERNAL */
 

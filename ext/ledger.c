@@ -39,16 +39,18 @@ SQLITE_EXTENSION_INIT3
 
 /* Resolution cache: the last few ledger names a function was given, so
 ** the hot path does not resolve the name again. An entry holds a
-** reference on its ledger. It is valid while the ledger is connected and,
-** for a ledger in main, while temp's schema version is unchanged (only a
-** temp table can shadow a main table); an attached ledger is resolved in
-** full each time. */
+** reference on its ledger. It is valid while the ledger is connected
+** (DROP TABLE, DETACH and ALTER TABLE RENAME disconnect it) and, for an
+** unqualified name that reached main, while temp's schema version is
+** unchanged (only a temp table can shadow a main table). An unqualified
+** name that reaches an attached schema is not cached. */
 #define N_CACHE 4
 typedef struct ConnCache ConnCache;
 struct ConnCache {
   char *zName; /* as given (sqlite3_malloc) */
   IdemLedger *p;
-  int iTempVersion;
+  int iTempVersion; /* temp's schema version when an unqualified name was cached */
+  int bQualified;   /* the name was schema.ledger */
 };
 
 typedef struct IdemConn IdemConn;
@@ -137,17 +139,90 @@ static IdemLedger *registry_find(IdemConn *pConn, const char *zDb, const char *z
 }
 
 /*
-** Resolve argument iArg of a function call to a connected ledger, the way
-** an unqualified table name resolves (temp, main, then attached in order).
-** Cached per statement through auxdata. On failure reports the error on
-** ctx and returns NULL.
+** Split a ledger argument into its schema (NULL when unqualified) and its
+** table name: "ledger", "schema.ledger", and either part in double quotes
+** with a quote inside doubled ("a.b"."x""y"). An unquoted part is taken
+** as written (spaces and quotes after its first character included), so
+** only a name holding a '.' needs quotes. On success *pzDb and *pzName
+** are set (one sqlite3_malloc allocation, freed through *pzName's owner
+** *ppBuf). Returns SQLITE_OK, SQLITE_NOMEM, or SQLITE_ERROR with *pzWhy
+** the rule the text broke.
+*/
+static int ledger_name_split(const char *zArg, int nArg, char **ppBuf, const char **pzDb,
+                             const char **pzName, const char **pzWhy) {
+  char *zBuf = sqlite3_malloc64((sqlite3_uint64)nArg + 2);
+  char *zOut = zBuf, *azPart[2] = {0, 0};
+  int i = 0, nPart = 0;
+  *ppBuf = 0;
+  *pzDb = *pzName = 0;
+  if (zBuf == 0) return SQLITE_NOMEM;
+  if ((int)strlen(zArg) != nArg) {
+    *pzWhy = "it contains a NUL character";
+    goto malformed;
+  }
+  for (;;) {
+    char *zPart = zOut;
+    if (nPart == 2) {
+      *pzWhy = "it has more than two parts";
+      goto malformed;
+    }
+    if (zArg[i] == '"') {
+      for (i++;; i++) {
+        if (zArg[i] == 0) {
+          *pzWhy = "a quoted part has no closing quote";
+          goto malformed;
+        }
+        if (zArg[i] == '"') {
+          if (zArg[i + 1] != '"') break;
+          i++;
+        }
+        *zOut++ = zArg[i];
+      }
+      i++; /* the closing quote */
+      if (zArg[i] != 0 && zArg[i] != '.') {
+        *pzWhy = "a closing quote is followed by something other than '.'";
+        goto malformed;
+      }
+    } else {
+      while (zArg[i] != 0 && zArg[i] != '.') *zOut++ = zArg[i++];
+    }
+    *zOut++ = 0;
+    if (zPart[0] == 0) {
+      *pzWhy = "a part is empty";
+      goto malformed;
+    }
+    azPart[nPart++] = zPart;
+    if (zArg[i] == 0) break;
+    i++; /* the '.' */
+  }
+  *ppBuf = zBuf;
+  if (nPart == 2) {
+    *pzDb = azPart[0];
+    *pzName = azPart[1];
+  } else {
+    *pzName = azPart[0];
+  }
+  return SQLITE_OK;
+
+malformed:
+  sqlite3_free(zBuf);
+  return SQLITE_ERROR;
+}
+
+/*
+** Resolve argument iArg of a function call to a connected ledger the way
+** a table name resolves: "schema.ledger" in that schema only, an
+** unqualified name in temp, main, then attached schemas in order.
+** Cached per statement through auxdata and per connection (ConnCache).
+** On failure reports the error on ctx and returns NULL.
 */
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                 const char *zFunc) {
   IdemConn *pConn = (IdemConn *)sqlite3_user_data(ctx);
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   LedgerRef *pRef = (LedgerRef *)sqlite3_get_auxdata(ctx, iArg);
-  const char *zName;
+  const char *zName, *zDbPart = 0, *zTable = 0, *zWhy = 0;
+  char *zBuf = 0;
   sqlite3_stmt *pList = 0;
   IdemLedger *p = 0;
   char *zErr = 0;
@@ -169,7 +244,9 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
     for (i = 0; i < N_CACHE; i++) {
       ConnCache *c = &pConn->aCache[i];
       if (c->p == 0 || c->p->bDead || strcmp(c->zName, zName) != 0) continue;
-      if (sqlite3_stricmp(c->p->zDb, "temp") == 0) return c->p;
+      /* a qualified name names one table: it holds while that ledger is
+      ** connected (DROP, DETACH and RENAME disconnect it) */
+      if (c->bQualified) return c->p;
       if (sqlite3_stricmp(c->p->zDb, "main") == 0) {
         int v = -1;
         if (ledger_temp_version(c->p, &v) == SQLITE_OK && v == c->iTempVersion) return c->p;
@@ -177,32 +254,57 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
     }
   }
 
-  /* schemas in resolution order: temp first, then main, then attached */
-  rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list ORDER BY seq<>1, seq", -1,
-                          &pList, 0);
-  while (rc == SQLITE_OK) {
-    const char *zDb;
+  rc = ledger_name_split(zName, sqlite3_value_bytes(pName), &zBuf, &zDbPart, &zTable, &zWhy);
+  if (rc == SQLITE_ERROR) {
+    char *zQ = idem_json_string(zName);
+    zErr = zQ ? sqlite3_mprintf(
+                    "%s: malformed ledger name %s: %s; write ledger or schema.ledger,"
+                    " a part in double quotes when it holds a '.' (\"a.b\".\"x\"\"y\")",
+                    zFunc, zQ, zWhy)
+              : 0;
+    sqlite3_free(zQ);
+    idem_result_error(ctx, zErr ? SQLITE_ERROR : SQLITE_NOMEM, zErr);
+    return 0;
+  }
+  if (rc) {
+    sqlite3_result_error_nomem(ctx);
+    return 0;
+  }
+  if (zDbPart) {
+    /* qualified: that schema only; a schema that does not exist finds
+    ** no table */
     int bFound = 0;
-    rc = sqlite3_step(pList);
-    if (rc == SQLITE_DONE) {
-      rc = SQLITE_OK;
-      break;
-    }
-    if (rc != SQLITE_ROW) break;
-    zDb = (const char *)sqlite3_column_text(pList, 0);
-    if (zDb == 0) {
-      rc = SQLITE_NOMEM;
-      break;
-    }
-    /* preparing connects the virtual table, which registers it */
-    rc = probe_table(db, zDb, zName, &bFound);
-    if (rc == SQLITE_OK && bFound) {
-      p = registry_find(pConn, zDb, zName); /* NULL: a table, but not a ledger */
-      break;
+    rc = probe_table(db, zDbPart, zTable, &bFound);
+    if (rc == SQLITE_OK && bFound) p = registry_find(pConn, zDbPart, zTable);
+  } else {
+    /* schemas in resolution order: temp first, then main, then attached */
+    rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list ORDER BY seq<>1, seq", -1,
+                            &pList, 0);
+    while (rc == SQLITE_OK) {
+      const char *zDb;
+      int bFound = 0;
+      rc = sqlite3_step(pList);
+      if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+        break;
+      }
+      if (rc != SQLITE_ROW) break;
+      zDb = (const char *)sqlite3_column_text(pList, 0);
+      if (zDb == 0) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      /* preparing connects the virtual table, which registers it */
+      rc = probe_table(db, zDb, zTable, &bFound);
+      if (rc == SQLITE_OK && bFound) {
+        p = registry_find(pConn, zDb, zTable); /* NULL: a table, but not a ledger */
+        break;
+      }
     }
   }
   if (rc) zErr = idem_db_error(db, zFunc, rc);
   sqlite3_finalize(pList);
+  sqlite3_free(zBuf);
   if (rc) {
     idem_result_error(ctx, rc, zErr);
     return 0;
@@ -226,8 +328,10 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
       sqlite3_set_auxdata(ctx, iArg, pRef, ledger_ref_free);
     }
   }
-  {
-    /* remember it; a failure to cache only costs speed */
+  if (zDbPart || sqlite3_stricmp(p->zDb, "main") == 0) {
+    /* remember it; a failure to cache only costs speed. An unqualified
+    ** name that reached an attached schema is resolved in full each time:
+    ** a table of that name in main or an earlier schema would take it. */
     ConnCache *c = &pConn->aCache[pConn->iNext];
     char *zCopy = sqlite3_mprintf("%s", zName);
     int v = -1;
@@ -236,6 +340,7 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
       c->zName = zCopy;
       c->p = p;
       c->iTempVersion = v;
+      c->bQualified = zDbPart != 0;
       p->nRef++;
       pConn->iNext = (pConn->iNext + 1) % N_CACHE;
     } else {
@@ -454,20 +559,34 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   sqlite3_int64 aVal[IDEM_N_OPT];
   size_t nDb = strlen(argv[1]), nName = strlen(argv[2]);
   char zId[17];
-  int rc, iFormat = LEDGER_FORMAT;
+  int rc, iFormat = LEDGER_FORMAT, mMissing = 0;
 
   *ppVtab = 0;
   rc = ledger_parse_options(argc, argv, aVal, pzErr);
   if (rc) return rc;
   if (bCreate) {
-    unsigned char a[8];
-    sqlite3_randomness(8, a);
-    idem_hex(a, 8, zId);
-    rc = ledger_create_schema(db, argv[1], argv[2], aVal, zId, pzErr);
+    int bAdopted = 0;
+    /* shadow tables left by a copy (.clone) are adopted, not recreated */
+    rc = ledger_adopt(db, argc, argv, aVal, zId, &iFormat, &bAdopted, pzErr);
     if (rc) return rc;
+    if (!bAdopted) {
+      unsigned char a[8];
+      sqlite3_randomness(8, a);
+      idem_hex(a, 8, zId);
+      rc = ledger_create_schema(db, argv[1], argv[2], aVal, zId, pzErr);
+      if (rc) return rc;
+    }
   } else {
-    rc = ledger_read_meta(db, argv[1], argv[2], aVal, zId, &iFormat, pzErr);
+    /* a ledger missing a shadow table connects (so DROP TABLE works) but
+    ** refuses every operation */
+    rc = ledger_shadow_missing(db, argv[1], argv[2], &mMissing);
     if (rc) return rc;
+    if (mMissing & 2) {
+      zId[0] = 0; /* no identity: no guard can name it */
+    } else {
+      rc = ledger_read_meta(db, argv[1], argv[2], aVal, zId, &iFormat, pzErr);
+      if (rc) return rc;
+    }
   }
   rc = sqlite3_declare_vtab(db, zDeclare);
   if (rc) return rc;
@@ -490,6 +609,13 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   memcpy(p->zId, zId, sizeof(zId));
   p->iFormat = iFormat;
   p->iDurable = -1;
+  if (mMissing) {
+    p->zBroken = ledger_shadow_message(p->zName, mMissing);
+    if (p->zBroken == 0) {
+      sqlite3_free(p);
+      return SQLITE_NOMEM;
+    }
+  }
   p->pNext = pConn->pList;
   pConn->pList = p;
   *ppVtab = &p->base;
@@ -498,6 +624,16 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
 
 static int xCreate(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                    sqlite3_vtab **ppVtab, char **pzErr) {
+  if (sqlite3_stricmp(argv[1], "temp") == 0) {
+    /* another connection (a retry in a new process) would not see it */
+    *pzErr = sqlite3_mprintf(
+        "idempotency: ledger %s cannot be created in the temp schema: a TEMP ledger is seen by "
+        "this connection only and would not deduplicate a retry made on another one; create it "
+        "in main or an attached database",
+        argv[2]);
+    *ppVtab = 0;
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
   return ledger_init(db, pAux, argc, argv, ppVtab, pzErr, 1);
 }
 
@@ -518,6 +654,8 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
   ledger_finalize_all(p);
   sqlite3_free(p->zForeign);
   p->zForeign = 0;
+  sqlite3_free(p->zBroken);
+  p->zBroken = 0;
   sqlite3_free(pVtab->zErrMsg);
   pVtab->zErrMsg = 0;
   p->bDead = 1;
@@ -527,19 +665,13 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
 
 static int xDestroy(sqlite3_vtab *pVtab) {
   IdemLedger *p = (IdemLedger *)pVtab;
-  sqlite3_stmt *pS = 0;
-  int rc;
-  rc = ledger_stmt(p, ST_COUNT_LIVE, &pS);
-  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
-    sqlite3_int64 nGuard = sqlite3_column_int64(pS, 0), nLive = sqlite3_column_int64(pS, 1);
-    sqlite3_reset(pS);
-    /* SQLite shows no module message for a refused DROP TABLE (it reads
-    ** "constraint failed"), so none is set: it would only leak */
-    if (nGuard > 0 || nLive > 0) return SQLITE_CONSTRAINT;
-  } else if (pS) {
-    rc = sqlite3_reset(pS);
-  }
+  sqlite3_int64 nHeld = 0;
+  /* guards, and claimed or unknown rows, in the shadow tables that exist */
+  int rc = ledger_held_count(p, &nHeld);
   if (rc) return rc;
+  /* SQLite shows no module message for a refused DROP TABLE (it reads
+  ** "constraint failed"), so none is set: it would only leak */
+  if (nHeld > 0) return SQLITE_CONSTRAINT;
   rc = ledger_drop_schema(p);
   if (rc) return rc;
   return xDisconnect(pVtab);
@@ -853,6 +985,9 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
         sqlite3_value_type(argv[2 + COL_KEY]) == SQLITE_NULL ? 0 : argv[2 + COL_KEY], &q, &zErr);
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc == SQLITE_OK) rc = ledger_claim_decide(p, "idempotency", &q, 1, 0, &d, &zErr);
+    if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
+      rc = ledger_retention_step(p, "idempotency", &zErr);
+    }
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
       /* the row is written: nothing may fail from here on (the room
       ** was made by ledger_last_begin) */

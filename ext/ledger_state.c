@@ -743,6 +743,9 @@ int ledger_write_first(IdemLedger *p) {
 int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr) {
   sqlite3 *db = p->db;
   int rc = SQLITE_OK, bAuto = sqlite3_get_autocommit(db), bSave = 0;
+  /* with retention_seconds a claim of a new key also purges, so it takes
+  ** the savepoint pass: the purge commits, or is undone, with the claim */
+  int bOneInsert = p->aOpt[IDEM_OPT_RETENTION] == 0;
 
   memset(d, 0, sizeof(*d));
   if (writer_in_progress(db)) {
@@ -752,7 +755,7 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
         zFunc);
     return *pzErr ? SQLITE_MISUSE : SQLITE_NOMEM;
   }
-  if (!bAuto) {
+  if (!bAuto && bOneInsert) {
     /* inside the caller's transaction: the INSERT comes first (it takes
     ** the write lock through the busy handler) and, a fresh claim, is the
     ** whole decision: one statement, rolled back on its own if it fails,
@@ -765,7 +768,7 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
     }
     rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, 0, d, &q->zTaken);
     if (rc || q->zTaken == 0) goto done;
-  } else {
+  } else if (bAuto) {
     /* read pass without a write lock: settled, running, unknown and
     ** mismatched keys need no write */
     int bFresh;
@@ -782,7 +785,7 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
       if (rc) goto done;
       q->bMarksRead = 1;
     }
-    if (bFresh) {
+    if (bFresh && bOneInsert) {
       /* no row holds the key: the INSERT alone is atomic and commits on
       ** its own, so it needs no savepoint. Refused (a claimer came
       ** first), the savepoint pass below decides. */
@@ -805,7 +808,8 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
   if (rc) goto done;
   bSave = 1;
   /* in a transaction the insert was refused just now: do not repeat it */
-  rc = ledger_claim_decide(p, zFunc, q, bAuto ? 1 : 2, bAuto, d, pzErr);
+  rc = ledger_claim_decide(p, zFunc, q, bAuto || !bOneInsert ? 1 : 2, bAuto, d, pzErr);
+  if (rc == SQLITE_OK && d->eDec == DEC_ADMITTED) rc = ledger_retention_step(p, zFunc, pzErr);
   if (rc == SQLITE_OK) {
     rc = ledger_exec(p, ST_RELEASE);
     if (rc == SQLITE_OK) bSave = 0;
@@ -1133,18 +1137,20 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
   int rc, bFound = 0, eEff = 0;
   LedgerRow r;
   *pzWhy = 0;
+  /* a shadow table is missing: refused, saying so (ledger_lifecycle.c) */
+  if (p->zBroken) return ledger_broken_why(p, SQLITE_OK, pzWhy);
   if (p->aOpt[IDEM_OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL) {
     rc = ledger_stmt(p, ST_GET_KEY, &pGet);
-    if (rc) return rc;
+    if (rc) return ledger_broken_why(p, rc, pzWhy);
     sqlite3_bind_value(pGet, 1, pKey);
   } else {
     rc = ledger_stmt(p, ST_GET, &pGet);
-    if (rc) return rc;
+    if (rc) return ledger_broken_why(p, rc, pzWhy);
     sqlite3_bind_value(pGet, 1, pTenant);
     sqlite3_bind_value(pGet, 2, pKey);
   }
   rc = ledger_row_fetch(pGet, &r, &bFound);
-  if (rc) return rc;
+  if (rc) return ledger_broken_why(p, rc, pzWhy);
   if (!bFound) {
     *pzWhy = sqlite3_mprintf("there is no claim for it");
   } else if (strcmp(r.zStatus, "claimed") != 0) {

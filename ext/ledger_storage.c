@@ -66,12 +66,18 @@ int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal,
         break;
     }
     if (j == IDEM_N_OPT) {
-      *pzErr = sqlite3_mprintf(
-          "idempotency: unknown option \"%.*s\"; the options are "
-          "lease_seconds, max_attempts, max_args_bytes, single_tenant, "
-          "retention_seconds, require_transaction",
-          (int)nName, z);
-      return SQLITE_ERROR;
+      /* the list comes from the table, so a new option is named at once */
+      sqlite3_str *pList = sqlite3_str_new(0);
+      char *zList;
+      for (j = 0; j < IDEM_N_OPT; j++) {
+        sqlite3_str_appendf(pList, "%s%s", j ? ", " : "", ledger_options[j].zName);
+      }
+      zList = sqlite3_str_finish(pList);
+      *pzErr = zList ? sqlite3_mprintf("idempotency: unknown option \"%.*s\"; the options are %s",
+                                       (int)nName, z, zList)
+                     : 0;
+      sqlite3_free(zList);
+      return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
     }
     if (aSeen[j]++) {
       *pzErr = sqlite3_mprintf("idempotency: option %s is given twice", ledger_options[j].zName);
@@ -148,7 +154,7 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
   }
   *piFormat = (int)iFormat;
   for (j = 0; j < IDEM_N_OPT; j++) {
-    /* an option added after format 2 was first written takes its default */
+    /* an option added after the file was made takes its default */
     if (!aSeen[j] && !ledger_options[j].bOptional) break;
   }
   if (j < IDEM_N_OPT || zId[0] == 0) {
@@ -302,6 +308,7 @@ void ledger_finalize_all(IdemLedger *p) {
     p->aStmt[i] = 0;
   }
   p->mBusy = 0;
+  ledger_retention_finalize(p);
 }
 /* ------------------------------------------------------------------ */
 /* Schema of the shadow tables (format 2)                              */
@@ -613,6 +620,11 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   if (sqlite3_step(pT) == SQLITE_ROW) v2 = sqlite3_column_int(pT, 0);
   rc = sqlite3_reset(pT);
   if (rc) return rc;
+  if (p->zBroken || !p->bChecked || v1 != p->iSchemaVersion || v2 != p->iTempSchemaVersion) {
+    /* a shadow table may have been dropped (ledger_lifecycle.c) */
+    rc = ledger_usable(p, zFunc, pzErr);
+    if (rc) return rc;
+  }
   if (p->bChecked && v1 == p->iSchemaVersion && v2 == p->iTempSchemaVersion) {
     if (p->zForeign == 0) return SQLITE_OK;
     *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zForeign);

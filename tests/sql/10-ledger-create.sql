@@ -165,7 +165,8 @@ SELECT 'create-if-not-exists', errmsg('CREATE VIRTUAL TABLE IF NOT EXISTS L USIN
 SELECT 'meta-unchanged', (SELECT v FROM L_meta WHERE k = 'lease_seconds') = 300;
 -- a name that collides with an existing shadow-like table
 CREATE TABLE taken_rows(x);
-SELECT 'shadow-name-taken', errmsg('CREATE VIRTUAL TABLE taken USING idempotency') = 'table "taken_rows" already exists';
+SELECT 'shadow-name-taken', errmsg('CREATE VIRTUAL TABLE taken USING idempotency')
+       = 'idempotency: cannot create ledger taken: its shadow table taken_rows exists but tables taken_meta, taken_guards are missing; restore what is missing from a backup, or drop what is left to start an empty ledger';
 SELECT 'shadow-name-taken-no-vtab', (SELECT count(*) FROM sqlite_schema WHERE name IN ('taken', 'taken_meta', 'taken_guards')) = 0;
 
 -- format check on connect: another format is refused (reconnect via a fresh schema load)

@@ -278,7 +278,7 @@ SELECT 'ledger-plain-table', errmsg('SELECT idem_claim(''plain'', ''t'', ''c'', 
 SELECT 'ledger-view', errmsg('SELECT idem_claim(''plainv'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "plainv": no table USING idempotency by that name';
 SELECT 'ledger-shadow', errmsg('SELECT idem_claim(''G_rows'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "G_rows": no table USING idempotency by that name';
 SELECT 'ledger-json-each', errmsg('SELECT idem_claim(''json_each'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "json_each": no table USING idempotency by that name';
-SELECT 'ledger-qualified-name', errmsg('SELECT idem_claim(''main.G'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "main.G": no table USING idempotency by that name';
+SELECT 'ledger-qualified-name-elsewhere', errmsg('SELECT idem_claim(''temp.G'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "temp.G": no table USING idempotency by that name';
 SELECT 'ledger-null', errcode('SELECT idem_claim(NULL, ''t'', ''c'', ''tool'', ''{}'')') = 1;
 SELECT 'ledger-integer', errcode('SELECT idem_claim(1, ''t'', ''c'', ''tool'', ''{}'')') = 1;
 SELECT 'ledger-case-insensitive', json_extract(idem_claim('g', 'ci', 'c', 'tool', '{}'), '$.decision') = 'admitted';

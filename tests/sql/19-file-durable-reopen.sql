@@ -33,8 +33,6 @@ COMMIT;
 ATTACH ':memory:' AS mem;
 CREATE VIRTUAL TABLE mem.M USING idempotency;
 SELECT 'memory-attached-not-durable', json_type(idem_claim('M', 't', 'c', 'x', '{}'), '$.durable') = 'false';
-CREATE VIRTUAL TABLE temp.T USING idempotency;
-SELECT 'temp-not-durable', json_type(idem_claim('T', 't', 'c', 'x', '{}'), '$.durable') = 'false';
 PRAGMA main.synchronous = OFF;
 PRAGMA mem.synchronous = FULL;
 SELECT 'main-off-not-durable', json_type(idem_claim('L', 't', 'c', 'x', '{}', 'external', 's-off2'), '$.durable') = 'false';

@@ -276,6 +276,23 @@ static const Op aOp[] = {
     {"claim-require-txn-in-txn", K_SQL, F_TXN,
      "CREATE VIRTUAL TABLE R USING idempotency(require_transaction=1); BEGIN",
      "SELECT idem_claim('R','t1','c1','send','{\"n\":1}')"},
+    {"claim-qualified", K_SQL, 0,
+     "ATTACH ':memory:' AS aux; CREATE VIRTUAL TABLE aux.L USING idempotency",
+     "SELECT idem_claim('\"aux\".L','t1','c1','send','{\"n\":1}')"},
+    {"claim-retention", K_SQL, 0,
+     /* two succeeded rows made (and settled) at Unix ms 1: due for purging */
+     "CREATE VIRTUAL TABLE LR USING idempotency(retention_seconds=1);"
+     "INSERT INTO LR_rows(tenant,\"key\",conversation,tool,args,effect,status,attempt,token,"
+     "created_at,updated_at,lease_until) VALUES"
+     "('t1','old-1','c1','send','{}','external','claimed',1,7,1,1,1),"
+     "('t1','old-2','c1','send','{}','external','claimed',1,8,1,1,1);"
+     "UPDATE LR_rows SET status='succeeded'",
+     "SELECT idem_claim('LR','t1','c1','send','{\"n\":3}')"},
+    {"claim-missing-shadow", K_SQL, 0,
+     "CREATE VIRTUAL TABLE LB USING idempotency; DROP TABLE LB_guards",
+     "SELECT idem_claim('LB','t1','c1','send','{\"n\":1}')"},
+    {"drop-missing-shadow", K_SQL, 0,
+     "CREATE VIRTUAL TABLE LB USING idempotency; DROP TABLE LB_meta", "DROP TABLE LB"},
     {"file-select", K_FILE, 0, "", "SELECT count(*) FROM L"},
     {"file-claim-new", K_FILE, 0, "", "SELECT idem_claim('L','t1','c1','send','{\"n\":5000}')"},
     {"file-claim-in-progress", K_FILE, 0, "",
