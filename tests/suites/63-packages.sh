@@ -13,7 +13,9 @@
 #            it, so that it is not compiled again) and libsql (from the npm
 #            registry or npm's cache): the package tests per driver, and the
 #            HTTP adapter example per driver; node:sqlite where the running
-#            Node has it
+#            Node has it; tsc (typescript 5 from npm) checks index.d.ts
+#            against a typed user (tests/packages/consumer.ts) and misuse
+#            it must refuse (tests/packages/misuse.ts)
 #
 # A runtime that is absent skips, saying why. The packages are built from
 # the sources with the plain compiler flags, also under make sanitize (an
@@ -161,6 +163,35 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
       echo "SKIP adapters.node.$d: no python3 to run the test server tests/adapters/test_server.py"
     fi
   done
+  # TypeScript: the declarations accept a typed user and refuse misuse.
+  if out=$(npm_install typescript@5); then
+    cp tests/packages/consumer.ts tests/packages/misuse.ts "$project/"
+    tsc() {
+      printf '{ "compilerOptions": { "strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": [] }, "files": ["%s"] }\n' "$1" >"$project/tsconfig.json"
+      (cd "$project" && node node_modules/typescript/bin/tsc -p tsconfig.json 2>&1)
+    }
+    if out=$(tsc consumer.ts); then
+      echo "PASS packages.node:typescript-consumer (tsc --strict accepts tests/packages/consumer.ts against index.d.ts)"
+    else
+      echo "FAIL packages.node:typescript-consumer: $(tr '\n' ' ' <<<"$out")"
+      rc=1
+    fi
+    out=$(tsc misuse.ts)
+    lines=$(grep -o '^misuse\.ts([0-9]*' <<<"$out" | cut -d'(' -f2 | sort -n -u | tr '\n' ' ')
+    if [ "$lines" = "8 9 10 11 " ]; then
+      echo "PASS packages.node:typescript-misuse (tsc refuses each misuse in tests/packages/misuse.ts)"
+    else
+      echo "FAIL packages.node:typescript-misuse: errors on lines '$lines', want '8 9 10 11 ': $(tr '\n' ' ' <<<"$out")"
+      rc=1
+    fi
+  elif [ "${CI:-}" = true ]; then
+    printf '%s\n' "$out"
+    echo "FAIL packages.node:typescript: npm install typescript@5 failed"
+    rc=1
+  else
+    echo "SKIP packages.node:typescript: npm install typescript@5 failed (no network and not in npm's cache?): $(tail -n 1 <<<"$out")"
+  fi
+
   out=$(node "$project/test_package_node.mjs" node:sqlite 2>&1)
   if grep -q '^SKIP ' <<<"$out"; then
     printf '%s\n' "$out"
