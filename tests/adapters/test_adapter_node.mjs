@@ -17,6 +17,9 @@
 //   refused     connection refused: NotSent, the row is released with
 //               {"sent": false}; a retry is admitted (attempt 2), sent once
 //   http-4xx    the target refuses: an outcome "failed", replayed as failed
+//   stalled     a holder whose lease expired before it sent, while the key
+//               was resolved released: renew tells it (LeaseLost) and it
+//               sends nothing; another caller then sends it (attempt 2) once
 //   async       5 concurrent async calls in one process, one connection:
 //               one ran, 4 ClaimInProgress, then a replay; sent once
 //   concurrent  6 worker processes x 2 async calls on 2 keys at once, each
@@ -32,7 +35,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { ClaimInProgress, NotSent, OutcomeUnknown } from 'sqlite-idempotency';
+import { ClaimInProgress, LeaseLost, NotSent, OutcomeUnknown } from 'sqlite-idempotency';
 import { IdemAdapter } from './idem_adapter.mjs';
 
 const require = createRequire(import.meta.url);
@@ -191,6 +194,30 @@ async function checks(driver, dbPath, srv) {
   report(f1.status === 'failed' && f1.idempotent === false && f1.error?.status === 422 && f2.status === 'failed' &&
          f2.idempotent === true && same(f2.error, f1.error) && c.keys[f1.key] === 1,
          'http-4xx-failed', `got ${j(f1)} / ${j(f2)}`);
+
+  // --- a stalled holder learns from renew that the key moved on -------------
+  // Its lease (1 s) expires between its claim and its send; meanwhile the key
+  // is resolved released; after it, another caller sends it (attempt 2).
+  const sidem = IdemAdapter.open(openDb(driver, dbPath), { name: 'short', options: { lease_seconds: 1 } });
+  const other = IdemAdapter.open(openDb(driver, dbPath), { name: 'short', create: false });
+  const sargs = { to: 'stalled@example.com' };
+  const skey = sidem.ledger.db.prepare('SELECT idem_key(?, ?, ?, ?) AS v').get(TENANT, CONV, 'send_email', j(sargs)).v;
+  const renew = sidem.ledger.renew.bind(sidem.ledger);
+  sidem.ledger.renew = (token, seconds) => {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1200);
+    other.ledger.resolve(TENANT, skey, 'released', { sent: false, reason: 'reconciled: never arrived' });
+    return renew(token, seconds);
+  };
+  const sr = await caught(sidem.callHttpTool(TENANT, CONV, 'send_email', sargs, send));
+  c = await srv.counts();
+  const seenBefore = c.keys[skey];
+  const took = await caught(other.callHttpTool(TENANT, CONV, 'send_email', sargs, send));
+  c = await srv.counts();
+  report(sr.error instanceof LeaseLost && seenBefore === undefined && took.value?.attempt === 2 &&
+         took.value?.result?.n === 1 && c.keys[skey] === 1, 'stalled-holder-does-not-send',
+         `${sr.error ? `${sr.error.name}: ${sr.error.message}` : `returned ${j(sr.value)}`}; target saw ${seenBefore} before the second caller, then ${c.keys[skey]}; second ${j(took)}`);
+  sidem.close();
+  other.close();
 
   // --- concurrent async calls on one connection ------------------------------
   const aargs = { to: 'async@example.com' };

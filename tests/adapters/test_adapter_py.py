@@ -16,6 +16,10 @@ the wheel of `make dist` was installed; tests/suites/63-packages.sh makes it)
   refused     connection refused: NotSent, the row is released with
               {"sent": false}; a retry is admitted (attempt 2) and sent once
   http-4xx    the target refuses: an Outcome "failed", replayed as failed
+  stalled     a holder whose lease expired before it sent, while the key
+              was resolved released and sent by another caller: renew
+              tells it (LeaseLost) and it sends nothing; the target saw
+              the key once
   concurrent  12 processes on 2 keys at once, each waiting while another
               holds the key: one call per key ran, the rest are replays
               of the same result; the target saw each key once
@@ -35,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import sqlite_idempotency  # noqa: E402
-from sqlite_idempotency import NotSent, OutcomeUnknown  # noqa: E402
+from sqlite_idempotency import LeaseLost, NotSent, OutcomeUnknown  # noqa: E402
 from idem_adapter import IdemAdapter  # noqa: E402
 import test_server  # noqa: E402
 
@@ -180,6 +184,31 @@ def run(db_path, srv):
            and f2.status == "failed" and f2.idempotent is True and f2.error == f1.error
            and srv.counts()["keys"].get(f1.key) == 1,
            "http-4xx-failed", f"got {f1!r} / {f2!r}")
+
+    # --- a stalled holder learns from renew that the key moved on -------------
+    # Its lease (1 s) expires between its claim and its send; meanwhile the
+    # key is resolved released and sent by another caller (attempt 2).
+    sidem = IdemAdapter(db_path, ledger="short", options={"lease_seconds": 1})
+    other = IdemAdapter(db_path, ledger="short", create=False)
+    sargs = {"to": "stalled@example.com"}
+    skey = sidem.ledger.conn.execute("SELECT idem_key(?, ?, ?, ?)",
+                                     (TENANT, CONV, "send_email", json.dumps(sargs))).fetchone()[0]
+    took = []
+    renew = sidem.ledger.renew
+
+    def stalled_renew(token, seconds=None):
+        time.sleep(1.2)
+        other.ledger.resolve(TENANT, skey, "released", {"sent": False, "reason": "reconciled: never arrived"})
+        took.append(other.call_http_tool(TENANT, CONV, "send_email", sargs, send))
+        return renew(token, seconds)
+
+    sidem.ledger.renew = stalled_renew
+    e, why = expect_raise(LeaseLost, lambda: sidem.call_http_tool(TENANT, CONV, "send_email", sargs, send))
+    report(e is not None and took and took[0].attempt == 2 and took[0].result.get("n") == 1
+           and srv.counts()["keys"].get(skey) == 1, "stalled-holder-does-not-send",
+           why or f"{e!r}; second caller {took!r}; target saw {srv.counts()['keys'].get(skey)}")
+    sidem.close()
+    other.close()
 
     # --- concurrent callers, each waiting while another holds the key ---------
     n_per_key = 6

@@ -216,6 +216,43 @@ async function run(tmp) {
   report(e instanceof RangeError && e.message === 'Ledger.wait: timeoutMs must be a number of milliseconds >= 0, got -1',
          'wait-bad-timeout', desc(e));
   holder.close();
+
+  // --- renewal: right before sending -----------------------------------------
+  const dr = ledger.claim(T, C, 'renew_me', { n: 1 });
+  const lu = ledger.renew(dr.token, 120);
+  const now = Date.now();
+  report(Number.isInteger(lu) && lu > dr.lease_until && Math.abs(lu - (now + 120000)) < 5000, 'renew-extends',
+         `lease_until ${dr.lease_until} -> ${lu}, now ${now}`);
+  ledger.settle(dr.token, 'succeeded');
+  e = raised(() => ledger.renew(dr.token));
+  report(e instanceof idem.LeaseLost && e instanceof idem.LedgerError && e.message.startsWith('idem_renew: '),
+         'renew-settled-lease-lost', desc(e));
+
+  // A holder that stalls past its lease (1 s) between its claim and its send:
+  // meanwhile the key was resolved released and claimed again by another
+  // caller. The stalled holder learns it from renew and sends nothing.
+  const short = idem.Ledger.open(openDb(file), { name: 'short', options: { lease_seconds: 1 } });
+  const other = idem.Ledger.open(openDb(file), { name: 'short', create: false });
+  const sargs = { to: 'stall@b.c' };
+  const key = short.db.prepare('SELECT idem_key(?, ?, ?, ?) AS v').get(T, C, 'send_email', JSON.stringify(sargs)).v;
+  let second = null;
+  const renew = short.renew.bind(short);
+  short.renew = (token, seconds) => {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1200); // the lease expires: unknown
+    other.resolve(T, key, 'released', { sent: false, reason: 'reconciled: never arrived' });
+    second = other.claim(T, C, 'send_email', sargs);
+    return renew(token, seconds);
+  };
+  act = counter({ result: { by: 'first' } });
+  e = await rejected(short.call(T, C, 'send_email', sargs, act));
+  if (second?.decision === 'admitted') other.settle(second.token, 'succeeded', { by: 'second' });
+  row = other.row(T, key);
+  report(e instanceof idem.LeaseLost && e.message.startsWith('idem_renew: ') && act.runs === 0 &&
+         second?.decision === 'admitted' && second.attempt === 2 && row?.status === 'succeeded' &&
+         j(row.result) === j({ by: 'second' }), 'stalled-holder-learns-from-renew',
+         `${desc(e)}; first ran ${act.runs}; second ${j(second)}; row ${j(row)}`);
+  short.close();
+  other.close();
   ledger.close();
 }
 

@@ -244,6 +244,44 @@ def run(tmp):
     report(isinstance(e, ValueError) and str(e) == "Ledger.wait: timeout must be a number of seconds >= 0, got -1",
            "wait-bad-timeout", f"got {e!r}")
     holder.close()
+
+    # --- renewal: right before sending -------------------------------------------
+    d = ledger.claim(T, C, "renew_me", {"n": 1})
+    lu = ledger.renew(d.token, 120)
+    now = time.time() * 1000
+    report(isinstance(lu, int) and lu > d.lease_until and abs(lu - (now + 120000)) < 5000, "renew-extends",
+           f"lease_until {d.lease_until} -> {lu}, now {now:.0f}")
+    ledger.settle(d.token, "succeeded", None)
+    e = raised(lambda: ledger.renew(d.token))
+    report(isinstance(e, idem.LeaseLost) and isinstance(e, idem.LedgerError) and str(e).startswith("idem_renew: "),
+           "renew-settled-lease-lost", f"got {e!r}")
+
+    # A holder that stalls past its lease (1 s) between its claim and its
+    # send: meanwhile the key was resolved released and claimed and sent by
+    # another caller. The stalled holder learns it from renew and sends nothing.
+    short = idem.Ledger.open(db, "short", options={"lease_seconds": 1})
+    other = idem.Ledger.open(db, "short", create=False)
+    args = {"to": "stall@b.c"}
+    key = short.conn.execute("SELECT idem_key(?, ?, ?, ?)", (T, C, "send_email", json.dumps(args))).fetchone()[0]
+    second = Counter({"by": "second"})
+    took_over = []
+
+    def stalled_renew(token, seconds=None, _renew=short.renew):
+        time.sleep(1.2)  # the lease (1 s) expires: the external claim is unknown
+        other.resolve(T, key, "released", {"sent": False, "reason": "reconciled: never arrived"})
+        took_over.append(other.call(T, C, "send_email", args, second))
+        return _renew(token, seconds)
+
+    short.renew = stalled_renew
+    first = Counter({"by": "first"})
+    e = raised(lambda: short.call(T, C, "send_email", args, first))
+    row = other.row(T, key)
+    report(isinstance(e, idem.LeaseLost) and str(e).startswith("idem_renew: ") and first.runs == 0
+           and second.runs == 1 and took_over and took_over[0].attempt == 2 and row["status"] == "succeeded"
+           and row["result"] == {"by": "second"} and row["attempt"] == 2,
+           "stalled-holder-learns-from-renew", f"{e!r}; first ran {first.runs}, second {second.runs}; row {row}")
+    short.close()
+    other.close()
     ledger.close()
 
 
