@@ -21,6 +21,7 @@ const VERSION = require('./package.json').version;
 const SUFFIX = { darwin: 'dylib', win32: 'dll' }[process.platform] || 'so';
 const KEY = /^[A-Za-z0-9_-]{1,128}$/;
 const OPTION = /^[a-z_]{1,64}$/;
+const REQUIRES_TRANSACTION = 'requires a transaction (require_transaction=1)';
 
 // --- errors --------------------------------------------------------------------
 
@@ -197,6 +198,45 @@ class Ledger {
     this.db = db;
     this.name = name;
     this.stmts = new Map();
+    this.transactional = false; // the ledger refused a claim outside a transaction
+  }
+
+  // Whether a transaction is open (undefined when the driver does not say).
+  inTransaction() {
+    if (typeof this.db.inTransaction === 'boolean') return this.db.inTransaction; // better-sqlite3, libsql
+    if (typeof this.db.isTransaction === 'boolean') return this.db.isTransaction; // node:sqlite
+    return undefined;
+  }
+
+  // The claim of call(): committed as it returns unless the caller has a
+  // transaction open. A ledger created with require_transaction=1 refuses a
+  // claim outside a transaction; then (and for every later claim) the claim
+  // is made inside BEGIN IMMEDIATE ... COMMIT, and an admitted claim is
+  // reported committed once that COMMIT succeeded.
+  claimCommitted(tenant, conversation, tool, args, operationId) {
+    if (!(this.transactional && this.inTransaction() === false)) {
+      try {
+        return this.claim(tenant, conversation, tool, args, { operationId });
+      } catch (e) {
+        if (!(e instanceof LedgerError) || !e.message.includes(REQUIRES_TRANSACTION) || this.inTransaction() === true) throw e;
+        this.transactional = true;
+      }
+    }
+    let d;
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+    } catch (e) {
+      throw LedgerError.wrap(e);
+    }
+    try {
+      d = this.claim(tenant, conversation, tool, args, { operationId });
+      this.db.exec('COMMIT');
+    } catch (e) {
+      try { this.db.exec('ROLLBACK'); } catch { /* the transaction is gone already */ }
+      throw LedgerError.wrap(e);
+    }
+    if (d.decision === 'admitted') d.committed = true;
+    return d;
   }
 
   // Prepares a connection the way the claim API needs it: loads the
@@ -315,23 +355,16 @@ class Ledger {
     if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
       throw new RangeError(`Ledger.wait: timeoutMs must be a number of milliseconds >= 0, got ${timeoutMs}`);
     }
-    const deadline = Date.now() + timeoutMs;
-    let delay = 10;
-    for (;;) {
-      const d = this.claim(tenant, conversation, tool, args, { effect, operationId });
-      const left = deadline - Date.now();
-      if (d.decision !== 'in_progress' || left <= 0) return d;
-      await sleep(Math.min(left, delay * (0.5 + Math.random() / 2)));
-      delay = Math.min(delay * 2, 500);
-    }
+    return waitFor(() => this.claim(tenant, conversation, tool, args, { effect, operationId }), timeoutMs);
   }
 
   // Runs one external tool call at most once; action(attempt) resolves to its
   // result. See index.d.ts for the rules.
   async call(tenant, conversation, tool, args, action, { operationId, waitMs = 0, renewSeconds } = {}) {
-    const d = waitMs > 0
-      ? await this.wait(tenant, conversation, tool, args, { timeoutMs: waitMs, operationId })
-      : this.claim(tenant, conversation, tool, args, { operationId });
+    if (!(Number.isFinite(waitMs) && waitMs >= 0)) {
+      throw new RangeError(`Ledger.call: waitMs must be a number of milliseconds >= 0, got ${waitMs}`);
+    }
+    const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId), waitMs);
     switch (d.decision) {
       case 'replay':
         return outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, true);
@@ -386,6 +419,19 @@ class Ledger {
       this.settle(d.token, 'unknown', { reason: e.message });
       throw new OutcomeUnknown(e.message, { key: d.key, cause: e });
     }
+  }
+}
+
+// Calls claim() until its decision is not in_progress or timeoutMs passed.
+async function waitFor(claim, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 10;
+  for (;;) {
+    const d = claim();
+    const left = deadline - Date.now();
+    if (d.decision !== 'in_progress' || left <= 0) return d;
+    await sleep(Math.min(left, delay * (0.5 + Math.random() / 2)));
+    delay = Math.min(delay * 2, 500);
   }
 }
 

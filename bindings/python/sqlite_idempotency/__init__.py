@@ -21,6 +21,7 @@ unchanged (and the SQLite error name, e.g. ``SQLITE_CONSTRAINT``).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -98,6 +99,7 @@ def header_value(key: str) -> str:
 
 
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_REQUIRES_TRANSACTION = "requires a transaction (require_transaction=1)"
 
 # --- errors ------------------------------------------------------------------
 
@@ -378,6 +380,7 @@ class Ledger:
         """Wraps a connection that already has the extension loaded."""
         self.conn = conn
         self.name = name
+        self._transactional = False  # the ledger refused a claim outside a transaction
 
     @classmethod
     def open(cls, db: Union[str, "os.PathLike[str]", sqlite3.Connection], name: str = "ledger", *,
@@ -441,7 +444,7 @@ class Ledger:
         """Closes the connection."""
         self.conn.close()
 
-    def _one(self, sql: str, args: tuple, cls: type = None) -> Any:
+    def _one(self, sql: str, args: tuple, cls: Optional[type] = None) -> Any:
         try:
             return self.conn.execute(sql, args).fetchone()[0]
         except sqlite3.Error as e:
@@ -511,6 +514,36 @@ class Ledger:
 
     # --- waiting and calling ---------------------------------------------------
 
+    def _claim_committed(self, tenant: str, conversation: str, tool: str, args: Any,
+                         operation_id: Optional[str]) -> Decision:
+        """The claim of `call`: committed as it returns unless the caller has a transaction open.
+
+        A ledger created with ``require_transaction=1`` refuses a claim made
+        outside a transaction; then (and for every later claim) the claim is
+        made inside ``BEGIN IMMEDIATE ... COMMIT``, and an admitted claim is
+        reported with ``committed`` true once that COMMIT succeeded.
+        """
+        if not (self._transactional and not self.conn.in_transaction):
+            try:
+                return self.claim(tenant, conversation, tool, args, operation_id=operation_id)
+            except LedgerError as e:
+                if _REQUIRES_TRANSACTION not in str(e) or self.conn.in_transaction:
+                    raise
+                self._transactional = True
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                d = self.claim(tenant, conversation, tool, args, operation_id=operation_id)
+                self.conn.execute("COMMIT")
+            finally:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+        except sqlite3.Error as e:
+            raise LedgerError.wrap(e) from e
+        if isinstance(d, Admitted):
+            d = dataclasses.replace(d, committed=True, raw={**d.raw, "committed": True})
+        return d
+
     def wait(self, tenant: str, conversation: str, tool: str, args: Any, *, timeout: float,
              effect: Optional[str] = None, operation_id: Optional[str] = None) -> Decision:
         """Claims, and claims again with backoff while the decision is in_progress.
@@ -523,10 +556,15 @@ class Ledger:
         """
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
             raise ValueError(f"Ledger.wait: timeout must be a number of seconds >= 0, got {timeout!r}")
+        return self._wait(lambda: self.claim(tenant, conversation, tool, args, effect=effect,
+                                             operation_id=operation_id), timeout)
+
+    @staticmethod
+    def _wait(claim: Callable[[], Decision], timeout: float) -> Decision:
         deadline = time.monotonic() + timeout
         delay = 0.01
         while True:
-            d = self.claim(tenant, conversation, tool, args, effect=effect, operation_id=operation_id)
+            d = claim()
             left = deadline - time.monotonic()
             if not isinstance(d, InProgress) or left <= 0:
                 return d
@@ -555,10 +593,9 @@ class Ledger:
 
         The result must be JSON (it is stored, and replayed).
         """
-        if wait:
-            d = self.wait(tenant, conversation, tool, args, timeout=wait, operation_id=operation_id)
-        else:
-            d = self.claim(tenant, conversation, tool, args, operation_id=operation_id)
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
+            raise ValueError(f"Ledger.call: wait must be a number of seconds >= 0, got {wait!r}")
+        d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait)
         if isinstance(d, Replay):
             return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
         if isinstance(d, InProgress):
