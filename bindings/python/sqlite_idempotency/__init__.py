@@ -580,8 +580,11 @@ class Ledger:
            the key). A replay returns the first `Outcome` (``idempotent``
            True); in_progress at the deadline raises `ClaimInProgress`;
            unknown raises `OutcomeUnknown`; mismatch raises `ClaimMismatch`.
-        2. Admitted but not committed (a transaction is open): releases the
-           claim and raises `NotCommitted`; nothing is sent.
+        2. The claim is committed before anything is sent: a bare claim
+           commits itself; a ``require_transaction=1`` ledger is claimed
+           inside ``BEGIN IMMEDIATE ... COMMIT``. Admitted but not committed
+           (the caller has a transaction open): releases the claim and
+           raises `NotCommitted`; nothing is sent.
         3. Renews the lease right before calling the action (``idem_renew``):
            a caller that stalled past its lease gets `LeaseLost` and sends
            nothing.
