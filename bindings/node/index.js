@@ -22,6 +22,7 @@ const SUFFIX = { darwin: 'dylib', win32: 'dll' }[process.platform] || 'so';
 const KEY = /^[A-Za-z0-9_-]{1,128}$/;
 const OPTION = /^[a-z_]{1,64}$/;
 const REQUIRES_TRANSACTION = 'requires a transaction (require_transaction=1)';
+const LEASE_LOST = 'do not act on this claim';
 
 // --- errors --------------------------------------------------------------------
 
@@ -284,7 +285,7 @@ class Ledger {
   }
 
   // The column v of the first row of sql.
-  value(sql, params, Cls = LedgerError) {
+  value(sql, params) {
     let stmt = this.stmts.get(sql);
     try {
       if (!stmt) {
@@ -296,7 +297,7 @@ class Ledger {
     } catch (e) {
       // A statement that failed is not reused: libsql's fails again with the same error.
       this.stmts.delete(sql);
-      throw LedgerError.wrap(e, Cls);
+      throw LedgerError.wrap(e);
     }
   }
 
@@ -328,8 +329,17 @@ class Ledger {
   }
 
   renew(token, seconds) {
-    if (seconds === undefined) return Number(this.value('SELECT idem_renew(?, ?) AS v', [this.name, token], LeaseLost));
-    return Number(this.value('SELECT idem_renew(?, ?, ?) AS v', [this.name, token, seconds], LeaseLost));
+    try {
+      if (seconds === undefined) return Number(this.value('SELECT idem_renew(?, ?) AS v', [this.name, token]));
+      return Number(this.value('SELECT idem_renew(?, ?, ?) AS v', [this.name, token, seconds]));
+    } catch (e) {
+      // Both of idem_renew's "this claim is gone" messages end so; a
+      // malformed token or seconds stays a LedgerError.
+      if (e instanceof LedgerError && e.message.endsWith(LEASE_LOST)) {
+        throw new LeaseLost(e.message, { code: e.code, sqliteCode: e.sqliteCode, cause: e.cause });
+      }
+      throw e;
+    }
   }
 
   // The ledger row of a key (effective status; JSON columns parsed), or null.

@@ -100,6 +100,7 @@ def header_value(key: str) -> str:
 
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _REQUIRES_TRANSACTION = "requires a transaction (require_transaction=1)"
+_LEASE_LOST = "do not act on this claim"
 
 # --- errors ------------------------------------------------------------------
 
@@ -444,11 +445,11 @@ class Ledger:
         """Closes the connection."""
         self.conn.close()
 
-    def _one(self, sql: str, args: tuple, cls: Optional[type] = None) -> Any:
+    def _one(self, sql: str, args: tuple) -> Any:
         try:
             return self.conn.execute(sql, args).fetchone()[0]
         except sqlite3.Error as e:
-            raise (cls or LedgerError).wrap(e) from e
+            raise LedgerError.wrap(e) from e
 
     # --- the functions ---------------------------------------------------------
 
@@ -493,9 +494,16 @@ class Ledger:
         Raises `LeaseLost` (with the extension's message) when the token no
         longer holds a live claim.
         """
-        if seconds is None:
-            return self._one("SELECT idem_renew(?, ?)", (self.name, token), LeaseLost)
-        return self._one("SELECT idem_renew(?, ?, ?)", (self.name, token, seconds), LeaseLost)
+        try:
+            if seconds is None:
+                return self._one("SELECT idem_renew(?, ?)", (self.name, token))
+            return self._one("SELECT idem_renew(?, ?, ?)", (self.name, token, seconds))
+        except LedgerError as e:
+            # Both of idem_renew's "this claim is gone" messages end so; a
+            # malformed token or seconds stays a LedgerError.
+            if str(e).endswith(_LEASE_LOST):
+                raise LeaseLost(e.message, e.sqlite_errorname) from e.__cause__
+            raise
 
     def row(self, tenant: str, key: str) -> Optional[Dict[str, Any]]:
         """The ledger row of a key as a dict (effective status), or None."""
