@@ -255,6 +255,10 @@ def run(tmp):
     e = raised(lambda: ledger.renew(d.token))
     report(isinstance(e, idem.LeaseLost) and isinstance(e, idem.LedgerError) and str(e).startswith("idem_renew: "),
            "renew-settled-lease-lost", f"got {e!r}")
+    e = raised(lambda: ledger.renew("not-a-token"))
+    report(isinstance(e, idem.LedgerError) and not isinstance(e, idem.LeaseLost)
+           and str(e) == "idem_renew: token must be the 32 lowercase hex digits idem_claim returned",
+           "renew-malformed-token", f"got {e!r}")
 
     # A holder that stalls past its lease (1 s) between its claim and its
     # send: meanwhile the key was resolved released and claimed and sent by
