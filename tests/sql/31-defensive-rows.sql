@@ -5,7 +5,7 @@ SELECT 'defensive-on', sqltest_defensive(1) = 1;
 CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=60);
 SELECT 'claim', json_extract(idem_claim('L', 't', 'c', 'x', '{}'), '$.decision') = 'admitted';
 -- expect-error: table L_rows may not be modified
-INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t','k','c','x','{}','external','claimed',1,randomblob(16),0,0,0);
+INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t','k','c','x','{}','external','claimed',1,random(),0,0,0);
 -- expect-error: table L_rows may not be modified
 UPDATE L_rows SET status = 'succeeded';
 -- expect-error: table L_rows may not be modified
