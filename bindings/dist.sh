@@ -4,7 +4,7 @@
 #   bash bindings/dist.sh DIST LIB [python] [node]    (both when none is named)
 #
 # LIB is the extension built for distribution (the Makefile links it with
-# RPATH $ORIGIN); the libcjson it links is copied beside it, so a package
+# RPATH $ORIGIN); a libcjson it links is copied beside it, so a package
 # needs nothing but the C library from the system. Writes into DIST:
 #   sqlite_idempotency-<version>-py3-none-<platform>.whl   (python3 setup.py
 #       bdist_wheel with Debian's python3-setuptools and python3-wheel)
@@ -27,18 +27,21 @@ node_version=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' bindings/node/package.js
 [ "$node_version" = "$version" ] || die "bindings/node/package.json says version '$node_version', include/idempotency.h says '$version'"
 [ -f "$LIB" ] || die "no extension at $LIB"
 
-# The extension and the shared libraries it needs beyond the C library.
+# The extension and the shared libraries it needs beyond the C library:
+# libcjson when the build links it (cJSON's licence, MIT, travels with it).
 libs=("$LIB")
-if [ "$(uname -s)" = Linux ]; then
-  cjson=$(ldd "$LIB" | awk '$1 ~ /^libcjson\.so/ { print $3 }')
-  [ -n "$cjson" ] && [ -f "$cjson" ] || die "ldd $LIB does not show where libcjson is"
-  libs+=("$cjson")
-fi
-# cJSON's licence (MIT) travels with its copy.
 notices=()
-for f in /usr/share/doc/libcjson1/copyright; do
-  [ -f "$f" ] && notices+=("$f")
-done
+if [ "$(uname -s)" = Linux ]; then
+  deps=$(ldd "$LIB") || die "ldd $LIB failed"
+  if grep -q '^[[:space:]]*libcjson\.so' <<<"$deps"; then
+    cjson=$(awk '$1 ~ /^libcjson\.so/ { print $3 }' <<<"$deps")
+    [ -n "$cjson" ] && [ -f "$cjson" ] || die "ldd $LIB does not show where libcjson is"
+    libs+=("$cjson")
+    [ -f /usr/share/doc/libcjson1/copyright ] && notices+=(/usr/share/doc/libcjson1/copyright)
+  fi
+  other=$(awk '$1 !~ /^(linux-vdso|libc|libm|libdl|libpthread|librt|libcjson)\.so|^\/|ld-linux/ { print $1 }' <<<"$deps")
+  [ -z "$other" ] || die "$LIB links $other, which the packages do not carry"
+fi
 
 stage=$DIST/stage
 rm -rf "$stage"

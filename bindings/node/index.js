@@ -331,7 +331,10 @@ class Ledger {
   renew(token, seconds) {
     try {
       if (seconds === undefined) return Number(this.value('SELECT idem_renew(?, ?) AS v', [this.name, token]));
-      return Number(this.value('SELECT idem_renew(?, ?, ?) AS v', [this.name, token, seconds]));
+      // better-sqlite3 and libsql bind every number as REAL; the extension
+      // takes only an INTEGER (a fraction is passed on, and refused there).
+      const s = Number.isSafeInteger(seconds) ? BigInt(seconds) : seconds;
+      return Number(this.value('SELECT idem_renew(?, ?, ?) AS v', [this.name, token, s]));
     } catch (e) {
       // Both of idem_renew's "this claim is gone" messages end so; a
       // malformed token or seconds stays a LedgerError.
@@ -391,7 +394,7 @@ class Ledger {
       throw new NotCommitted(d.key);
     }
     const attempt = new Attempt(this, d);
-    if (this.value("SELECT count(*) AS v FROM pragma_function_list WHERE name = 'idem_renew'", [])) this.renew(d.token, renewSeconds); // TEMPORARY
+    this.renew(d.token, renewSeconds); // LeaseLost: nothing sent, nothing to settle
     let result;
     try {
       result = await action(attempt);

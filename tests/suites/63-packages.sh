@@ -2,7 +2,8 @@
 # The language packages as a user installs them (bindings/, `make dist`):
 #
 #   dist     make dist builds a py3-none-<platform> wheel and an npm tarball,
-#            each carrying the extension and the libcjson it links
+#            each carrying the extension (and libcjson, when it links it),
+#            which needs nothing else from the system but the C library
 #   python   the wheel installed with pip --no-index into a fresh virtual
 #            environment (Debian's /usr/bin/python3 -m venv): the package
 #            tests (tests/packages/test_package_py.py) and the HTTP adapter
@@ -64,6 +65,31 @@ if ! out=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s 
   exit 1
 fi
 
+# The libraries a package carries: the extension, and libcjson when it links it.
+carried="idempotency.so"
+if [ "$(uname -s)" = Linux ] && ldd "$DIST/lib/idempotency.so" | grep -q '^[[:space:]]*libcjson\.so'; then
+  carried="idempotency.so libcjson.copyright libcjson.so.1"
+fi
+
+# needs_only_libc PREFIX NAME SO: the installed extension needs nothing from
+# the system but the C library; what else it links resolves beside it.
+needs_only_libc() {
+  local deps bad
+  if [ "$(uname -s)" != Linux ]; then
+    echo "SKIP $1.$2:self-contained: ldd is Linux only"
+    return
+  fi
+  deps=$(ldd "$3")
+  bad=$(awk -v dir="$(dirname "$3")/" '$1 ~ /^(linux-vdso|libc|libm|libdl|libpthread|librt)\.so|^\/|ld-linux/ { next }
+    $2 == "=>" && index($3, dir) == 1 { next } { print }' <<<"$deps")
+  if [ -z "$bad" ]; then
+    echo "PASS $1.$2:self-contained (the installed extension needs only the C library, or libraries beside it)"
+  else
+    echo "FAIL $1.$2:self-contained: $3 needs $(tr '\n' ' ' <<<"$bad")"
+    rc=1
+  fi
+}
+
 # --- Python: the wheel in a fresh virtual environment --------------------------
 if [[ " ${parts[*]} " == *" python "* ]]; then
   plat=$("$PY" -c 'import sysconfig; print(sysconfig.get_platform().replace("-", "_").replace(".", "_"))')
@@ -75,12 +101,13 @@ if [[ " ${parts[*]} " == *" python "* ]]; then
     names=$("$PY" -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$whl")
     tag=$("$PY" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(z.read(sys.argv[2]).decode())' \
       "$whl" "sqlite_idempotency-$version.dist-info/WHEEL")
-    if grep -qx 'sqlite_idempotency/idempotency.so' <<<"$names" && grep -qx 'sqlite_idempotency/libcjson.so.1' <<<"$names" &&
-      grep -qx 'sqlite_idempotency/__init__.py' <<<"$names" && grep -qx 'sqlite_idempotency/py.typed' <<<"$names" &&
+    pkg_files=$(grep '^sqlite_idempotency/' <<<"$names" | sort | tr '\n' ' ')
+    want_files=$(for f in __init__.py py.typed $carried; do echo "sqlite_idempotency/$f"; done | sort | tr '\n' ' ')
+    if [ "$pkg_files" = "$want_files" ] &&
       grep -qx 'Root-Is-Purelib: false' <<<"$tag" && grep -qx "Tag: py3-none-$plat" <<<"$tag"; then
-      echo "PASS packages.dist:wheel ($(basename "$whl"): the extension, libcjson, the API, py.typed; platlib, not pure)"
+      echo "PASS packages.dist:wheel ($(basename "$whl"): the API, py.typed, $carried; platlib, not pure)"
     else
-      echo "FAIL packages.dist:wheel: $(basename "$whl") holds $(tr '\n' ' ' <<<"$names"); WHEEL: $(tr '\n' ' ' <<<"$tag")"
+      echo "FAIL packages.dist:wheel: $(basename "$whl") holds '$pkg_files', want '$want_files'; WHEEL: $(tr '\n' ' ' <<<"$tag")"
       rc=1
     fi
     venv=$tmp/venv
@@ -91,14 +118,7 @@ if [[ " ${parts[*]} " == *" python "* ]]; then
     else
       echo "PASS packages.python:install (pip install --no-index $(basename "$whl") into a fresh venv)"
       so=$("$venv/bin/python" -c 'import sqlite_idempotency as m; print(m.loadable_path() + ".so")')
-      if [ "$(uname -s)" != Linux ]; then
-        echo "SKIP packages.python:libcjson-bundled: ldd is Linux only"
-      elif ldd "$so" | grep -q "libcjson.so.1 => $(dirname "$so")/libcjson.so.1 "; then
-        echo "PASS packages.python:libcjson-bundled (the installed extension finds libcjson beside it)"
-      else
-        echo "FAIL packages.python:libcjson-bundled: ldd $so: $(ldd "$so" | tr '\n' ' ')"
-        rc=1
-      fi
+      needs_only_libc packages python "$so"
       run_checked packages python "$venv/bin/python" tests/packages/test_package_py.py
       run_checked adapters python "$venv/bin/python" tests/adapters/test_adapter_py.py
     fi
@@ -110,9 +130,10 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   tgz=$DIST/sqlite-idempotency-$version.tgz
   nplat=$(node -p 'process.platform + "-" + process.arch')
   files=$(tar tzf "$tgz" 2>/dev/null | sort | tr '\n' ' ')
-  want="package/LICENSE package/README.md package/index.d.ts package/index.js package/index.mjs package/package.json package/prebuilds/$nplat/idempotency.so package/prebuilds/$nplat/libcjson.copyright package/prebuilds/$nplat/libcjson.so.1 "
+  want=$( (for f in LICENSE README.md index.d.ts index.js index.mjs package.json; do echo "package/$f"; done
+    for f in $carried; do echo "package/prebuilds/$nplat/$f"; done) | sort | tr '\n' ' ')
   if [ "$files" = "$want" ]; then
-    echo "PASS packages.dist:npm ($(basename "$tgz"): the API, its .d.ts, the extension and libcjson for $nplat)"
+    echo "PASS packages.dist:npm ($(basename "$tgz"): the API, its .d.ts, $carried for $nplat)"
   else
     echo "FAIL packages.dist:npm: $(basename "$tgz") holds '$files', want '$want'"
     rc=1
@@ -136,6 +157,7 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
     echo "FAIL packages.node:install: npm install of $(basename "$tgz") and better-sqlite3 failed"
     rc=1
   else
+    needs_only_libc packages node "$(cd "$project" && node -p 'require("sqlite-idempotency").getLoadablePath()').so"
     v=$(cd "$project" && node -p 'require("better-sqlite3/package.json").version')
     case "$v" in
       12.*) echo "PASS packages.node:install (npm install $(basename "$tgz") into a fresh project, with better-sqlite3 $v)"

@@ -494,6 +494,8 @@ class Ledger:
         Raises `LeaseLost` (with the extension's message) when the token no
         longer holds a live claim.
         """
+        if isinstance(seconds, bool):
+            raise TypeError(f"Ledger.renew: seconds must be an integer, got {seconds!r}")
         try:
             if seconds is None:
                 return self._one("SELECT idem_renew(?, ?)", (self.name, token))
@@ -619,8 +621,7 @@ class Ledger:
             self.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
             raise NotCommitted(d.key)
         attempt = Attempt(self, d)
-        if self._has_renew():
-            self.renew(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
+        self.renew(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
         try:
             result = action(attempt)
         except NotSent as e:
@@ -644,9 +645,6 @@ class Ledger:
         result = self._storable(d, result, "the result")
         s = self.settle(d.token, "succeeded", result)
         return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
-
-    def _has_renew(self) -> bool:  # TEMPORARY until idem_renew is merged
-        return self.conn.execute("SELECT count(*) FROM pragma_function_list WHERE name = 'idem_renew'").fetchone()[0] > 0
 
     def _storable(self, d: Admitted, value: Any, what: str) -> Any:
         """value as stored JSON; a value that is not JSON leaves the call unknown.
