@@ -202,6 +202,22 @@ async function run(tmp) {
          e.message.endsWith('commit before acting on an external claim'), 'call-not-committed-refused',
          `${desc(e)}; then ${j(ot)}, runs ${act.runs}`);
 
+  // --- a require_transaction ledger: call commits the claim itself ---------
+  const rt = idem.Ledger.open(openDb(file), { name: 'rt', options: { require_transaction: 1 } });
+  e = raised(() => rt.claim(T, C, 'send_email', { to: 'rt@b.c' }));
+  act = counter({ result: { ok: 1 } });
+  const r1 = await rt.call(T, C, 'send_email', { to: 'rt@b.c' }, act);
+  const r2 = await rt.call(T, C, 'send_email', { to: 'rt@b.c' }, act);
+  report(e instanceof idem.LedgerError &&
+         e.message === 'idem_claim: ledger "rt" requires a transaction (require_transaction=1): a claim made outside BEGIN ... COMMIT can be routed as a read by a replicated engine and lost; open a transaction, claim, and commit before acting' &&
+         act.runs === 1 && r1.idempotent === false && r2.idempotent === true && rt.inTransaction() !== true,
+         'require-transaction-call', `bare claim ${desc(e)}; ${j(r1)} / ${j(r2)}; runs ${act.runs}`);
+  rt.db.exec('BEGIN');
+  e = await rejected(rt.call(T, C, 'send_email', { to: 'rt2@b.c' }, act));
+  rt.db.exec('ROLLBACK');
+  report(e instanceof idem.NotCommitted && act.runs === 1, 'require-transaction-caller-txn-refused', `${desc(e)}, runs ${act.runs}`);
+  rt.close();
+
   // --- waiting for an in-progress claim -----------------------------------------
   const holder = idem.Ledger.open(openDb(file), { create: false });
   let hd = holder.claim(T, C, 'send_email', { to: 'slow@b.c' });

@@ -215,6 +215,25 @@ def run(tmp):
            and str(e).endswith("commit before acting on an external claim"),
            "call-not-committed-refused", f"{e!r}; then {o!r}, runs {act.runs}")
 
+    # --- a require_transaction ledger: call commits the claim itself ---------
+    rt = idem.Ledger.open(db, "rt", options={"require_transaction": 1})
+    e = raised(lambda: rt.claim(T, C, "send_email", {"to": "rt@b.c"}))
+    act = Counter({"ok": 1})
+    r1 = rt.call(T, C, "send_email", {"to": "rt@b.c"}, act)
+    r2 = rt.call(T, C, "send_email", {"to": "rt@b.c"}, act)
+    report(isinstance(e, idem.LedgerError)
+           and str(e) == 'idem_claim: ledger "rt" requires a transaction (require_transaction=1): a claim made '
+           "outside BEGIN ... COMMIT can be routed as a read by a replicated engine and lost; open a transaction, "
+           "claim, and commit before acting"
+           and act.runs == 1 and r1.idempotent is False and r2.idempotent is True and not rt.conn.in_transaction,
+           "require-transaction-call", f"bare claim {e!r}; {r1!r} / {r2!r}; runs {act.runs}")
+    rt.conn.execute("BEGIN")
+    e = raised(lambda: rt.call(T, C, "send_email", {"to": "rt2@b.c"}, act))
+    rt.conn.execute("ROLLBACK")
+    report(isinstance(e, idem.NotCommitted) and act.runs == 1, "require-transaction-caller-txn-refused",
+           f"got {e!r}, runs {act.runs}")
+    rt.close()
+
     # --- waiting for an in-progress claim -------------------------------------
     holder = idem.Ledger.open(db, create=False)
     hd = holder.claim(T, C, "send_email", {"to": "slow@b.c"})
