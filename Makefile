@@ -93,7 +93,7 @@ install: all
 	install -m 0644 include/idempotency.h "$(DESTDIR)$(INCLUDEDIR)/idempotency.h"
 
 # make dist: the language packages (bindings/dist.sh), carrying an extension
-# linked with RPATH $ORIGIN so that the libcjson copied beside it is found.
+# linked with RPATH $ORIGIN so that a library copied beside it is found.
 DIST ?= $(BUILD)/dist
 DIST_LIB := $(DIST)/lib/idempotency.$(SO)
 ifeq ($(UNAME_S),Darwin)
