@@ -162,6 +162,8 @@ export class Ledger {
   static open(db: LoadableDatabase, options?: OpenOptions): Ledger;
   create(options?: Record<string, number>): void;
   close(): void;
+  /** Whether a transaction is open on the connection (undefined when the driver does not say). */
+  inTransaction(): boolean | undefined;
   /** idem_claim: takes or reports the claim of this call. */
   claim(tenant: string, conversation: string, tool: string, args: Json, options?: ClaimOptions): Decision;
   /** idem_settle: records the outcome of the claim the token holds. */
