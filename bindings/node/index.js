@@ -278,6 +278,23 @@ class Ledger {
         throw LedgerError.wrap(e);
       }
     }
+    // Options apply when the ledger is created; an existing ledger must have
+    // been created with the ones given (never silently ignored).
+    if (parts.length) {
+      let rows;
+      try {
+        rows = this.db.prepare(`SELECT k, v FROM ${quote(`${this.name}_meta`)}`).all();
+      } catch (e) {
+        throw LedgerError.wrap(e);
+      }
+      const stored = new Map(rows.map((r) => [r.k, r.v]));
+      for (const [k, v] of Object.entries(options)) {
+        const have = stored.get(k);
+        if (String(have) !== String(v)) {
+          throw new IdempotencyError(`Ledger.create: ledger ${this.name} exists with ${k}=${have === undefined ? '(none)' : have}, not ${v}; options apply only when a ledger is created`);
+        }
+      }
+    }
   }
 
   close() {

@@ -89,7 +89,12 @@ async function run(tmp) {
   const ledger = idem.Ledger.open(openDb(file), { options: { lease_seconds: 60 } });
   const pr = ['journal_mode', 'synchronous', 'busy_timeout'].map((p) => Object.values(ledger.db.prepare(`PRAGMA ${p}`).get())[0]);
   report(j(pr) === j(['wal', 2, 10000]), 'open-pragmas', `journal_mode, synchronous, busy_timeout = ${j(pr)}`);
-  let e = raised(() => idem.Ledger.open(openDb(':memory:'), { options: { lease_seconds: '60' } }));
+  idem.Ledger.open(openDb(file), { options: { lease_seconds: 60 } }).close();
+  let e = raised(() => idem.Ledger.open(openDb(file), { options: { lease_seconds: 30 } }));
+  report(e instanceof idem.IdempotencyError &&
+         e.message === 'Ledger.create: ledger ledger exists with lease_seconds=60, not 30; options apply only when a ledger is created',
+         'open-existing-other-options', desc(e));
+  e = raised(() => idem.Ledger.open(openDb(':memory:'), { options: { lease_seconds: '60' } }));
   report(e instanceof RangeError && e.message === 'Ledger.create: option lease_seconds must be an integer, got "60"',
          'open-option-type', desc(e));
   e = raised(() => idem.Ledger.open(openDb(':memory:'), { options: { lease_minutes: 1 } }));

@@ -96,6 +96,12 @@ def run(tmp):
     pragmas = [ledger.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("journal_mode", "synchronous", "busy_timeout")]
     report(pragmas == ["wal", 2, 10000] and ledger.conn.isolation_level is None, "open-pragmas",
            f"journal_mode, synchronous, busy_timeout = {pragmas}; isolation_level {ledger.conn.isolation_level!r}")
+    same_opts = idem.Ledger.open(db, options={"lease_seconds": 60})
+    same_opts.close()
+    e = raised(lambda: idem.Ledger.open(db, options={"lease_seconds": 30}))
+    report(isinstance(e, idem.IdempotencyError) and str(e) == "Ledger.create: ledger ledger exists with "
+           "lease_seconds=60, not 30; options apply only when a ledger is created", "open-existing-other-options",
+           f"got {e!r}")
     e = raised(lambda: idem.Ledger.open(":memory:", options={"lease_seconds": "60"}))
     report(isinstance(e, ValueError) and str(e) == "Ledger.create: option lease_seconds must be an integer, got '60'",
            "open-option-type", f"got {e!r}")

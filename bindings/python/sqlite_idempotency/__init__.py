@@ -421,7 +421,12 @@ class Ledger:
         return ledger
 
     def create(self, options: Optional[Mapping[str, int]] = None) -> None:
-        """``CREATE VIRTUAL TABLE IF NOT EXISTS`` the ledger (racing creators are fine)."""
+        """``CREATE VIRTUAL TABLE IF NOT EXISTS`` the ledger (racing creators are fine).
+
+        Options apply when the ledger is created; when it exists already,
+        each option given must be the one it was created with, else
+        `IdempotencyError` says which differs (never silently ignored).
+        """
         parts = []
         for k, v in (options or {}).items():
             if not isinstance(k, str) or not _OPTION.fullmatch(k):
@@ -440,6 +445,18 @@ class Ledger:
                                        (self.name,)).fetchone()
             if not exists:
                 raise LedgerError.wrap(e) from e
+        if options:
+            try:
+                stored = dict(self.conn.execute(f"SELECT k, v FROM {_quote(self.name + '_meta')}").fetchall())
+            except sqlite3.Error as e:
+                raise LedgerError.wrap(e) from e
+            for k, v in options.items():
+                have = stored.get(k)
+                if str(have) != str(v):
+                    raise IdempotencyError(
+                        f"Ledger.create: ledger {self.name} exists with {k}="
+                        f"{'(none)' if have is None else have}, not {v}; options apply only when a "
+                        "ledger is created")
 
     def close(self) -> None:
         """Closes the connection."""
