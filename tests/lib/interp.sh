@@ -1,5 +1,5 @@
 # tests/lib/interp.sh: shared by the suites that run the extension in other
-# interpreters (50-bindings.sh, 51-adapters.sh). Sourced; sets globals.
+# interpreters (50-bindings.sh, 63-packages.sh). Sourced; sets globals.
 
 # plain_ext PREFIX NAME...: sets $ext to the extension those interpreters
 # can load. $EXT under build/asan (make sanitize) is an ASan build that an
