@@ -87,8 +87,8 @@ static int guard_install(sqlite3 *db, const char *zSql, char **pzErr) {
 ** triggers so that they name the ledger by its new name. A guard whose
 ** table is gone (its trigger with it) is left as it is.
 */
-int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
-                      const char *zLedgerId) {
+static int guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
+                        const char *zLedgerId) {
   sqlite3_stmt *pS = 0;
   char *zSql = sqlite3_mprintf(
       "SELECT g.tbl, g.key_column, g.tenant_column, g.token_column, t.tbl_name"
@@ -158,7 +158,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     rc = SQLITE_NOMEM;
     goto done;
   }
-  if (zTenCol == 0 && !p->aOpt[3]) {
+  if (zTenCol == 0 && !p->aOpt[IDEM_OPT_SINGLE]) {
     zErr = sqlite3_mprintf(
         "%s: tenant_column is NULL, but ledger %s was not created with "
         "single_tenant=1",
@@ -423,7 +423,7 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  if (p->aOpt[3] == 0 && sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
+  if (p->aOpt[IDEM_OPT_SINGLE] == 0 && sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
     zErr =
         sqlite3_mprintf("%s: insert into \"%s\" needs a tenant; got %s", zFunc, zTable,
                         sqlite3_value_type(argv[3]) == SQLITE_NULL ? "NULL" : "a non-text value");
@@ -499,5 +499,6 @@ int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
       return rc;
     }
   }
+  idem_ledger_on_rename(pConn, guard_rename);
   return SQLITE_OK;
 }

@@ -160,17 +160,73 @@ char *idem_db_error(sqlite3 *db, const char *zFunc, int rc);
 /* Report rc/zErr on ctx and free zErr. */
 void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
 
-/* ledger.c: the "idempotency" module and the claim/settle functions. */
+/* ------------------------------------------------------------------ */
+/* json_writer.c: the one builder every JSON answer goes through       */
+/* ------------------------------------------------------------------ */
+
+/*
+** An answer object under construction. Members are added in order; text
+** values are escaped, stored JSON is checked before it is written (never
+** pasted unchecked). The first failure sticks in rc and later calls do
+** nothing, so a builder is used without checking each call; idem_json_finish
+** says what happened.
+*/
+typedef struct IdemJson IdemJson;
+struct IdemJson {
+  sqlite3_str *s;
+  int nMember;      /* members written so far */
+  int rc;           /* SQLITE_OK, SQLITE_NOMEM, or SQLITE_CORRUPT for bad stored JSON */
+  const char *zBad; /* the member whose stored JSON was refused */
+};
+void idem_json_begin(IdemJson *j);
+void idem_json_text(IdemJson *j, const char *zName, const char *zValue); /* escaped string */
+void idem_json_int(IdemJson *j, const char *zName, sqlite3_int64 v);
+void idem_json_bool(IdemJson *j, const char *zName, int b);
+void idem_json_null(IdemJson *j, const char *zName);
+/* Stored JSON zJson (from the rows table) as a member value: NULL gives
+** zIfNull (a JSON literal); text that is not one JSON value of the kind
+** eKind (IDEM_JSON_ANY, IDEM_JSON_ARRAY) is refused (rc SQLITE_CORRUPT). */
+#define IDEM_JSON_ANY 0
+#define IDEM_JSON_ARRAY 1
+void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
+                      int eKind);
+/* A literal the caller vouches for: a JSON text constant of the source. */
+void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral);
+/* Close the object and hand it over (sqlite3_malloc); NULL with *pRc set
+** on failure. */
+char *idem_json_finish(IdemJson *j, int *pRc);
+
+/* A JSON string literal for UTF-8 text z (sqlite3_malloc; NULL on OOM). */
+char *idem_json_string(const char *z);
+
+/* ------------------------------------------------------------------ */
+/* The ledger, as guard.c and the entry point see it                   */
+/* ------------------------------------------------------------------ */
+
+/* A ledger's options: one table in ledger_storage.c (name, range,
+** default); these are their indexes. A new option adds a row there and
+** an index here. */
+#define IDEM_OPT_LEASE 0
+#define IDEM_OPT_ATTEMPTS 1
+#define IDEM_OPT_ARGS_BYTES 2
+#define IDEM_OPT_SINGLE 3
+#define IDEM_OPT_RETENTION 4   /* retention_seconds */
+#define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
+#define IDEM_N_OPT 6
+/* The options a ledger made before the later ones existed has in its
+** <name>_meta; a later option missing there takes its default. */
+#define IDEM_N_OPT_FIRST 4
+
 typedef struct IdemLedger IdemLedger;
 struct IdemLedger {
   sqlite3_vtab base;
   sqlite3 *db;
-  void *pConn;           /* the connection's registry (IdemConn) */
-  char *zDb, *zName;     /* one allocation: zName follows zDb */
-  int nRef;              /* 1 while connected, +1 per cached reference */
-  int bDead;             /* disconnected; statements finalized */
-  IdemLedger *pNext;     /* registry list */
-  sqlite3_int64 aOpt[4]; /* lease_seconds, max_attempts, max_args_bytes, single_tenant */
+  void *pConn;                    /* the connection's registry (IdemConn) */
+  char *zDb, *zName;              /* one allocation: zName follows zDb */
+  int nRef;                       /* 1 while connected, +1 per cached reference */
+  int bDead;                      /* disconnected; statements finalized */
+  IdemLedger *pNext;              /* registry list */
+  sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
   sqlite3_stmt *aStmt[24];
   unsigned mBusy; /* aStmt slots lent to an open cursor */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
@@ -180,11 +236,18 @@ struct IdemLedger {
   char zLastClaimBuf[512];
 };
 
-/* A JSON string literal for UTF-8 text z (sqlite3_malloc; NULL on OOM). */
-char *idem_json_string(const char *z);
+/* Register the module and the ledger functions; *ppConn receives the
+** connection's registry, which guard functions take as user data. */
+int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
 
-/* Register the module, the ledger functions and the guard functions. */
-int idem_register_ledger(sqlite3 *db, char **pzErr);
+/*
+** The one call the ledger makes into guard.c, through a pointer the guards
+** hand it at registration (so the two files do not call each other in a
+** circle): after a ledger is renamed, rebuild its guards' triggers.
+*/
+typedef int (*IdemGuardRename)(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
+                               const char *zLedgerId);
+void idem_ledger_on_rename(void *pConn, IdemGuardRename xHook);
 
 /*
 ** Resolve function argument iArg (a ledger name) like an unqualified table
@@ -210,14 +273,199 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
 char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zLedgerId,
                      const char *zTrigBase, const char *zTable, const char *zKeyCol,
                      const char *zTenCol, const char *zTokCol);
-int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
-                      const char *zLedgerId);
+/* Register the guard functions with user data pConn (the ledger registry)
+** and hand the ledger its rename hook. */
 int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
 
 /* Remove what registration added (after a failed init: SQLite unloads the
 ** library, so nothing of it may stay registered). */
 void idem_unregister_ledger(sqlite3 *db);
 void idem_unregister_guard(sqlite3 *db);
+
+/* ------------------------------------------------------------------ */
+/* Inside the ledger: ledger.c, ledger_storage.c, ledger_state.c       */
+/* ------------------------------------------------------------------ */
+#if defined(IDEM_LEDGER_INTERNAL)
+
+/* ledger_storage.c: the shadow-table format ---------------------------*/
+
+#define LEDGER_FORMAT 1
+
+/* One option: its name, the range CREATE accepts (and connect checks),
+** its default. */
+typedef struct LedgerOption LedgerOption;
+struct LedgerOption {
+  const char *zName;
+  sqlite3_int64 iMin, iMax, iDefault;
+};
+extern const LedgerOption ledger_options[IDEM_N_OPT];
+
+/* Parse CREATE's "name=value" arguments (argv[3..]) into aVal. */
+int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal, char **pzErr);
+/* Read and check the format, identity and options from zName_meta. */
+int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
+                     char *zId, char **pzErr);
+/* Create the shadow tables, meta rows, indexes and triggers. */
+int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const sqlite3_int64 *aVal,
+                         const char *zId, char **pzErr);
+/* After xRename: move the shadow tables, triggers and indexes to zNew. */
+int ledger_rename_schema(IdemLedger *p, const char *zNew);
+/* Drop the shadow tables (xDestroy). */
+int ledger_drop_schema(IdemLedger *p);
+/*
+** Fail when the triggers on the shadow tables are not exactly the
+** ledger's own (by name and stored SQL). Re-read only when a schema
+** version changed. Returns SQLITE_OK, or an error with *pzErr
+** ("<zFunc>: ...", sqlite3_malloc).
+*/
+int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
+
+/* Prepared statements of a ledger, made on first use. */
+enum {
+  ST_INSERT,
+  ST_GET,
+  ST_BY_TOKEN,
+  ST_RECLAIM,
+  ST_SETTLE,
+  ST_PURGE,
+  ST_DELETE,
+  ST_SCHEMA_VERSION,
+  ST_TEMP_SCHEMA_VERSION,
+  ST_GUARDS,
+  ST_COUNT_LIVE,
+  ST_GET_KEY,
+  ST_SYNCHRONOUS,
+  ST_SAVEPOINT,
+  ST_RELEASE,
+  ST_ROLLBACK_TO,
+  ST_ROLLBACK,
+  ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
+  ST_CUR_KEY,
+  ST_CUR_TENANT,
+  ST_CUR_TOKEN,
+  N_STMT
+};
+/* Column numbers of the cursor statements (ST_CUR_*): ROW_COLUMNS then created_at. */
+#define RC_ID 0
+#define RC_CONV 1
+#define RC_TOOL 2
+#define RC_ARGS 3
+#define RC_EFFECT 4
+#define RC_STATUS 5
+#define RC_RESULT 6
+#define RC_ERROR 7
+#define RC_ATTEMPT 8
+#define RC_TOKEN 9
+#define RC_LEASE 10
+#define RC_MEMBERS 11
+#define RC_MARKS 12
+#define RC_TENANT 13
+#define RC_KEY 14
+#define RC_UPDATED 15
+#define RC_EXPIRATIONS 16
+#define RC_CREATED 17
+
+/* Statement i of ledger p, prepared on first use (owned by p). */
+int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
+/* A new statement of kind i (a second cursor of a plan): the caller finalizes. */
+int ledger_stmt_new(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
+/* Run statement i of p to completion (a savepoint command). */
+int ledger_exec(IdemLedger *p, int i);
+/* Finalize p's statements, leaving one lent to a cursor to the cursor. */
+void ledger_finalize_all(IdemLedger *p);
+/* Step pS once, reset it; SQLITE_OK for a row or done. */
+int ledger_step_done(sqlite3_stmt *pS);
+/* synchronous >= FULL on a file database: a power loss keeps the claim. */
+int ledger_durable(IdemLedger *p);
+/* A nested write that did not change exactly one row is an error. */
+int ledger_write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr);
+
+/* Tokens: 16-byte BLOBs in the table, 32 lowercase hex digits outside. */
+int ledger_token_parse(const char *zHex, unsigned char *a);
+int ledger_bind_token(sqlite3_stmt *pS, int i, const char *zHex);
+
+/* A ledger row, copied out of the statement that read it, so the
+** statement can be reset before anything is written. */
+typedef struct LedgerRow LedgerRow;
+struct LedgerRow {
+  sqlite3_int64 id, attempt, leaseUntil, updatedAt, expirations;
+  const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError;
+  const char *zMembers, *zMarks, *zTenant, *zKey;
+  int nArgs;
+  char zToken[33]; /* hex */
+  char *pBuf;      /* owns the text above (sqlite3_malloc) */
+};
+void ledger_row_free(LedgerRow *r);
+/* Run row query pS (bound by the caller), load its row; pS is reset. */
+int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound);
+
+/* ledger_state.c: the claim/settle/resolve state machine --------------*/
+
+/* Unix milliseconds from the VFS clock of the ledger's database. */
+sqlite3_int64 ledger_now(IdemLedger *p);
+
+/* A row's effective status (stored status seen at time now). */
+#define EFF_CLAIMED 1 /* claimed, lease live */
+#define EFF_EXPIRED 2 /* claimed, lease passed, local, no guarded rows: re-claimable */
+#define EFF_UNKNOWN 3 /* unknown, or an expired claim that may have acted */
+#define EFF_SUCCEEDED 4
+#define EFF_FAILED 5
+#define EFF_RELEASED 6
+/*
+** The one rule for a row's effective status: a claimed row whose lease
+** has passed is unknown when external, or when local and guarded rows of
+** its key landed above its marks; else it stays claimed (expired). When
+** pzMembers is not NULL and the members were read, *pzMembers gets them
+** (JSON array, sqlite3_malloc) and *pnMember their count.
+*/
+int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
+                     sqlite3_int64 leaseUntil, const char *zTenant, const char *zKey,
+                     const char *zMarks, sqlite3_int64 now, int *peEff, char **pzMembers,
+                     int *pnMember);
+/* The name an effective status shows as ("claimed" for EFF_EXPIRED). */
+const char *ledger_effective_name(int eEff);
+
+/* A validated request. */
+typedef struct LedgerReq LedgerReq;
+struct LedgerReq {
+  const char *zTenant, *zConv, *zTool, *zEffect;
+  char zKey[IDEM_KEY_MAX_CHARS + 1];
+  IdemBuf args; /* canonical */
+  char *zMarks; /* marks read before the write pass, or NULL */
+};
+int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
+                     sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,
+                     sqlite3_value *pOpId, LedgerReq *q, char **pzErr);
+void ledger_req_free(LedgerReq *q);
+
+#define DEC_ADMITTED 1
+#define DEC_REPLAY 2
+#define DEC_IN_PROGRESS 3
+#define DEC_UNKNOWN 4
+#define DEC_MISMATCH 5
+
+/* The outcome of one decision, built in full before anything commits. */
+typedef struct LedgerDecision LedgerDecision;
+struct LedgerDecision {
+  int eDec;
+  char *zJson;           /* the idem_claim result */
+  char *zWhy;            /* for INSERT: why the key is taken */
+  sqlite3_int64 id;      /* row id (admitted) */
+  sqlite3_int64 attempt; /* admitted: the attempt */
+  char zToken[33];       /* admitted: the token */
+};
+
+/* Decide (and write) a claim inside the caller's statement (INSERT). */
+int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
+                        int bCommitted, LedgerDecision *d, char **pzErr);
+/* idem_claim: the read pass, the savepoint and the write pass. */
+int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr);
+/* idem_settle (pToken) or idem_resolve (pTenant, pKey): *pzJson answer. */
+int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
+                   sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
+                   char **pzJson, char **pzErr);
+
+#endif /* IDEM_LEDGER_INTERNAL */
 
 #endif /* SQLITE3EXT_H */
 

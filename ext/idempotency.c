@@ -46,6 +46,7 @@ static const struct {
 int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
   size_t i;
   int rc = SQLITE_OK;
+  void *pConn = 0; /* the ledger registry, shared with the guard functions */
   SQLITE_EXTENSION_INIT2(pApi);
   if (sqlite3_libversion_number() < IDEM_MIN_SQLITE_VERSION_NUMBER) {
     if (pzErrMsg) {
@@ -64,10 +65,12 @@ int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rou
                                   sqlite3_errstr(rc));
     }
   }
-  if (rc == SQLITE_OK) rc = idem_register_ledger(db, pzErrMsg);
+  if (rc == SQLITE_OK) rc = idem_register_ledger(db, &pConn, pzErrMsg);
+  if (rc == SQLITE_OK) rc = idem_register_guard(db, pConn, pzErrMsg);
   if (rc != SQLITE_OK) {
     /* SQLite unloads the library after a failed init: leave nothing of it
     ** registered (a function or module pointing into unloaded code) */
+    idem_unregister_guard(db);
     idem_unregister_ledger(db);
     for (i = 0; i < sizeof(aFunc) / sizeof(aFunc[0]); i++) {
       sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, SQLITE_UTF8, 0, 0, 0, 0);

@@ -246,3 +246,12 @@ void idem_key_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   sqlite3_result_text(ctx, zKey, IDEM_KEY_LEN, SQLITE_TRANSIENT);
 }
+
+/* A message for an SQLite error rc met by zFunc: the connection's
+** message when it describes rc, else SQLite's text for rc. */
+char *idem_db_error(sqlite3 *db, const char *zFunc, int rc) {
+  if ((sqlite3_errcode(db) & 0xff) == (rc & 0xff)) {
+    return sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db));
+  }
+  return sqlite3_mprintf("%s: %s", zFunc, sqlite3_errstr(rc));
+}
