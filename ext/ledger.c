@@ -438,7 +438,9 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   int rc;
 
   *ppVtab = 0;
-  rc = ledger_parse_options(argc, argv, aVal, pzErr);
+  /* Under dqlite an autocommit claim can be lost (README "Running
+  ** replicated"): a ledger made there requires a transaction by default. */
+  rc = ledger_parse_options(argc, argv, bCreate && ledger_under_dqlite(db, argv[1]), aVal, pzErr);
   if (rc) return rc;
   if (bCreate) {
     unsigned char a[8];

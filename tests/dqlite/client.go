@@ -121,21 +121,29 @@ func runPorts(n int) error {
 	return nil
 }
 
-// runLeader prints the current leader's address.
-func runLeader(cluster string) error {
+// leaderAddress returns the current leader's address.
+func leaderAddress(cluster string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cli, err := client.FindLeader(ctx, store(cluster), client.WithLogFunc(quiet))
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer cli.Close()
 	info, err := cli.Leader(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
-	fmt.Println(info.Address)
-	return nil
+	return info.Address, nil
+}
+
+// runLeader prints the current leader's address.
+func runLeader(cluster string) error {
+	a, err := leaderAddress(cluster)
+	if err == nil {
+		fmt.Println(a)
+	}
+	return err
 }
 
 // runWaitVoters waits until the cluster has n voters, each answering.
