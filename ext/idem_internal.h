@@ -341,6 +341,7 @@ enum {
   ST_RELEASE,
   ST_ROLLBACK_TO,
   ST_ROLLBACK,
+  ST_WRITE_LOCK,
   ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
   ST_CUR_KEY,
   ST_CUR_TENANT,
@@ -436,6 +437,7 @@ struct LedgerReq {
   char zKey[IDEM_KEY_MAX_CHARS + 1];
   IdemBuf args; /* canonical */
   char *zMarks; /* marks read before the write pass, or NULL */
+  int bMarksRead; /* zMarks was read (NULL then means: no guards) */
 };
 int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
                      sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,
@@ -462,12 +464,18 @@ struct LedgerDecision {
 /* Decide (and write) a claim inside the caller's statement (INSERT). */
 int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
                         int bCommitted, LedgerDecision *d, char **pzErr);
+/* Inside a transaction that holds no lock on p's schema yet, take the
+** write lock first (a statement that writes nothing). */
+int ledger_write_first(IdemLedger *p);
 /* idem_claim: the read pass, the savepoint and the write pass. */
 int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr);
 /* idem_settle (pToken) or idem_resolve (pTenant, pKey): *pzJson answer. */
 int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
                    sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
                    char **pzJson, char **pzErr);
+
+/* ledger_renew.c: idem_renew(ledger, token [, seconds]) --------------*/
+void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 #endif /* IDEM_LEDGER_INTERNAL */
 

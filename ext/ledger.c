@@ -3,11 +3,13 @@
 ** that claim and settle through it.
 **
 **   CREATE VIRTUAL TABLE L USING idempotency[(lease_seconds=N, max_attempts=N,
-**                                              max_args_bytes=N, single_tenant=0|1)]
+**                                              max_args_bytes=N, single_tenant=0|1,
+**                                              retention_seconds=N, require_transaction=0|1)]
 **   idem_claim(ledger, tenant, conversation, tool, args [, effect [, operation_id]])
 **   idem_settle(ledger, token, status, detail)
 **   idem_resolve(ledger, tenant, key, status, detail)
 **   idem_purge(ledger, older_than_seconds)
+**   idem_renew(ledger, token [, seconds])                (ledger_renew.c)
 **   idem_last_claim(ledger)
 **   INSERT INTO L(tenant, conversation, tool, args[, effect][, key])   -- a claim
 **   SELECT ... FROM L [WHERE tenant=? AND key=?]                       -- effective state
@@ -321,6 +323,7 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
   rc = claim_transaction_check(p, argv[0], &zErr);
+  if (rc == SQLITE_OK && !sqlite3_get_autocommit(p->db)) rc = ledger_write_first(p);
   if (rc == SQLITE_OK) {
     rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
                           argc > 6 ? argv[6] : 0, &q, &zErr);
@@ -346,6 +349,11 @@ static void outcome_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   int rc;
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
+  rc = sqlite3_get_autocommit(p->db) ? SQLITE_OK : ledger_write_first(p);
+  if (rc) {
+    idem_result_error(ctx, rc, rc == SQLITE_NOMEM ? 0 : idem_db_error(p->db, zFunc, rc));
+    return;
+  }
   if (argc == 4) {
     rc = ledger_outcome(p, zFunc, argv[1], 0, 0, argv[2], argv[3], &zJson, &zErr);
   } else {
@@ -783,6 +791,10 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
   }
   /* INSERT: a claim */
   p->zLastClaim = 0;
+  /* the INSERT is a write statement: its write lock first, through the
+  ** busy handler, before any read of the claim */
+  rc = ledger_write_first(p);
+  if (rc) return vtab_error(pVtab, rc, idem_db_error(db, "idempotency", rc));
   if (sqlite3_vtab_on_conflict(db) == SQLITE_REPLACE) {
     zErr = sqlite3_mprintf(
         "idempotency: INSERT OR REPLACE into ledger %s is refused: it would "
@@ -881,6 +893,8 @@ static const struct {
     {"idem_settle", 4, outcome_func},
     {"idem_resolve", 5, outcome_func},
     {"idem_purge", 2, idem_purge_func},
+    {"idem_renew", 2, idem_renew_func},
+    {"idem_renew", 3, idem_renew_func},
     {"idem_last_claim", 1, idem_last_claim_func},
 };
 

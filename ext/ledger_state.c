@@ -425,14 +425,18 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   random_token(zToken);
   if (bWrite) {
     if (bLocal) {
-      if (q->zMarks) {
-        zMarks = sqlite3_mprintf("%s", q->zMarks);
-        if (zMarks == 0) {
-          rc = SQLITE_NOMEM;
-          goto done;
+      if (q->bMarksRead) {
+        /* read before the write pass (NULL: no guards) */
+        if (q->zMarks) {
+          zMarks = sqlite3_mprintf("%s", q->zMarks);
+          if (zMarks == 0) {
+            rc = SQLITE_NOMEM;
+            goto done;
+          }
         }
       } else {
-        /* inside the caller's transaction or the INSERT's: reading is safe */
+        /* inside the caller's transaction or the INSERT's, whose write
+        ** lock ledger_write_first took: reading is safe */
         rc = ledger_marks(p, &zMarks);
         if (rc) goto done;
       }
@@ -581,6 +585,7 @@ void ledger_req_free(LedgerReq *q) {
   idem_buf_free(&q->args);
   sqlite3_free(q->zMarks);
   q->zMarks = 0;
+  q->bMarksRead = 0;
 }
 
 /*
@@ -671,6 +676,27 @@ static int writer_in_progress(sqlite3 *db) {
 }
 
 /*
+** Take the write lock of p's schema first when the current transaction
+** holds no lock on it yet: inside the caller's BEGIN (deferred), or inside
+** an INSERT INTO the ledger. Every ledger operation reads before it writes
+** (the trigger check reads the schema version; a local claim reads the
+** guarded tables' marks; a settle reads its row), and a read would open a
+** read transaction that SQLite does not upgrade to a write through the
+** busy handler: under contention the call would fail at once with
+** "database is locked" instead of waiting for busy_timeout. The statement
+** writes nothing. Outside a transaction (a bare SELECT in autocommit) each
+** statement is its own transaction and nothing is needed.
+*/
+int ledger_write_first(IdemLedger *p) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  if (sqlite3_txn_state(p->db, p->zDb) != SQLITE_TXN_NONE) return SQLITE_OK;
+  rc = ledger_stmt(p, ST_WRITE_LOCK, &pS);
+  if (rc) return rc;
+  return ledger_step_done(pS);
+}
+
+/*
 ** idem_claim's decision for the parsed request q (triggers already
 ** checked): a read pass without a write lock in autocommit, then the write
 ** pass inside a savepoint that any error rolls back. On success d holds
@@ -701,6 +727,7 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
       ** none of this claim's members. */
       rc = ledger_marks(p, &q->zMarks);
       if (rc) goto done;
+      q->bMarksRead = 1;
     }
   }
   {

@@ -233,6 +233,8 @@ static const char *const azStmtSql[N_STMT] = {
     "RELEASE idem_claim%.0s%.0s",
     "ROLLBACK TO idem_claim%.0s%.0s",
     "ROLLBACK%.0s%.0s",
+    /* ST_WRITE_LOCK: takes the write lock, writes nothing (no row matches) */
+    "DELETE FROM \"%w\".\"%w_rows\" WHERE 0",
     /* ST_CUR_ALL, ST_CUR_KEY, ST_CUR_TENANT, ST_CUR_TOKEN */
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" ORDER BY id",
     "SELECT " ROW_COLUMNS
