@@ -25,6 +25,7 @@
 # (the nodes are Go processes and load the uninstrumented extension, so a
 # second run would test the same code). DQLITE_SEED reproduces the kill
 # moments and the clients' key orders; DQLITE_SECONDS sets the stream.
+# Every client runs under timeout, and the nodes are stopped on exit.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
@@ -78,6 +79,19 @@ fail() {
   echo "FAIL dqlite.$1: $2"
   rc=1
 }
+# client NAME SECONDS ARGS...: runs "$bin ARGS" under timeout and shows its
+# lines; a non-zero exit without a FAIL line (a crash, a timeout) is a FAIL.
+client() {
+  local name=$1 secs=$2 out st
+  shift 2
+  out=$(timeout "$secs" "$bin" "$@" 2>&1)
+  st=$?
+  printf '%s\n' "$out"
+  if [ "$st" -ne 0 ]; then
+    rc=1
+    grep -q '^FAIL ' <<<"$out" || echo "FAIL dqlite.$name: exited with status $st$([ "$st" = 124 ] && echo ' (timed out)')"
+  fi
+}
 
 mapfile -t ports < <("$bin" ports 3)
 addrs=("127.0.0.1:${ports[0]}" "127.0.0.1:${ports[1]}" "127.0.0.1:${ports[2]}")
@@ -113,12 +127,12 @@ else
 fi
 
 # --- 1. basic operations through the cluster ----------------------------------
-"$bin" basic -cluster "$cluster" || rc=1
+client basic 90 basic -cluster "$cluster"
 
 # --- 2. a stream of claims while the leader is killed --------------------------
 logs=()
 for c in 1 2 3 4; do
-  "$bin" stream -cluster "$cluster" -client "$c" -seconds "$seconds" -keys 4000 \
+  timeout "$((seconds + 60))" "$bin" stream -cluster "$cluster" -client "$c" -seconds "$seconds" -keys 4000 \
     -seed "$((seed * 10 + c))" -log "$run/client$c.log" 2>"$run/client$c.err" &
   client_pids+=($!)
   logs+=("$run/client$c.log")
@@ -167,10 +181,10 @@ done
 client_pids=()
 
 # --- 3. what the clients were told holds on the new leader ---------------------
-"$bin" verify -cluster "$cluster" -logs "$(IFS=,; echo "${logs[*]}")" || rc=1
+client verify 120 verify -cluster "$cluster" -logs "$(IFS=,; echo "${logs[*]}")"
 
 # --- 4. every node: integrity_check and the same ledger ------------------------
-"$bin" check-all -cluster "$cluster" || rc=1
+client check_all 120 check-all -cluster "$cluster"
 
 if [ "$rc" -ne 0 ]; then
   rm -rf build/dqlite/failed-run
