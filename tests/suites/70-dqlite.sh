@@ -8,7 +8,8 @@
 #   1. basic: a ledger, a claim inside BEGIN ... COMMIT, settle, replay, a
 #      guarded local write, an unclaimed guarded insert refused, and the
 #      autocommit query path (db.Query of SELECT idem_claim outside a
-#      transaction) refused by require_transaction;
+#      transaction) refused by require_transaction; a claim through the
+#      dqlite shell (which wraps each statement in a transaction);
 #   2. four clients claim keys from one shared pool, each claim inside a
 #      transaction, while the leader is killed with SIGKILL at random
 #      moments, three times; each killed node is restarted and rejoins;
@@ -128,6 +129,21 @@ fi
 
 # --- 1. basic operations through the cluster ----------------------------------
 client basic 90 basic -cluster "$cluster"
+
+# The dqlite shell (package go-dqlite) runs each statement in a transaction
+# of its own, so a claim typed there is made inside BEGIN ... COMMIT.
+if ! command -v dqlite >/dev/null 2>&1; then
+  echo "SKIP dqlite.shell: the dqlite shell is not installed (Debian: apt-get install go-dqlite)"
+else
+  claim="SELECT idem_claim('ledger', 'tenant-s', 'conv-1', 'shell', '{}')"
+  first=$(timeout 30 dqlite -s "$cluster" ledger.db "$claim" 2>&1)
+  second=$(timeout 30 dqlite -s "$cluster" ledger.db "$claim" 2>&1)
+  case "$first|$second" in
+    '{"decision":"admitted",'*'"committed":false,"durable":true,"durability":"raft-quorum",'*'|{"decision":"in_progress",'*)
+      echo "PASS dqlite.shell_claim_in_its_transaction" ;;
+    *) fail shell_claim_in_its_transaction "first claim: $first; second: $second" ;;
+  esac
+fi
 
 # --- 2. a stream of claims while the leader is killed --------------------------
 logs=()
