@@ -173,10 +173,12 @@ void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
 */
 typedef struct IdemJson IdemJson;
 struct IdemJson {
-  sqlite3_str *s;
-  int nMember;      /* members written so far */
-  int rc;           /* SQLITE_OK, SQLITE_NOMEM, or SQLITE_CORRUPT for bad stored JSON */
-  const char *zBad; /* the member whose stored JSON was refused */
+  char *z;           /* aInline, or sqlite3_malloc'd once it outgrows it */
+  size_t n, nAlloc;  /* bytes written; room (one kept for the final NUL) */
+  int nMember;       /* members written so far */
+  int rc;            /* SQLITE_OK, SQLITE_NOMEM, or SQLITE_CORRUPT for bad stored JSON */
+  const char *zBad;  /* the member whose stored JSON was refused */
+  char aInline[512]; /* most answers fit: no allocation until finish */
 };
 void idem_json_begin(IdemJson *j);
 void idem_json_text(IdemJson *j, const char *zName, const char *zValue); /* escaped string */
@@ -213,9 +215,6 @@ char *idem_json_string(const char *z);
 #define IDEM_OPT_RETENTION 4   /* retention_seconds */
 #define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
 #define IDEM_N_OPT 6
-/* The options a ledger made before the later ones existed has in its
-** <name>_meta; a later option missing there takes its default. */
-#define IDEM_N_OPT_FIRST 4
 
 typedef struct IdemLedger IdemLedger;
 struct IdemLedger {
@@ -229,11 +228,11 @@ struct IdemLedger {
   sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
   sqlite3_stmt *aStmt[24];
   unsigned mBusy; /* aStmt slots lent to an open cursor */
+  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
+  int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
-  char *zForeign;   /* why operations are refused, or NULL */
-  char zId[17];     /* random identity, kept in <name>_meta: guards name it */
-  char *zLastClaim; /* idem_last_claim(): zLastClaimBuf or NULL */
-  char zLastClaimBuf[512];
+  char *zForeign; /* why operations are refused, or NULL */
+  char zId[17];   /* random identity, kept in <name>_meta: guards name it */
 };
 
 /* Register the module and the ledger functions; *ppConn receives the
@@ -289,14 +288,16 @@ void idem_unregister_guard(sqlite3 *db);
 
 /* ledger_storage.c: the shadow-table format ---------------------------*/
 
-#define LEDGER_FORMAT 1
+#define LEDGER_FORMAT 2
 
 /* One option: its name, the range CREATE accepts (and connect checks),
-** its default. */
+** its default, and whether a file may lack it (an option added later:
+** an older file then gets the default). */
 typedef struct LedgerOption LedgerOption;
 struct LedgerOption {
   const char *zName;
   sqlite3_int64 iMin, iMax, iDefault;
+  int bOptional;
 };
 extern const LedgerOption ledger_options[IDEM_N_OPT];
 
@@ -306,12 +307,19 @@ int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3
                          char **pzErr);
 /* Read and check the format, identity and options from zName_meta. */
 int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
-                     char *zId, char **pzErr);
+                     char *zId, int *piFormat, char **pzErr);
 /* Create the shadow tables, meta rows, indexes and triggers. */
 int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const sqlite3_int64 *aVal,
                          const char *zId, char **pzErr);
 /* After xRename: move the shadow tables, triggers and indexes to zNew. */
 int ledger_rename_schema(IdemLedger *p, const char *zNew);
+/*
+** idem_upgrade: a format-1 ledger is rebuilt as format 2 (rows copied;
+** a live claim's old token still finds its row); a format-2 ledger gets
+** its own triggers back where they are missing or altered. Refused while
+** a foreign trigger is on the shadow tables. *pzJson: what was done.
+*/
+int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr);
 /* Drop the shadow tables (xDestroy). */
 int ledger_drop_schema(IdemLedger *p);
 /*
@@ -385,9 +393,10 @@ int ledger_under_dqlite(sqlite3 *db, const char *zDb);
 /* A nested write that did not change exactly one row is an error. */
 int ledger_write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr);
 
-/* Tokens: 16-byte BLOBs in the table, 32 lowercase hex digits outside. */
-int ledger_token_parse(const char *zHex, unsigned char *a);
-int ledger_bind_token(sqlite3_stmt *pS, int i, const char *zHex);
+/* Tokens: 32 lowercase hex digits, the row id then the random part that
+** the column token holds. Parse returns 0 when zHex is malformed. */
+void ledger_token_hex(sqlite3_int64 id, sqlite3_int64 rnd, char *zOut);
+int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd);
 
 /* A ledger row, copied out of the statement that read it, so the
 ** statement can be reset before anything is written. */
@@ -397,8 +406,9 @@ struct LedgerRow {
   const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError;
   const char *zMembers, *zMarks, *zTenant, *zKey;
   int nArgs;
-  char zToken[33]; /* hex */
-  char *pBuf;      /* owns the text above (sqlite3_malloc) */
+  sqlite3_int64 tokenRnd; /* the column token */
+  char zToken[33];        /* the token as shown (hex) */
+  char *pBuf;             /* owns the text above (sqlite3_malloc) */
 };
 void ledger_row_free(LedgerRow *r);
 /* Run row query pS (bound by the caller), load its row; pS is reset. */
@@ -435,9 +445,10 @@ typedef struct LedgerReq LedgerReq;
 struct LedgerReq {
   const char *zTenant, *zConv, *zTool, *zEffect;
   char zKey[IDEM_KEY_MAX_CHARS + 1];
-  IdemBuf args; /* canonical */
-  char *zMarks; /* marks read before the write pass, or NULL */
+  IdemBuf args;   /* canonical */
+  char *zMarks;   /* marks read before the write pass, or NULL */
   int bMarksRead; /* zMarks was read (NULL then means: no guards) */
+  char *zTaken;   /* why a first INSERT was refused (the key is held), or NULL */
 };
 int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
                      sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,
@@ -459,9 +470,11 @@ struct LedgerDecision {
   sqlite3_int64 id;      /* row id (admitted) */
   sqlite3_int64 attempt; /* admitted: the attempt */
   char zToken[33];       /* admitted: the token */
+  int bFresh;            /* read pass: no row holds the key */
 };
 
-/* Decide (and write) a claim inside the caller's statement (INSERT). */
+/* Decide (and write) a claim. bWrite: 0 the read pass, 1 insert first,
+** 2 the insert was just refused (q->zTaken): read the row and decide. */
 int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
                         int bCommitted, LedgerDecision *d, char **pzErr);
 /* Inside a transaction that holds no lock on p's schema yet, take the
@@ -473,6 +486,29 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
 int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
                    sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
                    char **pzJson, char **pzErr);
+
+/* ledger_last.c: idem_last_claim(ledger) ------------------------------*/
+/* The claims of the last INSERT statement into each ledger, kept by the
+** connection (not the ledger object, which SQLite disconnects when a
+** schema change is rolled back), each tagged with its ledger's identity. */
+typedef struct LedgerLastClaim LedgerLastClaim;
+typedef struct LedgerLastList LedgerLastList;
+struct LedgerLastList {
+  LedgerLastClaim *a;
+  int n, nAlloc;
+};
+/* The connection's list (ledger.c owns it). */
+LedgerLastList *ledger_last_list(IdemLedger *p);
+/* At each INSERT row: start a new list for p when a new statement runs,
+** and make room for one more claim (so that adding it cannot fail). */
+int ledger_last_begin(IdemLedger *p);
+/* Remember an admitted INSERT row (after its write; never fails). */
+void ledger_last_add(IdemLedger *p, const char *zKey, const char *zTenant, const char *zToken,
+                     sqlite3_int64 id, sqlite3_int64 attempt, const char *zEffect);
+void ledger_last_free(LedgerLastList *pList);
+/* The idem_last_claim answer (claims still in the database), or NULL. */
+int ledger_last_answer(IdemLedger *p, char **pz);
+void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 /* ledger_renew.c: idem_renew(ledger, token [, seconds]) --------------*/
 void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);

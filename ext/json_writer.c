@@ -14,70 +14,110 @@ SQLITE_EXTENSION_INIT3
 
 #include <string.h>
 
-/* Append the JSON string literal of UTF-8 text z to s. */
-static void append_string(sqlite3_str *s, const char *z) {
+/* Append z[0..n) to j; on failure j->rc is set and nothing more is kept. */
+static void put(IdemJson *j, const char *z, size_t n) {
+  if (j->rc) return;
+  if (j->n + n + 1 > j->nAlloc) {
+    size_t nNew = (j->nAlloc + n + 1) * 2;
+    char *zNew;
+    if (j->z == j->aInline) {
+      zNew = sqlite3_malloc64(nNew);
+      if (zNew) memcpy(zNew, j->z, j->n);
+    } else {
+      zNew = sqlite3_realloc64(j->z, nNew);
+    }
+    if (zNew == 0) {
+      j->rc = SQLITE_NOMEM;
+      return;
+    }
+    j->z = zNew;
+    j->nAlloc = nNew;
+  }
+  memcpy(j->z + j->n, z, n);
+  j->n += n;
+}
+
+/* Append the JSON string literal of UTF-8 text z. */
+static void put_string(IdemJson *j, const char *z) {
   static const char hexd[] = "0123456789abcdef";
   const unsigned char *u = (const unsigned char *)z;
   const unsigned char *zRun = u; /* start of the run of bytes needing no escape */
-  sqlite3_str_appendchar(s, 1, '"');
+  put(j, "\"", 1);
   for (; *u; u++) {
     if (*u == '"' || *u == '\\' || *u < 0x20) {
-      if (u > zRun) sqlite3_str_append(s, (const char *)zRun, (int)(u - zRun));
+      if (u > zRun) put(j, (const char *)zRun, (size_t)(u - zRun));
       if (*u < 0x20) {
-        char e[7] = {'\\', 'u', '0', '0', hexd[*u >> 4], hexd[*u & 15], 0};
-        sqlite3_str_append(s, e, 6);
+        char e[6] = {'\\', 'u', '0', '0', hexd[*u >> 4], hexd[*u & 15]};
+        put(j, e, 6);
       } else {
         char e[2] = {'\\', (char)*u};
-        sqlite3_str_append(s, e, 2);
+        put(j, e, 2);
       }
       zRun = u + 1;
     }
   }
-  if (u > zRun) sqlite3_str_append(s, (const char *)zRun, (int)(u - zRun));
-  sqlite3_str_appendchar(s, 1, '"');
+  if (u > zRun) put(j, (const char *)zRun, (size_t)(u - zRun));
+  put(j, "\"", 1);
 }
 
 char *idem_json_string(const char *z) {
-  sqlite3_str *s = sqlite3_str_new(0);
-  append_string(s, z);
-  return sqlite3_str_finish(s);
+  IdemJson j;
+  char *zOut = 0;
+  idem_json_begin(&j);
+  j.n = 0; /* a bare string: drop the brace */
+  put_string(&j, z);
+  if (j.rc == SQLITE_OK) {
+    zOut = sqlite3_malloc64(j.n + 1);
+    if (zOut) {
+      memcpy(zOut, j.z, j.n);
+      zOut[j.n] = 0;
+    }
+  }
+  if (j.z != j.aInline) sqlite3_free(j.z);
+  return zOut;
 }
 
 void idem_json_begin(IdemJson *j) {
-  j->s = sqlite3_str_new(0);
+  j->z = j->aInline;
+  j->n = 0;
+  j->nAlloc = sizeof(j->aInline);
   j->nMember = 0;
   j->rc = SQLITE_OK;
   j->zBad = 0;
-  sqlite3_str_appendchar(j->s, 1, '{');
+  put(j, "{", 1);
 }
 
 /* The member's name and colon; 0 when the builder has already failed. */
 static int member(IdemJson *j, const char *zName) {
   if (j->rc) return 0;
-  if (j->nMember++) sqlite3_str_appendchar(j->s, 1, ',');
-  append_string(j->s, zName);
-  sqlite3_str_appendchar(j->s, 1, ':');
-  return 1;
+  if (j->nMember++) put(j, ",", 1);
+  put_string(j, zName);
+  put(j, ":", 1);
+  return j->rc == SQLITE_OK;
 }
 
 void idem_json_text(IdemJson *j, const char *zName, const char *zValue) {
-  if (member(j, zName)) append_string(j->s, zValue);
+  if (member(j, zName)) put_string(j, zValue);
 }
 
 void idem_json_int(IdemJson *j, const char *zName, sqlite3_int64 v) {
-  if (member(j, zName)) sqlite3_str_appendf(j->s, "%lld", v);
+  if (member(j, zName)) {
+    char z[24];
+    sqlite3_snprintf(sizeof(z), z, "%lld", v);
+    put(j, z, strlen(z));
+  }
 }
 
 void idem_json_bool(IdemJson *j, const char *zName, int b) {
-  if (member(j, zName)) sqlite3_str_appendall(j->s, b ? "true" : "false");
+  if (member(j, zName)) put(j, b ? "true" : "false", b ? 4 : 5);
 }
 
 void idem_json_null(IdemJson *j, const char *zName) {
-  if (member(j, zName)) sqlite3_str_appendall(j->s, "null");
+  if (member(j, zName)) put(j, "null", 4);
 }
 
 void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral) {
-  if (member(j, zName)) sqlite3_str_appendall(j->s, zJsonLiteral);
+  if (member(j, zName)) put(j, zJsonLiteral, strlen(zJsonLiteral));
 }
 
 /* A sink that keeps nothing: the canonicaliser only checks. */
@@ -111,22 +151,26 @@ void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const c
     j->rc = SQLITE_CORRUPT;
     j->zBad = zName;
   } else if (member(j, zName)) {
-    sqlite3_str_append(j->s, zJson, (int)n);
+    put(j, zJson, n);
   }
 }
 
 char *idem_json_finish(IdemJson *j, int *pRc) {
-  char *z;
-  sqlite3_str_appendchar(j->s, 1, '}');
-  if (j->rc == SQLITE_OK) j->rc = sqlite3_str_errcode(j->s);
-  z = sqlite3_str_finish(j->s);
-  j->s = 0;
-  if (j->rc != SQLITE_OK) {
-    sqlite3_free(z);
-    z = 0;
-  } else if (z == 0) {
-    j->rc = SQLITE_NOMEM;
+  char *z = 0;
+  put(j, "}", 1);
+  if (j->rc == SQLITE_OK) {
+    j->z[j->n] = 0;
+    if (j->z != j->aInline) {
+      z = j->z;
+    } else {
+      z = sqlite3_malloc64(j->n + 1);
+      if (z) memcpy(z, j->z, j->n + 1);
+      else j->rc = SQLITE_NOMEM;
+    }
+  } else if (j->z != j->aInline) {
+    sqlite3_free(j->z);
   }
+  j->z = j->aInline;
   *pRc = j->rc;
   return z;
 }

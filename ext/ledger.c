@@ -57,7 +57,10 @@ struct IdemConn {
   ConnCache aCache[N_CACHE];
   int iNext;                    /* next cache slot to replace */
   IdemGuardRename xGuardRename; /* guard.c's hook, run after a rename */
+  LedgerLastList last;          /* idem_last_claim (ledger_last.c) */
 };
+
+LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)->last; }
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
@@ -368,7 +371,7 @@ static void outcome_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 /* ------------------------------------------------------------------ */
-/* idem_purge and idem_last_claim                                      */
+/* idem_purge (idem_last_claim is in ledger_last.c)                   */
 /* ------------------------------------------------------------------ */
 
 static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -402,13 +405,20 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   sqlite3_result_int64(ctx, sqlite3_changes(p->db));
 }
 
-static void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+static void idem_upgrade_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const char *zFunc = "idem_upgrade";
   IdemLedger *p;
+  char *zErr = 0, *zJson = 0;
+  int rc;
   (void)argc;
-  p = idem_ledger_resolve(ctx, 0, argv[0], "idem_last_claim");
+  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
-  if (p->zLastClaim) sqlite3_result_text(ctx, p->zLastClaim, -1, SQLITE_TRANSIENT);
-  else sqlite3_result_null(ctx);
+  rc = ledger_upgrade(p, zFunc, &zJson, &zErr);
+  if (rc) {
+    idem_result_error(ctx, rc, zErr);
+    return;
+  }
+  sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
 }
 
 /* ------------------------------------------------------------------ */
@@ -443,7 +453,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   sqlite3_int64 aVal[IDEM_N_OPT];
   size_t nDb = strlen(argv[1]), nName = strlen(argv[2]);
   char zId[17];
-  int rc;
+  int rc, iFormat = LEDGER_FORMAT;
 
   *ppVtab = 0;
   /* Under dqlite an autocommit claim can be lost (README "Running
@@ -457,7 +467,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
     rc = ledger_create_schema(db, argv[1], argv[2], aVal, zId, pzErr);
     if (rc) return rc;
   } else {
-    rc = ledger_read_meta(db, argv[1], argv[2], aVal, zId, pzErr);
+    rc = ledger_read_meta(db, argv[1], argv[2], aVal, zId, &iFormat, pzErr);
     if (rc) return rc;
   }
   rc = sqlite3_declare_vtab(db, zDeclare);
@@ -479,6 +489,8 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   p->nRef = 1;
   memcpy(p->aOpt, aVal, sizeof(aVal));
   memcpy(p->zId, zId, sizeof(zId));
+  p->iFormat = iFormat;
+  p->iDurable = -1;
   p->pNext = pConn->pList;
   pConn->pList = p;
   *ppVtab = &p->base;
@@ -612,12 +624,22 @@ static void use_plan(sqlite3_index_info *pInfo, int idxNum, int iFirst, int iSec
   if (nRows == 1) pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
 }
 
+/* Does constraint i compare with BINARY, the collation of the shadow
+** table's indexes? A constraint under another collation (tenant = 'T'
+** COLLATE NOCASE) is left to SQLite: an index lookup, and omitting the
+** check, would answer it as BINARY and miss rows. */
+static int constraint_is_binary(sqlite3_index_info *pInfo, int i) {
+  const char *zColl = sqlite3_vtab_collation(pInfo, i);
+  return zColl == 0 || sqlite3_stricmp(zColl, "BINARY") == 0;
+}
+
 static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   int i, iTenant = -1, iKey = -1, iToken = -1;
   (void)pVtab;
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
     if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!constraint_is_binary(pInfo, i)) continue;
     if (c->iColumn == COL_TENANT) iTenant = i;
     if (c->iColumn == COL_KEY) iKey = i;
     if (c->iColumn == COL_TOKEN) iToken = i;
@@ -700,10 +722,16 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
   }
   for (i = 0; i < argc; i++) {
     if (idxNum == IDX_TOKEN) {
-      /* the column shows hex text; the shadow table holds the BLOB */
-      rc = sqlite3_value_type(argv[i]) == SQLITE_TEXT
-               ? ledger_bind_token(c->pStmt, i + 1, (const char *)sqlite3_value_text(argv[i]))
-               : sqlite3_bind_null(c->pStmt, i + 1);
+      /* the column shows hex text: the row id and the random part the
+      ** shadow table holds (a malformed token matches no row) */
+      sqlite3_int64 iId = 0, iRnd = 0;
+      if (sqlite3_value_type(argv[i]) == SQLITE_TEXT &&
+          ledger_token_parse((const char *)sqlite3_value_text(argv[i]), &iId, &iRnd)) {
+        rc = sqlite3_bind_int64(c->pStmt, 1, iId);
+        if (rc == SQLITE_OK) rc = sqlite3_bind_int64(c->pStmt, 2, iRnd);
+      } else {
+        rc = sqlite3_bind_null(c->pStmt, 1);
+      }
     } else {
       rc = sqlite3_bind_value(c->pStmt, i + 1, argv[i]);
     }
@@ -736,8 +764,7 @@ static int xColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int iCol) {
   }
   if (iCol == COL_TOKEN) {
     char zHex[33];
-    if (sqlite3_column_bytes(pS, 9) != 16) return SQLITE_CORRUPT_VTAB;
-    idem_hex((const unsigned char *)sqlite3_column_blob(pS, 9), 16, zHex);
+    ledger_token_hex(sqlite3_column_int64(pS, RC_ID), sqlite3_column_int64(pS, RC_TOKEN), zHex);
     sqlite3_result_text(ctx, zHex, 32, SQLITE_TRANSIENT);
     return SQLITE_OK;
   }
@@ -789,8 +816,9 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
         p->zName);
     return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
   }
-  /* INSERT: a claim */
-  p->zLastClaim = 0;
+  /* INSERT: a claim. A new statement starts a new idem_last_claim list */
+  rc = ledger_last_begin(p);
+  if (rc) return vtab_error(pVtab, rc, 0);
   /* the INSERT is a write statement: its write lock first, through the
   ** busy handler, before any read of the claim */
   rc = ledger_write_first(p);
@@ -827,14 +855,9 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc == SQLITE_OK) rc = ledger_claim_decide(p, "idempotency", &q, 1, 0, &d, &zErr);
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
-      /* the row is written: nothing may fail from here on, so the
-      ** fixed buffer (keys and tenants are at most 128 ASCII bytes) */
-      sqlite3_snprintf(sizeof(p->zLastClaimBuf), p->zLastClaimBuf,
-                       "{\"key\":\"%s\",\"tenant\":\"%s\",\"token\":\"%s\",\"attempt\":%lld,"
-                       "\"effect\":\"%s\",\"committed\":%s}",
-                       q.zKey, q.zTenant, d.zToken, d.attempt, q.zEffect,
-                       sqlite3_get_autocommit(db) ? "true" : "false");
-      p->zLastClaim = p->zLastClaimBuf;
+      /* the row is written: nothing may fail from here on (the room
+      ** was made by ledger_last_begin) */
+      ledger_last_add(p, q.zKey, q.zTenant, d.zToken, d.id, d.attempt, q.zEffect);
       *pRowid = d.id;
     } else if (rc == SQLITE_OK) {
       zErr = sqlite3_mprintf("idempotency: key \"%s\" of tenant \"%s\" in ledger %s is taken: %s",
@@ -873,6 +896,7 @@ static void conn_free(void *pArg) {
   IdemConn *pConn = (IdemConn *)pArg;
   int i;
   for (i = 0; i < N_CACHE; i++) cache_clear(&pConn->aCache[i]);
+  ledger_last_free(&pConn->last);
   sqlite3_free(pConn);
 }
 
@@ -896,6 +920,7 @@ static const struct {
     {"idem_renew", 2, idem_renew_func},
     {"idem_renew", 3, idem_renew_func},
     {"idem_last_claim", 1, idem_last_claim_func},
+    {"idem_upgrade", 1, idem_upgrade_func},
 };
 
 void idem_unregister_ledger(sqlite3 *db) {

@@ -9,8 +9,10 @@
 ** has already sent. The new lease_until is max(lease_until, now + seconds)
 ** (seconds defaults to the ledger's lease_seconds; 0 only checks), so a
 ** renewal never shortens a lease. The write is fenced by the token like a
-** settle: a compare-and-set on the row id, status 'claimed', the token and
-** a lease that has not passed.
+** settle: a compare-and-set on the row id and random part the token names,
+** status 'claimed' and a lease that has not passed. The rows table's update
+** trigger allows exactly this change in plain SQL too (same token and
+** attempt, lease live at the statement's clock, never shortened).
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
@@ -22,16 +24,15 @@ SQLITE_EXTENSION_INIT3
 
 /* The write, first: extends a claim whose lease has not passed, fenced by
 ** its token, and hands back the new lease. */
-#define RENEW_UPDATE                                                                      \
-  "UPDATE \"%w\".\"%w_rows\" SET lease_until=max(lease_until,?1),updated_at=?2"         \
-  " WHERE token=?3 AND status='claimed' AND lease_until>?2 RETURNING lease_until"
+#define RENEW_UPDATE                                                            \
+  "UPDATE \"%w\".\"%w_rows\" SET lease_until=max(lease_until,?1),updated_at=?2" \
+  " WHERE id=?3 AND token=?4 AND status='claimed' AND lease_until>?2 RETURNING lease_until"
 
 /*
 ** The seconds argument: an INTEGER in the lease_seconds range of CREATE.
 ** SQLITE_OK with *pSec set, or SQLITE_CONSTRAINT with *pzErr.
 */
-static int renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec,
-                         char **pzErr) {
+static int renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr) {
   const LedgerOption *o = &ledger_options[IDEM_OPT_LEASE];
   char *zGot = 0;
   if (sqlite3_value_type(v) == SQLITE_INTEGER) {
@@ -46,9 +47,10 @@ static int renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSe
     zGot = sqlite3_mprintf("%s", azType[sqlite3_value_type(v)]);
   }
   if (zGot == 0) return SQLITE_NOMEM;
-  *pzErr = sqlite3_mprintf("%s: seconds must be an INTEGER from %lld to %lld (the lease_seconds "
-                           "range), got %s",
-                           zFunc, o->iMin, o->iMax, zGot);
+  *pzErr = sqlite3_mprintf(
+      "%s: seconds must be an INTEGER from %lld to %lld (the lease_seconds "
+      "range), got %s",
+      zFunc, o->iMin, o->iMax, zGot);
   sqlite3_free(zGot);
   return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
 }
@@ -60,8 +62,7 @@ static char *renew_why_not(const LedgerRow *r, int eEff) {
     case EFF_EXPIRED: return sqlite3_mprintf("its lease expired at %lld", r->leaseUntil);
     case EFF_UNKNOWN:
       if (strcmp(r->zStatus, "unknown") == 0) return sqlite3_mprintf("it was settled unknown");
-      return sqlite3_mprintf("its lease expired at %lld and its outcome is unknown",
-                             r->leaseUntil);
+      return sqlite3_mprintf("its lease expired at %lld and its outcome is unknown", r->leaseUntil);
     default: return sqlite3_mprintf("it is %s", r->zStatus);
   }
 }
@@ -76,7 +77,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
                         sqlite3_int64 *pLease, char **pzErr) {
   sqlite3_stmt *pGet = 0, *pUpd = 0;
   const char *zToken = 0;
-  unsigned char aTok[16];
+  sqlite3_int64 iId = 0, iRnd = 0;
   char *zSql = 0, *zWhy = 0;
   sqlite3_int64 now = ledger_now(p);
   int rc, bFound = 0, eEff = 0;
@@ -87,7 +88,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
     zToken = (const char *)sqlite3_value_text(pToken);
     if (zToken == 0) return SQLITE_NOMEM;
   }
-  if (!ledger_token_parse(zToken, aTok)) {
+  if (!ledger_token_parse(zToken, &iId, &iRnd)) {
     *pzErr =
         sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned", zFunc);
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
@@ -107,7 +108,8 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
   if (rc) goto done;
   sqlite3_bind_int64(pUpd, 1, now + nSec * 1000);
   sqlite3_bind_int64(pUpd, 2, now);
-  ledger_bind_token(pUpd, 3, zToken);
+  sqlite3_bind_int64(pUpd, 3, iId);
+  sqlite3_bind_int64(pUpd, 4, iRnd);
   rc = sqlite3_step(pUpd);
   if (rc == SQLITE_ROW) {
     /* renewed: a lease is never shortened (max), so 0 seconds only checks */
@@ -124,7 +126,8 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
   /* nothing renewed: say why */
   rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
   if (rc) goto done;
-  ledger_bind_token(pGet, 1, zToken);
+  sqlite3_bind_int64(pGet, 1, iId);
+  sqlite3_bind_int64(pGet, 2, iRnd);
   rc = ledger_row_fetch(pGet, &r, &bFound);
   if (rc) goto done;
   if (!bFound) {

@@ -17,7 +17,6 @@ SQLITE_EXTENSION_INIT3
 #define IDEM_LEDGER_INTERNAL
 #include "idem_internal.h"
 
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,11 +47,6 @@ sqlite3_int64 ledger_now(IdemLedger *p) {
   return t - (sqlite3_int64)210866760000000LL;
 }
 
-static void random_token(char *zOut) {
-  unsigned char a[16];
-  sqlite3_randomness(16, a);
-  idem_hex(a, 16, zOut);
-}
 /* ------------------------------------------------------------------ */
 /* Guard marks and members (the guards themselves are in guard.c)      */
 /* ------------------------------------------------------------------ */
@@ -313,7 +307,7 @@ static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
   d->attempt = attempt;
   memcpy(d->zToken, zToken, 33);
   idem_json_begin(&j);
-  idem_json_text(&j, "decision", "admitted");
+  idem_json_literal(&j, "decision", "\"admitted\"");
   idem_json_text(&j, "key", q->zKey);
   idem_json_text(&j, "token", zToken);
   idem_json_int(&j, "attempt", attempt);
@@ -329,7 +323,8 @@ static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
     idem_json_bool(&j, "durable", ledger_durable(p));
   }
   idem_json_int(&j, "lease_until", lease);
-  if (strcmp(q->zEffect, "external") == 0) idem_json_text(&j, "note", EXTERNAL_NOTE);
+  /* the constant holds no character that JSON escapes */
+  if (strcmp(q->zEffect, "external") == 0) idem_json_literal(&j, "note", "\"" EXTERNAL_NOTE "\"");
   return answer_finish(&j, p, "idem_claim", q->zKey, &d->zJson, 0);
 }
 
@@ -340,7 +335,7 @@ static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, Le
   IdemJson j;
   d->eDec = DEC_REPLAY;
   idem_json_begin(&j);
-  idem_json_text(&j, "decision", "replay");
+  idem_json_literal(&j, "decision", "\"replay\"");
   idem_json_bool(&j, "idempotent", 1);
   idem_json_text(&j, "key", r->zKey);
   idem_json_text(&j, "status", r->zStatus);
@@ -369,7 +364,7 @@ static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char 
     idem_json_text(&j, "decision", "unknown");
     idem_json_text(&j, "key", r->zKey);
     idem_json_int(&j, "attempt", r->attempt);
-    idem_json_text(&j, "message", UNKNOWN_MSG);
+    idem_json_literal(&j, "message", "\"" UNKNOWN_MSG "\"");
     d->zWhy = sqlite3_mprintf("its outcome is unknown: " UNKNOWN_MSG);
   } else {
     idem_json_text(&j, "decision", "mismatch");
@@ -398,31 +393,85 @@ static const char *value_type_name(sqlite3_value *v) {
 static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
   sqlite3_bind_int64(pS, i, r->id);
   sqlite3_bind_text(pS, i + 1, r->zStatus, -1, SQLITE_TRANSIENT);
-  ledger_bind_token(pS, i + 2, r->zToken);
+  sqlite3_bind_int64(pS, i + 2, r->tokenRnd);
+}
+
+/*
+** The fresh-claim INSERT, one statement and atomic on its own. The answer
+** is built first with the token's id part 0, and the new row id is written
+** into it after the insert, so nothing can fail after the write. When the
+** insert is refused because a row holds the key (the insert trigger or a
+** unique index), *pzTaken gets the refusal (sqlite3_malloc) and d is
+** cleared: the caller reads that row.
+*/
+static int claim_insert(IdemLedger *p, const LedgerReq *q, const char *zMarks, sqlite3_int64 now,
+                        sqlite3_int64 lease, int bCommitted, LedgerDecision *d, char **pzTaken) {
+  sqlite3_stmt *pIns = 0;
+  sqlite3_int64 rnd = 0;
+  char zToken[33], *zAt;
+  int rc;
+  *pzTaken = 0;
+  sqlite3_randomness(sizeof(rnd), &rnd);
+  ledger_token_hex(0, rnd, zToken);
+  rc = build_admitted(p, q, zToken, 1, lease, bCommitted, d);
+  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_INSERT, &pIns);
+  if (rc) return rc;
+  sqlite3_bind_text(pIns, 1, q->zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 2, q->zKey, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 3, q->zConv, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 4, q->zTool, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 5, q->args.z, (int)q->args.n, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 6, q->zEffect, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pIns, 7, rnd);
+  sqlite3_bind_int64(pIns, 8, now);
+  sqlite3_bind_int64(pIns, 9, lease);
+  if (zMarks) sqlite3_bind_text(pIns, 10, zMarks, -1, SQLITE_STATIC);
+  else sqlite3_bind_null(pIns, 10);
+  rc = ledger_step_done(pIns);
+  if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+    *pzTaken = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
+    rc = *pzTaken ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  sqlite3_clear_bindings(pIns);
+  if (rc || *pzTaken) {
+    sqlite3_free(d->zJson);
+    memset(d, 0, sizeof(*d));
+    return rc;
+  }
+  if (sqlite3_changes(p->db) != 1) {
+    sqlite3_free(d->zJson);
+    memset(d, 0, sizeof(*d));
+    return SQLITE_INTERNAL; /* an INSERT of one row that ran without error */
+  }
+  d->id = sqlite3_last_insert_rowid(p->db);
+  ledger_token_hex(d->id, rnd, d->zToken);
+  zAt = strstr(d->zJson, "\"token\":\"");
+  if (zAt) memcpy(zAt + 9, d->zToken, 16);
+  return SQLITE_OK;
 }
 
 /*
 ** Decide a claim for request q, writing what the decision needs. bWrite=0
 ** is the read-only pass: it returns DEC_ADMITTED with zJson NULL when a
-** write is needed (the caller then runs the write pass). In the write pass
-** the first statement is the conditional insert, so the write lock is taken
-** through the busy handler before anything is read, and every result is
-** built before the one write that makes it true, so nothing can fail
-** after the write.
+** write is needed (bFresh set when no row holds the key), and the caller
+** then writes. In the write pass the first statement is the insert, so the
+** write lock is taken through the busy handler before anything is read,
+** and every result is built before the one write that makes it true, so
+** nothing can fail after the write.
 */
 int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
                         int bCommitted, LedgerDecision *d, char **pzErr) {
-  sqlite3_stmt *pIns = 0, *pGet = 0, *pUpd = 0;
+  sqlite3_stmt *pGet = 0, *pUpd = 0;
   sqlite3_int64 now = ledger_now(p);
   sqlite3_int64 lease = now + p->aOpt[IDEM_OPT_LEASE] * 1000;
+  sqlite3_int64 rnd = 0;
   char zToken[33];
-  char *zMarks = 0;
+  char *zMarks = 0, *zTaken = 0;
   int rc, bFound = 0, eEff = 0, bLocal = strcmp(q->zEffect, "local") == 0;
   LedgerRow r;
 
   memset(d, 0, sizeof(*d));
   memset(&r, 0, sizeof(r));
-  random_token(zToken);
   if (bWrite) {
     if (bLocal) {
       if (q->bMarksRead) {
@@ -441,30 +490,10 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
         if (rc) goto done;
       }
     }
-    rc = build_admitted(p, q, zToken, 1, lease, bCommitted, d);
-    if (rc) goto done;
-    rc = ledger_stmt(p, ST_INSERT, &pIns);
-    if (rc) goto done;
-    sqlite3_bind_text(pIns, 1, q->zTenant, -1, SQLITE_STATIC);
-    sqlite3_bind_text(pIns, 2, q->zKey, -1, SQLITE_STATIC);
-    sqlite3_bind_text(pIns, 3, q->zConv, -1, SQLITE_STATIC);
-    sqlite3_bind_text(pIns, 4, q->zTool, -1, SQLITE_STATIC);
-    sqlite3_bind_text(pIns, 5, q->args.z, (int)q->args.n, SQLITE_STATIC);
-    sqlite3_bind_text(pIns, 6, q->zEffect, -1, SQLITE_STATIC);
-    ledger_bind_token(pIns, 7, zToken);
-    sqlite3_bind_int64(pIns, 8, now);
-    sqlite3_bind_int64(pIns, 9, lease);
-    if (zMarks) sqlite3_bind_text(pIns, 10, zMarks, -1, SQLITE_STATIC);
-    else sqlite3_bind_null(pIns, 10);
-    rc = ledger_step_done(pIns);
-    sqlite3_clear_bindings(pIns);
-    if (rc) goto done;
-    if (sqlite3_changes(p->db) == 1) {
-      d->id = sqlite3_last_insert_rowid(p->db);
-      goto done; /* admitted, attempt 1: the result was built above */
+    if (bWrite == 1) {
+      rc = claim_insert(p, q, zMarks, now, lease, bCommitted, d, &zTaken);
+      if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
     }
-    sqlite3_free(d->zJson);
-    d->zJson = 0;
   }
 
   rc = ledger_stmt(p, ST_GET, &pGet);
@@ -487,11 +516,13 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   }
   if (!bFound) {
     if (bWrite) {
-      /* the insert did nothing, yet no row holds the key */
-      rc = ledger_write_check(p, zFunc, "claim insert", pzErr);
-      if (rc == SQLITE_OK) rc = SQLITE_ERROR;
+      /* the insert was refused, yet no row holds the key */
+      *pzErr = sqlite3_mprintf("%s: the ledger's claim insert into %s_rows was refused (%s)", zFunc,
+                               p->zName, zTaken ? zTaken : q->zTaken);
+      rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     } else {
       d->eDec = DEC_ADMITTED; /* needs the write pass */
+      d->bFresh = 1;
     }
     goto done;
   }
@@ -553,11 +584,13 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     rc = ledger_marks(p, &zMarks);
     if (rc) goto done;
   }
+  sqlite3_randomness(sizeof(rnd), &rnd);
+  ledger_token_hex(r.id, rnd, zToken);
   rc = build_admitted(p, q, zToken, r.attempt + 1, lease, bCommitted, d);
   if (rc) goto done;
   rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
   if (rc) goto done;
-  ledger_bind_token(pUpd, 1, zToken);
+  sqlite3_bind_int64(pUpd, 1, rnd);
   sqlite3_bind_int64(pUpd, 2, now);
   sqlite3_bind_int64(pUpd, 3, lease);
   if (zMarks) sqlite3_bind_text(pUpd, 4, zMarks, -1, SQLITE_STATIC);
@@ -573,6 +606,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
 done:
   ledger_row_free(&r);
   sqlite3_free(zMarks);
+  sqlite3_free(zTaken);
   if (rc != SQLITE_OK) {
     sqlite3_free(d->zJson);
     sqlite3_free(d->zWhy);
@@ -584,8 +618,24 @@ done:
 void ledger_req_free(LedgerReq *q) {
   idem_buf_free(&q->args);
   sqlite3_free(q->zMarks);
-  q->zMarks = 0;
+  sqlite3_free(q->zTaken);
+  q->zMarks = q->zTaken = 0;
   q->bMarksRead = 0;
+}
+
+/*
+** max_args_bytes counts the canonical text, the bytes the ledger stores:
+** two spellings of one call (whitespace, member order, escapes) are one
+** size, so one is never refused while the other is admitted. The input
+** itself is bounded by the canonicaliser's cap (IDEM_JCS_MAX_BYTES).
+*/
+static int args_bytes_check(IdemLedger *p, const char *zFunc, const char *zLabel,
+                            const IdemBuf *pCanon, char **pzErr) {
+  if ((sqlite3_int64)pCanon->n <= p->aOpt[IDEM_OPT_ARGS_BYTES]) return SQLITE_OK;
+  *pzErr = sqlite3_mprintf(
+      "%s: %s is %lld bytes in canonical form, over the ledger's max_args_bytes of %lld", zFunc,
+      zLabel, (sqlite3_int64)pCanon->n, p->aOpt[IDEM_OPT_ARGS_BYTES]);
+  return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
 }
 
 /*
@@ -645,13 +695,9 @@ int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, s
     }
     sqlite3_snprintf(sizeof(q->zKey), q->zKey, "%s", z);
   }
-  if (sqlite3_value_type(pArgs) == SQLITE_TEXT &&
-      sqlite3_value_bytes(pArgs) > p->aOpt[IDEM_OPT_ARGS_BYTES]) {
-    *pzErr = sqlite3_mprintf("%s: args is %d bytes, over the ledger's max_args_bytes of %lld",
-                             zFunc, sqlite3_value_bytes(pArgs), p->aOpt[IDEM_OPT_ARGS_BYTES]);
-    return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
-  }
   rc = idem_canonical_value(zFunc, "args", pArgs, &q->args, 0, 0, 0, pzErr);
+  if (rc) return rc;
+  rc = args_bytes_check(p, zFunc, "args", &q->args, pzErr);
   if (rc) return rc;
   if (pOpId == 0) {
     char zPrefix[3 * (IDEM_KEY_MAX_CHARS + 1) + 1];
@@ -714,11 +760,26 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
         zFunc);
     return *pzErr ? SQLITE_MISUSE : SQLITE_NOMEM;
   }
-  if (bAuto) {
+  if (!bAuto) {
+    /* inside the caller's transaction: the INSERT comes first (it takes
+    ** the write lock through the busy handler) and, a fresh claim, is the
+    ** whole decision: one statement, rolled back on its own if it fails,
+    ** so no savepoint. Refused because the key is held, the savepoint
+    ** pass below reads the row and decides. */
+    sqlite3_int64 now = ledger_now(p);
+    if (strcmp(q->zEffect, "local") == 0) {
+      rc = ledger_marks(p, &q->zMarks);
+      if (rc) goto done;
+    }
+    rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, 0, d, &q->zTaken);
+    if (rc || q->zTaken == 0) goto done;
+  } else {
     /* read pass without a write lock: settled, running, unknown and
     ** mismatched keys need no write */
+    int bFresh;
     rc = ledger_claim_decide(p, zFunc, q, 0, 0, d, pzErr);
     if (rc || d->zJson) goto done;
+    bFresh = d->bFresh;
     if (strcmp(q->zEffect, "local") == 0) {
       /* the guarded tables' marks, read now: inside the savepoint a read
       ** before the insert would hold a read transaction, and its upgrade
@@ -728,6 +789,16 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
       rc = ledger_marks(p, &q->zMarks);
       if (rc) goto done;
       q->bMarksRead = 1;
+    }
+    if (bFresh) {
+      /* no row holds the key: the INSERT alone is atomic and commits on
+      ** its own, so it needs no savepoint. Refused (a claimer came
+      ** first), the savepoint pass below decides. */
+      char *zTaken = 0;
+      sqlite3_int64 now = ledger_now(p);
+      rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, 1, d, &zTaken);
+      if (rc || zTaken == 0) goto done;
+      sqlite3_free(zTaken);
     }
   }
   {
@@ -741,7 +812,8 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
   rc = ledger_exec(p, ST_SAVEPOINT);
   if (rc) goto done;
   bSave = 1;
-  rc = ledger_claim_decide(p, zFunc, q, 1, bAuto, d, pzErr);
+  /* in a transaction the insert was refused just now: do not repeat it */
+  rc = ledger_claim_decide(p, zFunc, q, bAuto ? 1 : 2, bAuto, d, pzErr);
   if (rc == SQLITE_OK) {
     rc = ledger_exec(p, ST_RELEASE);
     if (rc == SQLITE_OK) bSave = 0;
@@ -774,15 +846,61 @@ static int is_status(const char *z, const char *const *az) {
   return 0;
 }
 
-/* Is canonical JSON z an object whose member "sent" is false? */
-static int detail_sent_false(const char *z, size_t n) {
-  cJSON *pRoot = cJSON_ParseWithLength(z, n), *pSent;
-  int ok;
-  if (pRoot == 0) return -1; /* out of memory: the text is valid JSON */
-  pSent = cJSON_IsObject(pRoot) ? cJSON_GetObjectItemCaseSensitive(pRoot, "sent") : 0;
-  ok = pSent != 0 && cJSON_IsFalse(pSent);
-  cJSON_Delete(pRoot);
-  return ok;
+/* The end of the JSON value that starts at z[i] (valid JSON assumed). */
+static size_t value_end(const char *z, size_t n, size_t i) {
+  int depth = 0, bStr = 0;
+  for (; i < n; i++) {
+    char c = z[i];
+    if (bStr) {
+      if (c == '\\') i++;
+      else if (c == '"') {
+        bStr = 0;
+        if (depth == 0) return i + 1;
+      }
+    } else if (c == '"') {
+      bStr = 1;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return i; /* the end of the enclosing object */
+      if (--depth == 0) return i + 1;
+    } else if (c == ',' && depth == 0) {
+      return i;
+    }
+  }
+  return n;
+}
+
+/*
+** Canonical JSON z[0..n): when it is an object whose member "sent" is
+** false, write it to *pOut with that member first (the plain-SQL trigger
+** checks the prefix {"sent":false) and return 1; else return 0 (-1 when
+** out of memory). The other members keep their canonical order.
+*/
+static int sent_first(const char *z, size_t n, IdemBuf *pOut) {
+  size_t i;
+  int pass, bFound = 0;
+  if (n < 2 || z[0] != '{') return 0;
+  /* pass 0 finds the member, pass 1 writes the others after it */
+  for (pass = 0; pass < 2; pass++) {
+    for (i = 1; i < n && z[i] == '"';) {
+      size_t iEnd = value_end(z, n, i); /* the end of the key */
+      size_t iNext = value_end(z, n, iEnd + 1);
+      int bSent = iEnd - i == 6 && memcmp(z + i, "\"sent\"", 6) == 0;
+      if (pass == 0 && bSent) {
+        if (iNext - iEnd - 1 != 5 || memcmp(z + iEnd + 1, "false", 5) != 0) return 0;
+        bFound = 1;
+      } else if (pass == 1 && !bSent) {
+        if (idem_buf_sink(pOut, ",", 1) || idem_buf_sink(pOut, z + i, iNext - i)) return -1;
+      }
+      i = iNext + (iNext < n && z[iNext] == ',');
+    }
+    if (pass == 0) {
+      if (!bFound) return 0;
+      if (idem_buf_sink(pOut, "{\"sent\":false", 13)) return -1;
+    }
+  }
+  return idem_buf_sink(pOut, "}", 1) ? -1 : 1;
 }
 
 /*
@@ -797,6 +915,9 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
   sqlite3_int64 now = ledger_now(p);
   const char *zEff; /* effective status */
   char *zMembers = 0;
+  IdemBuf sent = {&idem_sqlite_mem, 0, 0, 0, 0}; /* a release's detail, "sent" first */
+  const char *zDet = pDetail->z;
+  size_t nDet = pDetail->n;
   int rc, nMember = 0, eEff = 0, bLocal = is_local(r->zEffect);
 
   *pzJson = 0;
@@ -846,7 +967,7 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
       goto done;
     }
     if (!bLocal) {
-      int ok = pDetail->z ? detail_sent_false(pDetail->z, pDetail->n) : 0;
+      int ok = pDetail->z ? sent_first(pDetail->z, pDetail->n, &sent) : 0;
       if (ok < 0) {
         rc = SQLITE_NOMEM;
         goto done;
@@ -860,24 +981,26 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
         rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
         goto done;
       }
+      zDet = sent.z;
+      nDet = sent.n;
     }
   }
   rc = ledger_stmt(p, ST_SETTLE, &pUpd);
   if (rc) goto done;
   sqlite3_bind_text(pUpd, 1, zStatus, -1, SQLITE_STATIC);
   if (strcmp(zStatus, "succeeded") == 0) {
-    if (pDetail->z) sqlite3_bind_text(pUpd, 2, pDetail->z, (int)pDetail->n, SQLITE_STATIC);
+    if (zDet) sqlite3_bind_text(pUpd, 2, zDet, (int)nDet, SQLITE_STATIC);
     sqlite3_bind_null(pUpd, 3);
   } else {
     sqlite3_bind_null(pUpd, 2);
-    if (pDetail->z) sqlite3_bind_text(pUpd, 3, pDetail->z, (int)pDetail->n, SQLITE_STATIC);
+    if (zDet) sqlite3_bind_text(pUpd, 3, zDet, (int)nDet, SQLITE_STATIC);
   }
   if (zMembers) sqlite3_bind_text(pUpd, 4, zMembers, -1, SQLITE_STATIC);
   else sqlite3_bind_text(pUpd, 4, "[]", 2, SQLITE_STATIC);
   sqlite3_bind_int64(pUpd, 5, now);
   sqlite3_bind_int64(pUpd, 6, r->id);
   sqlite3_bind_text(pUpd, 7, r->zStatus, -1, SQLITE_TRANSIENT);
-  ledger_bind_token(pUpd, 8, r->zToken);
+  sqlite3_bind_int64(pUpd, 8, r->tokenRnd);
   {
     IdemJson j;
     idem_json_begin(&j);
@@ -898,6 +1021,7 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
 
 done:
   sqlite3_free(zMembers);
+  idem_buf_free(&sent);
   if (rc) {
     sqlite3_free(*pzJson);
     *pzJson = 0;
@@ -925,13 +1049,11 @@ static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
   if (sqlite3_value_type(pDetail) == SQLITE_NULL) return SQLITE_OK;
-  if (sqlite3_value_type(pDetail) == SQLITE_TEXT &&
-      sqlite3_value_bytes(pDetail) > p->aOpt[IDEM_OPT_ARGS_BYTES]) {
-    *pzErr = sqlite3_mprintf("%s: detail is %d bytes, over the ledger's max_args_bytes of %lld",
-                             zFunc, sqlite3_value_bytes(pDetail), p->aOpt[IDEM_OPT_ARGS_BYTES]);
-    return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
+  {
+    int rc = idem_canonical_value(zFunc, "detail", pDetail, pBuf, 0, 0, 0, pzErr);
+    if (rc == SQLITE_OK) rc = args_bytes_check(p, zFunc, "detail", pBuf, pzErr);
+    return rc;
   }
-  return idem_canonical_value(zFunc, "detail", pDetail, pBuf, 0, 0, 0, pzErr);
 }
 
 int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
@@ -955,7 +1077,7 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
     sqlite3_bind_value(pGet, 2, pKey);
   } else {
     const char *zToken = 0;
-    unsigned char aTok[16];
+    sqlite3_int64 iId = 0, iRnd = 0;
     if (sqlite3_value_type(pToken) == SQLITE_TEXT) {
       zToken = (const char *)sqlite3_value_text(pToken);
       if (zToken == 0) {
@@ -963,7 +1085,7 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
         goto done;
       }
     }
-    if (!ledger_token_parse(zToken, aTok)) {
+    if (!ledger_token_parse(zToken, &iId, &iRnd)) {
       *pzErr = sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned",
                                zFunc);
       rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
@@ -973,7 +1095,8 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, pzErr);
     if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
     if (rc) goto done;
-    ledger_bind_token(pGet, 1, zToken);
+    sqlite3_bind_int64(pGet, 1, iId);
+    sqlite3_bind_int64(pGet, 2, iRnd);
   }
   rc = ledger_row_fetch(pGet, &r, &bFound);
   if (rc) goto done;
@@ -997,6 +1120,14 @@ done:
   ledger_row_free(&r);
   idem_buf_free(&detail);
   return rc;
+}
+
+/* Does value v (a token column of a guarded row) name row r's claim? */
+static int token_names(sqlite3_value *v, const LedgerRow *r) {
+  sqlite3_int64 iId = 0, iRnd = 0;
+  if (sqlite3_value_type(v) != SQLITE_TEXT) return 0;
+  if (!ledger_token_parse((const char *)sqlite3_value_text(v), &iId, &iRnd)) return 0;
+  return iId == r->id && iRnd == r->tokenRnd;
 }
 
 /*
@@ -1032,8 +1163,7 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
     return rc;
   } else if (eEff != EFF_CLAIMED) {
     *pzWhy = sqlite3_mprintf("its claim's lease has expired");
-  } else if (pToken && (sqlite3_value_type(pToken) != SQLITE_TEXT ||
-                        strcmp((const char *)sqlite3_value_text(pToken), r.zToken) != 0)) {
+  } else if (pToken && !token_names(pToken, &r)) {
     *pzWhy = sqlite3_mprintf("the row's token is not the live claim's token (a stale holder?)");
   } else {
     ledger_row_free(&r);

@@ -173,6 +173,41 @@ function run(ext, file) {
   }
 }
 
+// The hole of the first format on a defensive connection with the
+// extension loaded (SQLite 3.44+ does not declare the rows table a shadow
+// table there): "reset stuck rows" by plain SQL must not release a live
+// external claim. Format 2's triggers refuse it.
+function defensiveHoles(ext, file) {
+  const db = new Database(file);
+  try {
+    db.loadExtension(ext);
+    const c = JSON.parse(one(db, "SELECT idem_claim('ledger', 't', 'c', 'send', '{}', 'external', 'hole-ext')"));
+    report(c.decision === 'admitted', 'defensive-hole-claim', `got ${JSON.stringify(c)}`);
+    try {
+      db.prepare("UPDATE ledger_rows SET status = 'released' WHERE status = 'claimed'").run();
+      report(false, 'defensive-reset-stuck-refused', 'the UPDATE released live claims');
+    } catch (e) {
+      report(e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_TRIGGER' &&
+             e.message.startsWith('idempotency: illegal change of a ledger row'),
+             'defensive-reset-stuck-refused', `${e.code}: ${e.message}`);
+    }
+    try {
+      db.prepare("REPLACE INTO ledger_rows(tenant, \"key\", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) VALUES ('t', 'hole-ext', 'c', 'x', '{}', 'external', 'claimed', 1, random(), 0, 0, 0)").run();
+      report(false, 'defensive-replace-refused', 'the REPLACE erased the live claim');
+    } catch (e) {
+      report(e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_TRIGGER' &&
+             e.message.startsWith('idempotency: only a fresh claim may be inserted'),
+             'defensive-replace-refused', `${e.code}: ${e.message}`);
+    }
+    const again = JSON.parse(one(db, "SELECT idem_claim('ledger', 't', 'c', 'send', '{}', 'external', 'hole-ext')"));
+    report(again.decision === 'in_progress', 'defensive-live-claim-kept', `got ${JSON.stringify(again)}`);
+  } catch (e) {
+    report(false, 'defensive-holes', `${e.code}: ${e.message}`);
+  } finally {
+    db.close();
+  }
+}
+
 if (process.argv.length < 3 || process.argv.length > 4) {
   console.error('usage: node test_node.mjs EXTENSION_PATH [better-sqlite3|libsql]');
   process.exit(2);
@@ -180,6 +215,7 @@ if (process.argv.length < 3 || process.argv.length > 4) {
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-node-'));
 try {
   run(path.resolve(process.argv[2]), path.join(tmp, 'ledger.db'));
+  defensiveHoles(path.resolve(process.argv[2]), path.join(tmp, 'ledger.db'));
 } catch (e) {
   report(false, 'unexpected', e && e.stack ? e.stack : e);
 } finally {

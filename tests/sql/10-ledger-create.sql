@@ -11,7 +11,7 @@ SELECT 'shadow-guards', (SELECT count(*) FROM sqlite_schema WHERE type = 'table'
 SELECT 'shadow-trigger-update', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = 'L_rows_update' AND tbl_name = 'L_rows') = 1;
 SELECT 'shadow-trigger-delete', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = 'L_rows_delete' AND tbl_name = 'L_rows') = 1;
 SELECT 'vtab-entry', (SELECT sql FROM sqlite_schema WHERE name = 'L') LIKE 'CREATE VIRTUAL TABLE L USING idempotency%';
-SELECT 'no-other-objects', (SELECT count(*) FROM sqlite_schema WHERE name LIKE 'L%' AND name NOT LIKE 'sqlite_autoindex_%') = 6;
+SELECT 'no-other-objects', (SELECT count(*) FROM sqlite_schema WHERE name LIKE 'L%' AND name NOT LIKE 'sqlite_autoindex_%') = 7;
 SELECT 'meta-is-without-rowid', (SELECT sql FROM sqlite_schema WHERE name = 'L_meta') LIKE '%WITHOUT ROWID%';
 SELECT 'rows-unique-tenant-key', (SELECT sql FROM sqlite_schema WHERE name = 'L_rows') LIKE '%UNIQUE(tenant,"key")%';
 SELECT 'rows-no-extension-function', (SELECT count(*) FROM sqlite_schema WHERE tbl_name IN ('L_rows', 'L_meta', 'L_guards') AND instr(sql, 'idem_') > 0) = 0;
@@ -30,7 +30,7 @@ SELECT 'guards-columns', (SELECT group_concat(name, ',') FROM pragma_table_info(
 -- defaults, read back from L_meta
 SELECT 'meta-row-count', (SELECT count(*) FROM L_meta) = 8;
 SELECT 'meta-id', (SELECT length(v) = 16 AND v NOT GLOB '*[^0-9a-f]*' FROM L_meta WHERE k = 'id');
-SELECT 'meta-format', (SELECT v FROM L_meta WHERE k = 'format') = 1;
+SELECT 'meta-format', (SELECT v FROM L_meta WHERE k = 'format') = 2;
 SELECT 'meta-format-integer', (SELECT typeof(v) FROM L_meta WHERE k = 'format') = 'integer';
 SELECT 'default-lease', (SELECT v FROM L_meta WHERE k = 'lease_seconds') = 300;
 SELECT 'default-attempts', (SELECT v FROM L_meta WHERE k = 'max_attempts') = 5;
@@ -51,25 +51,25 @@ SELECT sqltest_clock(NULL);
 -- empty parentheses: same as no options
 CREATE VIRTUAL TABLE E USING idempotency();
 SELECT 'empty-parens-defaults', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM E_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=300,max_args_bytes=1048576,max_attempts=5,require_transaction=0,retention_seconds=0,single_tenant=0';
+       = 'format=2,lease_seconds=300,max_args_bytes=1048576,max_attempts=5,require_transaction=0,retention_seconds=0,single_tenant=0';
 
 -- every option at its bounds
 CREATE VIRTUAL TABLE lo USING idempotency(lease_seconds=0, max_attempts=1, max_args_bytes=2, single_tenant=0, retention_seconds=0, require_transaction=0);
 SELECT 'lower-bounds', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM lo_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=0,max_args_bytes=2,max_attempts=1,require_transaction=0,retention_seconds=0,single_tenant=0';
+       = 'format=2,lease_seconds=0,max_args_bytes=2,max_attempts=1,require_transaction=0,retention_seconds=0,single_tenant=0';
 CREATE VIRTUAL TABLE hi USING idempotency(lease_seconds=31536000, max_attempts=1000, max_args_bytes=16777216, single_tenant=1, retention_seconds=315360000, require_transaction=1);
 SELECT 'upper-bounds', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM hi_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=31536000,max_args_bytes=16777216,max_attempts=1000,require_transaction=1,retention_seconds=315360000,single_tenant=1';
+       = 'format=2,lease_seconds=31536000,max_args_bytes=16777216,max_attempts=1000,require_transaction=1,retention_seconds=315360000,single_tenant=1';
 SELECT 'upper-bounds-integers', (SELECT count(*) FROM hi_meta WHERE k <> 'id' AND typeof(v) <> 'integer') = 0;
 SELECT 'single-tenant-unique-key-index', (SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'hi_rows' AND sql LIKE 'CREATE UNIQUE INDEX%') = 1;
 SELECT 'multi-tenant-no-key-index', (SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'L_rows' AND sql IS NOT NULL) = 0;
 -- order of options does not matter; whitespace around '=' is tolerated
 CREATE VIRTUAL TABLE ord USING idempotency(single_tenant=1, max_args_bytes=100, lease_seconds=7, max_attempts=3);
 SELECT 'any-order', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM ord_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=7,max_args_bytes=100,max_attempts=3,require_transaction=0,retention_seconds=0,single_tenant=1';
+       = 'format=2,lease_seconds=7,max_args_bytes=100,max_attempts=3,require_transaction=0,retention_seconds=0,single_tenant=1';
 CREATE VIRTUAL TABLE one USING idempotency(max_attempts=2);
 SELECT 'one-option-rest-default', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM one_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=300,max_args_bytes=1048576,max_attempts=2,require_transaction=0,retention_seconds=0,single_tenant=0';
+       = 'format=2,lease_seconds=300,max_args_bytes=1048576,max_attempts=2,require_transaction=0,retention_seconds=0,single_tenant=0';
 
 -- out of range, each bound
 SELECT 'lease-below', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(lease_seconds=-1)')
@@ -153,10 +153,10 @@ SELECT 'refused-leaves-nothing', (SELECT count(*) FROM sqlite_schema WHERE name 
 
 -- the created ledgers are usable: lease 0 is expired at once, args cap 100
 SELECT 'lo-args-cap', errmsg('SELECT idem_claim(''lo'', ''t'', ''c'', ''tool'', ''[1]'')')
-       = 'idem_claim: args is 3 bytes, over the ledger''s max_args_bytes of 2';
+       = 'idem_claim: args is 3 bytes in canonical form, over the ledger''s max_args_bytes of 2';
 SELECT 'lo-args-at-cap', json_extract(idem_claim('lo', 't', 'c', 'tool', '{}'), '$.decision') = 'admitted';
 SELECT 'ord-args-cap', errmsg('SELECT idem_claim(''ord'', ''t'', ''c'', ''tool'', ''"' || printf('%.99c', 'a') || '"'')')
-       = 'idem_claim: args is 101 bytes, over the ledger''s max_args_bytes of 100';
+       = 'idem_claim: args is 101 bytes in canonical form, over the ledger''s max_args_bytes of 100';
 SELECT 'ord-args-at-cap', json_extract(idem_claim('ord', 't', 'c', 'tool', '"' || printf('%.98c', 'a') || '"'), '$.decision') = 'admitted';
 
 -- a second CREATE of the same name fails like any table
@@ -171,11 +171,11 @@ SELECT 'shadow-name-taken-no-vtab', (SELECT count(*) FROM sqlite_schema WHERE na
 -- format check on connect: another format is refused (reconnect via a fresh schema load)
 CREATE VIRTUAL TABLE F USING idempotency;
 PRAGMA writable_schema = ON;
-UPDATE F_meta SET v = 2 WHERE k = 'format';
+UPDATE F_meta SET v = 3 WHERE k = 'format';
 PRAGMA writable_schema = OFF;
-SELECT 'format-row-changed', (SELECT v FROM F_meta WHERE k = 'format') = 2;
+SELECT 'format-row-changed', (SELECT v FROM F_meta WHERE k = 'format') = 3;
 PRAGMA writable_schema = RESET;
-SELECT 'format-refused-on-connect', errmsg('SELECT * FROM F') = 'idempotency: ledger F has format 2; this build reads format 1';
+SELECT 'format-refused-on-connect', errmsg('SELECT * FROM F') = 'idempotency: ledger F has format 3; this build reads format 2';
 SELECT 'format-refused-claim', errmsg('SELECT idem_claim(''F'', ''t'', ''c'', ''x'', ''{}'')') GLOB 'idem_claim: *';
 SELECT 'format-refused-claim-nothing-written', (SELECT count(*) FROM F_rows) = 0;
 SELECT 'other-ledgers-still-work', (SELECT count(*) FROM L) = 1;

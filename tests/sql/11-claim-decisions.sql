@@ -264,7 +264,7 @@ SELECT 'effect-blob-nothing-written', (SELECT count(*) FROM G_rows WHERE tenant 
 SELECT 'effect-code', errcode('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'', ''{}'', ''Local'')') = 19;
 -- size cap of the ledger (default 1 MiB)
 SELECT 'args-over-cap', errmsg('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'', ''"'' || printf(''%.1048575c'', ''a'') || ''"'')')
-       = 'idem_claim: args is 1048577 bytes, over the ledger''s max_args_bytes of 1048576';
+       = 'idem_claim: args is 1048577 bytes in canonical form, over the ledger''s max_args_bytes of 1048576';
 SELECT 'args-over-cap-code', errcode('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'', ''"'' || printf(''%.1048575c'', ''a'') || ''"'')') = 18;
 -- arity
 SELECT 'arity-4', errmsg('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'')') = 'wrong number of arguments to function idem_claim()';

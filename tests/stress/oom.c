@@ -177,6 +177,19 @@ static const Op aOp[] = {
     {"last-claim", K_SQL, 0,
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}')",
      "SELECT idem_last_claim('L')"},
+    {"insert-multi-row", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+     "INSERT OR IGNORE INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":3}'),"
+     "('t1','c1','send','{\"n\":1}'),('t1','c1','send','{\"n\":4}'),('t1','c1','send','{\"n\":5}'),"
+     "('t1','c1','send','{\"n\":6}'),('t1','c1','send','{\"n\":7}')"},
+    {"last-claim-multi", K_SQL, 0,
+     "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}'),"
+     "('t1','c1','send','{\"n\":2001}')",
+     "SELECT idem_last_claim('L')"},
+    {"last-claim-rolled-back", K_SQL, F_TXN,
+     "CREATE TABLE other(x); BEGIN; SAVEPOINT s;"
+     " INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}');"
+     " ROLLBACK TO s",
+     "SELECT idem_last_claim('L')"},
     {"settle-succeeded", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
      "SELECT "
      "idem_settle('L',?1,'succeeded','{\"id\":42,\"note\":\"caf\\u00e9\",\"v\":[1.0,2e3]}')"},
@@ -230,6 +243,30 @@ static const Op aOp[] = {
     {"drop-ledger", K_SQL, 0, "CREATE VIRTUAL TABLE L3 USING idempotency", "DROP TABLE L3"},
     {"rename-ledger", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
      "ALTER TABLE L RENAME TO L9"},
+    {"renew", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+     "SELECT idem_renew('L',?1,600)"},
+    {"renew-default", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}','local')",
+     "SELECT idem_renew('L',?1)"},
+    {"renew-settled", K_SQL, 0,
+     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
+     "SELECT idem_settle('L',?1,'succeeded',NULL)",
+     "SELECT idem_renew('L',?1)"},
+    {"renew-expired", K_SQL, 0,
+     "CREATE VIRTUAL TABLE L0 USING idempotency(lease_seconds=0);"
+     "SELECT idem_claim('L0','t1','c1','send','{\"n\":1}')",
+     "SELECT idem_renew('L0',?1)"},
+    {"renew-in-txn", K_SQL, F_TXN, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}'); BEGIN",
+     "SELECT idem_renew('L',?1,60)"},
+    {"claim-local-deferred-txn", K_SQL, F_TXN,
+     "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k);"
+     "SELECT idem_guard('L','o','k','tenant'); BEGIN",
+     "SELECT idem_claim('L','t1','c1','send','{\"n\":7}','local')"},
+    {"claim-require-txn-refused", K_SQL, 0,
+     "CREATE VIRTUAL TABLE R USING idempotency(require_transaction=1)",
+     "SELECT idem_claim('R','t1','c1','send','{\"n\":1}')"},
+    {"claim-require-txn-in-txn", K_SQL, F_TXN,
+     "CREATE VIRTUAL TABLE R USING idempotency(require_transaction=1); BEGIN",
+     "SELECT idem_claim('R','t1','c1','send','{\"n\":1}')"},
     {"file-select", K_FILE, 0, "", "SELECT count(*) FROM L"},
     {"file-claim-new", K_FILE, 0, "", "SELECT idem_claim('L','t1','c1','send','{\"n\":5000}')"},
     {"file-claim-in-progress", K_FILE, 0, "",

@@ -401,7 +401,7 @@ static void verify(void) {
     sqlite3_finalize(pCount);
     if (sqlite3_prepare_v2(db,
                            "SELECT attempt, status,"
-                           " CASE typeof(token) WHEN 'blob' THEN lower(hex(token)) ELSE token END,"
+                           " printf('%016x%016x', id, token),"
                            " result FROM L_rows"
                            " WHERE tenant='t1' AND \"key\"=?1",
                            -1, &pRow, 0) != SQLITE_OK) {

@@ -37,7 +37,8 @@ static void report(int ok, const char *zName, const char *zWhy) {
 static void child_hold(const char *zDb, const char *zExt, int fd) {
   char zWhy[300];
   sqlite3 *db = stress_open(zDb, zExt, 5000, zWhy, sizeof(zWhy));
-  int ok = db && exec_ok(db, "BEGIN IMMEDIATE; INSERT INTO marker VALUES(1)", zWhy, sizeof(zWhy)) == 0;
+  int ok =
+      db && exec_ok(db, "BEGIN IMMEDIATE; INSERT INTO marker VALUES(1)", zWhy, sizeof(zWhy)) == 0;
   if (!ok) fprintf(stderr, "wait child: %s\n", zWhy);
   if (write(fd, ok ? "1" : "0", 1) != 1) ok = 0;
   close(fd);
@@ -171,8 +172,8 @@ int main(int argc, char **argv) {
       sqlite3_close(db);
       continue;
     }
-#define CASE(zN, zBefore, zSql, zExpect, zAfter)               \
-  fmt_str(zName, sizeof(zName), "%s:%s", azMode[m], zN);       \
+#define CASE(zN, zBefore, zSql, zExpect, zAfter)         \
+  fmt_str(zName, sizeof(zName), "%s:%s", azMode[m], zN); \
   one_case(db, zDb, zExt, zName, zBefore, zSql, zExpect, zAfter)
 
     CASE("local-no-guards", 0,

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The rows table WITHOUT the extension: tests/plain/setup.sql makes a ledger
+# file with the extension loaded (sqlite3 shell, .load), then each
+# tests/plain/*.sql changes it with plain SQLite through the runner
+# $BUILD/sqltest started without --ext, once with defensive mode off and
+# once on. The newer SQLite's runner (build/compat/sqltest, made by
+# tests/suites/60-newer-sqlite.sh) runs the same files when it is built.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+BUILD=${BUILD:-build}
+EXT=${EXT:-$BUILD/idempotency.so}
+dir=build/plain
+if ! command -v sqlite3 >/dev/null 2>&1; then
+  echo "SKIP plain: the sqlite3 shell is not installed (it makes the ledger file)"
+  exit 0
+fi
+if [ ! -x "$BUILD/sqltest" ] || [ ! -f "$EXT" ]; then
+  echo "FAIL plain:setup: $BUILD/sqltest or $EXT is missing (make test-programs)"
+  exit 1
+fi
+mkdir -p "$dir"
+fail=0
+# run LABEL RUNNER DEFENSIVE FILE: a fresh ledger file, then FILE without the extension
+run() {
+  local label=$1 runner=$2 defensive=$3 f=$4 out
+  rm -f "$dir/ledger.db" "$dir/ledger.db-journal" "$dir/case.sql"
+  if ! out=$(sqlite3 -bail "$dir/ledger.db" ".load ${EXT%.*}" ".read tests/plain/setup.sql" 2>&1 >/dev/null); then
+    echo "FAIL plain:$label:setup: $out"
+    fail=1
+    return
+  fi
+  { echo "SELECT 'defensive-$defensive', sqltest_defensive($defensive) = $defensive;"; cat "$f"; } >"$dir/case.sql"
+  out=$("$runner" "$dir/case.sql" 2>&1)
+  printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) case\.sql:/\1 plain:$label:$(basename "$f"):/"
+  grep -q '^FAIL' <<<"$out" && fail=1
+}
+for f in tests/plain/[0-9]*.sql; do
+  run "$(sqlite3 -version | cut -d' ' -f1)" "$BUILD/sqltest" 0 "$f"
+  run "$(sqlite3 -version | cut -d' ' -f1):defensive" "$BUILD/sqltest" 1 "$f"
+  if [ -x build/compat/sqltest ] && [ "$BUILD" = build ]; then
+    v=$(build/compat/sqltest --eval "SELECT sqlite_version()" 2>/dev/null)
+    run "${v:-newer}" build/compat/sqltest 0 "$f"
+    run "${v:-newer}:defensive" build/compat/sqltest 1 "$f"
+  else
+    echo "SKIP plain:newer: build/compat/sqltest is not built (tests/suites/60-newer-sqlite.sh builds it)"
+  fi
+done
+exit $fail
