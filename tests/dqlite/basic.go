@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -81,6 +82,19 @@ func runBasic(cluster string) error {
 	var n int
 	err = db.QueryRowContext(ctx, "SELECT count(*) FROM orders").Scan(&n)
 	check("guarded_rows", err == nil && n == 1, "orders has %d rows (%v), want 1", n, err)
+
+	// The SQL-native claim in autocommit goes through the exec path, which
+	// dqlite replicates; require_transaction does not apply to it.
+	_, err = db.ExecContext(ctx, `INSERT INTO ledger(tenant, conversation, tool, args, effect, key)
+	  VALUES ('tenant-a', 'conv-1', 'migrate', '{"step":3}', 'local', 'op-insert-1')`)
+	check("insert_claim_autocommit", err == nil, "INSERT INTO ledger through Exec: %v", err)
+	var status string
+	err = db.QueryRowContext(ctx, "SELECT status FROM ledger WHERE tenant = 'tenant-a' AND key = 'op-insert-1'").Scan(&status)
+	check("insert_claim_landed", err == nil && status == "claimed", "status %q (%v), want claimed", status, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO ledger(tenant, conversation, tool, args, effect, key)
+	  VALUES ('tenant-a', 'conv-1', 'migrate', '{"step":3}', 'local', 'op-insert-1')`)
+	check("insert_taken_key_refused", err != nil && strings.HasPrefix(err.Error(), `idempotency: key "op-insert-1" of tenant "tenant-a" in ledger ledger is taken`),
+		"a second INSERT of the key: %v", err)
 
 	runRequireTransaction(ctx, db, cluster)
 	return nil
