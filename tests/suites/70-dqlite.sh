@@ -63,18 +63,19 @@ declare -A pid_of # address -> node pid
 client_pids=()
 cleanup() {
   local p
-  for p in "${client_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  for p in "${pid_of[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  # clients run under timeout(1), which passes TERM on to the client
+  for p in "${client_pids[@]}" "${pid_of[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for _ in $(seq 50); do
     alive=0
-    for p in "${pid_of[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    for p in "${client_pids[@]}" "${pid_of[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
     [ "$alive" = 0 ] && break
     sleep 0.1
   done
-  for p in "${pid_of[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for p in "${client_pids[@]}" "${pid_of[@]}"; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP # run cleanup on a signal too
 rc=0
 fail() {
   echo "FAIL dqlite.$1: $2"
