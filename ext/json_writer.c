@@ -87,12 +87,15 @@ void idem_json_begin(IdemJson *j) {
   put(j, "{", 1);
 }
 
-/* The member's name and colon; 0 when the builder has already failed. */
+/* The member's name and colon; 0 when the builder has already failed.
+** Names are constants of the source, plain ASCII: written as they are. */
 static int member(IdemJson *j, const char *zName) {
+  size_t n = strlen(zName);
   if (j->rc) return 0;
-  if (j->nMember++) put(j, ",", 1);
-  put_string(j, zName);
-  put(j, ":", 1);
+  if (j->nMember++) put(j, ",\"", 2);
+  else put(j, "\"", 1);
+  put(j, zName, n);
+  put(j, "\":", 2);
   return j->rc == SQLITE_OK;
 }
 
@@ -103,8 +106,14 @@ void idem_json_text(IdemJson *j, const char *zName, const char *zValue) {
 void idem_json_int(IdemJson *j, const char *zName, sqlite3_int64 v) {
   if (member(j, zName)) {
     char z[24];
-    sqlite3_snprintf(sizeof(z), z, "%lld", v);
-    put(j, z, strlen(z));
+    int i = (int)sizeof(z);
+    sqlite3_uint64 u = v < 0 ? 0 - (sqlite3_uint64)v : (sqlite3_uint64)v;
+    do {
+      z[--i] = (char)('0' + u % 10);
+      u /= 10;
+    } while (u);
+    if (v < 0) z[--i] = '-';
+    put(j, z + i, sizeof(z) - (size_t)i);
   }
 }
 

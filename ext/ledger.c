@@ -391,7 +391,8 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  rc = ledger_check_triggers(p, zFunc, &zErr);
+  rc = sqlite3_get_autocommit(p->db) ? SQLITE_OK : ledger_write_first(p);
+  if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, &zErr);
   if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_PURGE, &pDel);
   if (rc == SQLITE_OK) {
     sqlite3_bind_int64(pDel, 1, ledger_now(p) - n * 1000);

@@ -181,6 +181,12 @@ static const Op aOp[] = {
      "INSERT OR IGNORE INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":3}'),"
      "('t1','c1','send','{\"n\":1}'),('t1','c1','send','{\"n\":4}'),('t1','c1','send','{\"n\":5}'),"
      "('t1','c1','send','{\"n\":6}'),('t1','c1','send','{\"n\":7}')"},
+    {"insert-deferred-txn", K_SQL, F_TXN, "CREATE TABLE other(x); BEGIN",
+     "INSERT INTO L(tenant,conversation,tool,args,effect) VALUES('t1','c1','send','{\"n\":2003}',"
+     "'local')"},
+    {"settle-deferred-txn", K_SQL, F_TXN,
+     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}'); BEGIN",
+     "SELECT idem_settle('L',?1,'succeeded','{\"ok\":1}')"},
     {"last-claim-multi", K_SQL, 0,
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}'),"
      "('t1','c1','send','{\"n\":2001}')",

@@ -2,6 +2,7 @@
 ** wait.c: a claim waits for another connection's write transaction.
 **
 **   wait [--ext PATH] --db FILE
+**   wait [--ext PATH] --hold FILE --fd N     (the child, run by the above)
 **
 ** For each case a child process opens the ledger file, takes the write
 ** lock (BEGIN IMMEDIATE and a write), tells the parent, holds it briefly
@@ -32,9 +33,13 @@ static void report(int ok, const char *zName, const char *zWhy) {
   fflush(stdout);
 }
 
-/* The child: hold the write lock of zDb until ~300 ms after it signalled
-** on fd, then commit. Exit status 0 when the commit succeeded. */
-static void child_hold(const char *zDb, const char *zExt, int fd) {
+static const char *zSelf; /* argv[0]: the child is this program run again */
+
+/* The child (--hold): hold the write lock of zDb until ~300 ms after it
+** signalled on fd, then commit. Exit status 0 when the commit succeeded.
+** It is a program of its own (fork and exec), so it shares nothing with
+** the parent's connection. */
+static int child_hold(const char *zDb, const char *zExt, int fd) {
   char zWhy[300];
   sqlite3 *db = stress_open(zDb, zExt, 5000, zWhy, sizeof(zWhy));
   int ok =
@@ -46,7 +51,7 @@ static void child_hold(const char *zDb, const char *zExt, int fd) {
   if (ok) ok = exec_ok(db, "COMMIT", zWhy, sizeof(zWhy)) == 0;
   if (!ok) fprintf(stderr, "wait child: %s\n", zWhy);
   sqlite3_close(db);
-  _exit(ok ? 0 : 1);
+  return ok ? 0 : 1;
 }
 
 /*
@@ -72,8 +77,11 @@ static void one_case(sqlite3 *db, const char *zDb, const char *zExt, const char 
   fflush(stdout);
   pid = fork();
   if (pid == 0) {
+    char zFd[16];
     close(aFd[0]);
-    child_hold(zDb, zExt, aFd[1]);
+    fmt_str(zFd, sizeof(zFd), "%d", aFd[1]);
+    execl(zSelf, zSelf, "--ext", zExt, "--hold", zDb, "--fd", zFd, (char *)0);
+    _exit(127);
   }
   close(aFd[1]);
   if (pid < 0 || read(aFd[0], &c, 1) != 1 || c != '1') {
@@ -139,20 +147,25 @@ static void claim_token(sqlite3 *db, const char *zArgs, char *zOut, size_t nOut)
 
 static int usage(void) {
   fprintf(stderr, "usage: wait [--ext PATH] --db FILE\n");
+  fprintf(stderr, "       wait [--ext PATH] --hold FILE --fd N\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  const char *zExt = 0, *zBase = 0;
+  const char *zExt = 0, *zBase = 0, *zHold = 0;
   static const char *azMode[] = {"wal", "delete"};
-  int i, m;
+  int i, m, fd = -1;
+  zSelf = argv[0];
   for (i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--ext") == 0) zExt = argv[i + 1];
     else if (strcmp(argv[i], "--db") == 0) zBase = argv[i + 1];
+    else if (strcmp(argv[i], "--hold") == 0) zHold = argv[i + 1];
+    else if (strcmp(argv[i], "--fd") == 0) fd = atoi(argv[i + 1]);
     else return usage();
   }
-  if (i != argc || zBase == 0) return usage();
+  if (i != argc || (zBase == 0) == (zHold == 0) || (zHold && fd < 0)) return usage();
   zExt = stress_ext_path(zExt);
+  if (zHold) return child_hold(zHold, zExt, fd);
   for (m = 0; m < 2; m++) {
     char zDb[512], zWhy[400], zSetup[200], zName[80], zTok[40], zSql[200];
     sqlite3 *db;
@@ -203,6 +216,8 @@ int main(int argc, char **argv) {
     fmt_str(zSql, sizeof(zSql),
             "SELECT json_extract(idem_settle('L', %s, 'succeeded', '{}'), '$.status')", zTok);
     CASE("settle-in-deferred-begin", "BEGIN", zSql, "succeeded", "COMMIT");
+    CASE("purge-in-deferred-begin", "BEGIN", "SELECT typeof(idem_purge('L', 0))", "integer",
+         "COMMIT");
     CASE("insert-local", 0,
          "INSERT INTO G(tenant, conversation, tool, args, effect) VALUES "
          "('t', 'c', 'x', '{\"n\":6}', 'local') RETURNING 'inserted'",
