@@ -363,8 +363,10 @@ struct LedgerOption {
 };
 extern const LedgerOption ledger_options[IDEM_N_OPT];
 
-/* Parse CREATE's "name=value" arguments (argv[3..]) into aVal. */
-int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal, char **pzErr);
+/* Parse CREATE's "name=value" arguments (argv[3..]) into aVal; bDqlite
+** makes require_transaction default to 1. */
+int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3_int64 *aVal,
+                         char **pzErr);
 /* Read and check the format, identity and options from zName_meta. */
 int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
                      char *zId, int *piFormat, char **pzErr);
@@ -448,6 +450,8 @@ void ledger_finalize_all(IdemLedger *p);
 int ledger_step_done(sqlite3_stmt *pS);
 /* synchronous >= FULL on a file database: a power loss keeps the claim. */
 int ledger_durable(IdemLedger *p);
+/* 1 when database zDb of db is served by dqlite's VFS ("dqlite-<n>"). */
+int ledger_under_dqlite(sqlite3 *db, const char *zDb);
 /* A nested write that did not change exactly one row is an error. */
 int ledger_write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr);
 

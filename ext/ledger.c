@@ -562,7 +562,9 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   int rc, iFormat = LEDGER_FORMAT, mMissing = 0;
 
   *ppVtab = 0;
-  rc = ledger_parse_options(argc, argv, aVal, pzErr);
+  /* Under dqlite an autocommit claim can be lost (README "Running
+  ** replicated"): a ledger made there requires a transaction by default. */
+  rc = ledger_parse_options(argc, argv, bCreate && ledger_under_dqlite(db, argv[1]), aVal, pzErr);
   if (rc) return rc;
   if (bCreate) {
     int bAdopted = 0;

@@ -313,7 +313,15 @@ static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
   idem_json_int(&j, "attempt", attempt);
   idem_json_text(&j, "effect", q->zEffect);
   idem_json_bool(&j, "committed", committed);
-  idem_json_bool(&j, "durable", ledger_durable(p));
+  if (ledger_under_dqlite(p->db, p->zDb)) {
+    /* Inside a transaction the claim is durable when COMMIT returns (a Raft
+    ** quorum holds it). Outside one (require_transaction=0) the extension
+    ** cannot see whether the client's path replicates the write. */
+    idem_json_bool(&j, "durable", !committed);
+    idem_json_text(&j, "durability", committed ? "unknown" : "raft-quorum");
+  } else {
+    idem_json_bool(&j, "durable", ledger_durable(p));
+  }
   idem_json_int(&j, "lease_until", lease);
   /* the constant holds no character that JSON escapes */
   if (strcmp(q->zEffect, "external") == 0) idem_json_literal(&j, "note", "\"" EXTERNAL_NOTE "\"");

@@ -43,10 +43,13 @@ const LedgerOption ledger_options[IDEM_N_OPT] = {
     {"require_transaction", 0, 1, 0, 1},
 };
 
-/* Parse "name=value" options (argv[3..]) into aVal. */
-int ledger_parse_options(int argc, const char *const *argv, sqlite3_int64 *aVal, char **pzErr) {
+/* Parse "name=value" options (argv[3..]) into aVal. Under dqlite
+** (bDqlite, see ledger_under_dqlite) require_transaction defaults to 1. */
+int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3_int64 *aVal,
+                         char **pzErr) {
   int i, j, aSeen[IDEM_N_OPT] = {0};
   for (j = 0; j < IDEM_N_OPT; j++) aVal[j] = ledger_options[j].iDefault;
+  if (bDqlite) aVal[IDEM_OPT_REQUIRE_TXN] = 1;
   for (i = 3; i < argc; i++) {
     const char *z = argv[i], *zEq = strchr(z, '=');
     size_t nName;
@@ -843,6 +846,19 @@ int ledger_durable(IdemLedger *p) {
   }
   p->iDurable = durable;
   return durable;
+}
+
+/*
+** Whether database zDb of db is served by dqlite's VFS: libdqlite registers
+** one per node, named "dqlite-<n>", and SQLite answers
+** SQLITE_FCNTL_VFS_POINTER itself for every VFS. There the leader runs
+** synchronous=OFF on an in-memory VFS, and a transaction is durable when
+** COMMIT returns, once a Raft quorum has it in its log. Returns 1 or 0.
+*/
+int ledger_under_dqlite(sqlite3 *db, const char *zDb) {
+  sqlite3_vfs *pVfs = 0;
+  if (sqlite3_file_control(db, zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs) != SQLITE_OK) return 0;
+  return pVfs != 0 && pVfs->zName != 0 && strncmp(pVfs->zName, "dqlite-", 7) == 0;
 }
 /* Report a nested write that did not change exactly one row. */
 int ledger_write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr) {

@@ -2,7 +2,8 @@
 # The extension from four language bindings (tests/bindings/): Debian's
 # /usr/bin/python3 sqlite3, Node better-sqlite3 12 (pinned in
 # tests/bindings/package.json; 13 crashes on Node 20), Tcl (libsqlite3-tcl)
-# and Perl DBI + DBD::SQLite (libdbd-sqlite3-perl). Each loads the
+# and Perl DBI + DBD::SQLite (libdbd-sqlite3-perl); and libSQL through the
+# npm package libsql (its prebuilt binary, libSQL 3.45), with the Node test. Each loads the
 # extension into a database file, claims, settles, replays, surfaces a
 # refused key as that binding's error type with the extension's message,
 # and uses INSERT INTO ledger + idem_last_claim. A binding whose runtime is
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/../.." || exit 1
 DIR=tests/bindings
 
 . tests/lib/interp.sh
-plain_ext bindings python node tcl perl
+plain_ext bindings python node libsql tcl perl
 
 rc=0
 
@@ -29,6 +30,18 @@ fi
 node_bsql bindings node "$DIR"
 if [ "$node_ready" = 1 ]; then
   run_checked bindings node node "$DIR/test_node.mjs" "$ext"
+fi
+
+# --- libSQL: the npm package libsql (prebuilt per platform) -------------------
+if [ "$node_ready" != 1 ]; then
+  echo "SKIP bindings.libsql: needs node and $DIR/node_modules, as bindings.node (see above)"
+elif [ ! -f "$DIR/node_modules/libsql/package.json" ]; then
+  echo "FAIL bindings.libsql: $DIR/node_modules lacks libsql (run npm ci in $DIR)"
+  rc=1
+elif ! (cd "$DIR" && node -e 'require("libsql")') >/dev/null 2>&1; then
+  echo "SKIP bindings.libsql: libsql has no prebuilt binary for $(node -p 'process.platform + "-" + process.arch') here: $(cd "$DIR" && node -e 'require("libsql")' 2>&1 | grep -m1 Error)"
+else
+  run_checked bindings libsql node "$DIR/test_node.mjs" "$ext" libsql
 fi
 
 # --- Tcl: package require sqlite3 (libsqlite3-tcl) ------------------------------
