@@ -576,13 +576,57 @@ IDEM_INLINE int eight_digits(const unsigned char *z, uint32_t *pV) {
 #endif
 }
 
+/*
+** Whether the literal z[start..end) is spelled the way es_format spells
+** its own value, given that the caller has checked that its significant
+** digits are all counted in w (no bMore), that w has no trailing zero
+** (checked here through the literal's last digit), and that w x 10^dExp is
+** the shortest-nearest decimal of the double (s == w, e10 == dExp). Then
+** the value has k = nd digits, the first and the last non-zero, and its
+** decimal point position is n = nd + dExp (the value is 0.D x 10^n). The
+** literal has a fraction or an exponent (integer literals are handled
+** before). es_format writes, for such a value:
+**   fixed, -6 < n <= 21 and k > n: "D{n}.D{k-n}" when n >= 1, and
+**     "0." then -n zeros then "D{k}" when n <= 0;
+**   exponent, n <= -6 or n > 21: "D" then ".D{k-1}" if k > 1, then "e",
+**     the sign of n-1 ('+' or '-'), and n-1 without leading zeros;
+**   integer, k <= n <= 21: the digits and zeros, no point, which a literal
+**     with a fraction whose last digit is non-zero, or with an exponent,
+**     never is (so that shape is never accepted here).
+** A JSON literal with a fraction and no exponent whose last byte is a
+** non-zero digit is "I.F": if I starts with a non-zero digit, I has n
+** digits (all significant) and F the remaining k - n >= 1, the first
+** fixed shape (n <= k - 1 <= 18 <= 21). If I is "0", the zeros after the
+** point are -n and the shape is the second one exactly when n > -6. A
+** literal with an exponent has the exponent shape when its mantissa is
+** one non-zero digit, optionally "." and digits ending in a non-zero one,
+** its exponent is written 'e', an explicit sign and no leading zero, and
+** n <= -6 or n > 21 (the exponent x then equals n - 1, since the mantissa
+** is D.DDD). Anything else goes through es_format and a comparison.
+*/
+static int literal_in_es_shape(const unsigned char *z, size_t intStart, size_t ePos, size_t end,
+                               int nPoint) {
+  if (ePos == 0) {
+    if (z[end - 1] == '0') return 0;  /* a trailing zero, or no fraction */
+    if (z[intStart] != '0') return 1; /* "D{n}.D{k-n}" */
+    return nPoint > -6;               /* "0.000D{k}" */
+  }
+  /* the mantissa: "D" or "D.D...D", its first and last digit non-zero */
+  if (z[intStart] == '0' || z[ePos - 1] == '0') return 0;
+  if (ePos - intStart > 1 && z[intStart + 1] != '.') return 0;
+  if (z[ePos] != 'e' || (z[ePos + 1] != '+' && z[ePos + 1] != '-') || z[ePos + 2] == '0') {
+    return 0;
+  }
+  return nPoint <= -6 || nPoint > 21;
+}
+
 /* Parse a number at p->i into node iNode, computing its canonical text.
 ** One pass over the literal collects its value as w x 10^dExp, w being
 ** the first 19 significant digits (bMore: non-zero digits follow). */
 static int parse_number(Parser *p, uint32_t iNode) {
   const unsigned char *z = p->z;
   size_t n = p->nIn, i = p->i, start = i;
-  size_t intStart, nInt;
+  size_t intStart, nInt, ePos = 0;
   int neg = 0, hasFrac = 0, hasExp = 0, nd = 0, bMore = 0, rc, len;
   long exp = 0, dExp = 0;
   uint64_t w = 0;
@@ -651,6 +695,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
   if (i < n && (z[i] == 'e' || z[i] == 'E')) {
     int eneg = 0;
     size_t eStart;
+    ePos = i;
     i++;
     if (i < n && (z[i] == '+' || z[i] == '-')) eneg = z[i++] == '-';
     eStart = i;
@@ -708,13 +753,18 @@ static int parse_number(Parser *p, uint32_t iNode) {
   } else {
     size_t nLit = i - start;
     double v;
+    int bDone = 0;
     /* the value is below 10^(nd + dExp): exponents this far out overflow
     ** or underflow whatever the digits */
     if (nd + dExp > 400) {
       v = INFINITY;
     } else if (nd + dExp < -400) {
       v = 0.0;
-    } else if (!idem_decimal_to_double(w, (int)dExp, bMore, &v)) {
+    } else if (!bMore && (bDone = idem_decimal_shortest(w, (int)dExp, &s, &e10)) != 0) {
+      /* both directions at once (s, e10 are set): only an overflow is left */
+      v = bDone == 2 ? INFINITY : 1.0;
+    } else if (bMore ? !idem_decimal_to_double(w, (int)dExp, bMore, &v) : 1) {
+      /* the product could not decide: the C library reads the literal */
       char zLit[64], *zBuf = zLit;
       if (nLit >= sizeof(zLit)) {
         zBuf = p->pMem->xMalloc(nLit + 1);
@@ -734,7 +784,14 @@ static int parse_number(Parser *p, uint32_t iNode) {
       return fail(p, start, "number %s at byte %zu underflows to zero",
                   clip(z + start, nLit, zClip), start);
     }
-    s = idem_shortest(fabs(v), &e10);
+    if (!bDone) s = idem_shortest(fabs(v), &e10);
+  }
+  if (s == w && e10 == dExp && !bMore &&
+      literal_in_es_shape(z, intStart, ePos, i, nd + (int)dExp)) {
+    pN->inAux = 0;
+    pN->off = (uint32_t)start;
+    pN->n = (uint32_t)(i - start);
+    return IDEM_JCS_OK;
   }
   /* the canonical text goes straight to the end of aux, and stays there
   ** only if it differs from the literal */

@@ -104,6 +104,15 @@ uint64_t idem_shortest(double v, int *pE10);
 int idem_decimal_to_double(uint64_t w, int e, int bMore, double *pV);
 
 /*
+** Both directions at once for the decimal w x 10^e, w (non-zero) being
+** all its significant digits: the shortest digits of the double nearest
+** to it, as idem_shortest gives them, into *pS and *pE10. Returns 1; 2
+** when the double overflows; 0 when w and e cannot decide the double
+** (idem_decimal_to_double's rare cases: call idem_strtod).
+*/
+int idem_decimal_shortest(uint64_t w, int e, uint64_t *pS, int *pE10);
+
+/*
 ** strtod_l in the "C" locale (correctly rounded in glibc, musl and the
 ** BSDs; no setlocale() of the host changes it): zLit is a NUL-terminated
 ** JSON number. Returns IDEM_JCS_OK, or IDEM_JCS_NOMEM when the locale
