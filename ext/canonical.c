@@ -552,27 +552,38 @@ static const char *clip(const unsigned char *z, size_t n, char *zOut) {
   return zOut;
 }
 
-/* If z[0..8) are eight ASCII digits, their value into *pV and 1; else 0.
-** The bytes are read as one little-endian word and combined in pairs,
-** then quads, then the two halves (three multiplications, no loop). */
-IDEM_INLINE int eight_digits(const unsigned char *z, uint32_t *pV) {
+/* The number r (0..8) of ASCII digits z[0..8) starts with, their value
+** into *pV. The caller guarantees eight readable bytes. Little-endian
+** hosts read them as one word: x = word ^ '0' per byte holds each digit's
+** value, and a byte is a digit exactly when x < 10 there, that is when
+** neither x nor x + 0x76 reaches 0x80 (a carry out of a byte only starts
+** at a byte that is itself not a digit, and only moves to later bytes, so
+** the first non-digit is found exactly). Shifting the r digits to the top
+** of the word drops the rest and puts zeros (leading zero digits) below;
+** then pairs, quads and halves are combined (three multiplications). */
+IDEM_INLINE int digits8(const unsigned char *z, uint32_t *pV) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  uint64_t v;
+  uint64_t v, x, m;
+  int r;
   memcpy(&v, z, 8);
-  /* every byte 0x30..0x39: high nibble 3, and still 3 after adding 6 */
-  if ((v & 0xF0F0F0F0F0F0F0F0u) != 0x3030303030303030u ||
-      ((v + 0x0606060606060606u) & 0xF0F0F0F0F0F0F0F0u) != 0x3030303030303030u) {
+  x = v ^ 0x3030303030303030u;
+  m = ((x + 0x7676767676767676u) | x) & 0x8080808080808080u;
+  r = m ? __builtin_ctzll(m) >> 3 : 8;
+  if (r == 0) {
+    *pV = 0;
     return 0;
   }
-  v -= 0x3030303030303030u;                                /* digit d0 in the low byte */
-  v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFu;           /* d0d1, d2d3, ... */
-  v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFu;         /* d0..d3, d4..d7 */
-  *pV = (uint32_t)((v * 10000 + (v >> 32)) & 0xFFFFFFFFu); /* d0..d7 */
-  return 1;
+  x <<= 8 * (8 - r);                                   /* digit d0 in byte 8 - r */
+  x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFu;       /* d0d1, d2d3, ... */
+  x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFu;     /* d0..d3, d4..d7 */
+  *pV = (uint32_t)((x * 10000 + (x >> 32)) & 0xFFFFFFFFu); /* d0..d7 */
+  return r;
 #else
-  (void)z;
-  (void)pV;
-  return 0;
+  uint32_t v = 0;
+  int r = 0;
+  while (r < 8 && z[r] >= '0' && z[r] <= '9') v = v * 10 + (uint32_t)(z[r++] - '0');
+  *pV = v;
+  return r;
 #endif
 }
 
@@ -644,10 +655,13 @@ static int parse_number(Parser *p, uint32_t iNode) {
   if (i < n && z[i] == '0') {
     i++;
   } else if (i < n && z[i] >= '1' && z[i] <= '9') {
-    while (nd <= 11 && n - i >= 8 && eight_digits(z + i, &d8)) {
-      w = w * 100000000 + d8;
-      nd += 8;
-      i += 8;
+    /* up to 8 digits a word while 19 are not reached (nd + r <= 19) */
+    while (nd <= 11 && n - i >= 8) {
+      int r = digits8(z + i, &d8);
+      w = w * aPow10u64[r] + d8;
+      nd += r;
+      i += r;
+      if (r < 8) break;
     }
     while (i < n && z[i] >= '0' && z[i] <= '9') {
       unsigned d = z[i++] - '0';
@@ -670,11 +684,13 @@ static int parse_number(Parser *p, uint32_t iNode) {
       while (i < n && z[i] == '0') i++; /* not significant: only move the point */
       dExp -= (long)(i - fracStart);
     }
-    while (nd <= 11 && n - i >= 8 && eight_digits(z + i, &d8)) {
-      w = w * 100000000 + d8;
-      nd += 8;
-      dExp -= 8;
-      i += 8;
+    while (nd <= 11 && n - i >= 8) {
+      int r = digits8(z + i, &d8);
+      w = w * aPow10u64[r] + d8;
+      nd += r;
+      dExp -= r;
+      i += r;
+      if (r < 8) break;
     }
     while (i < n && z[i] >= '0' && z[i] <= '9') {
       unsigned d = z[i++] - '0';
@@ -1058,10 +1074,43 @@ static int out_flush(Out *o) {
   return rc;
 }
 
+/* Copy n <= 32 bytes with fixed-size moves (two overlapping ones of the
+** largest size that fits), reading and writing only [0, n). */
+IDEM_INLINE void copy_small(char *zTo, const char *zFrom, size_t n) {
+  uint64_t a, b, c, d;
+  uint32_t e, f;
+  if (n >= 16) {
+    memcpy(&a, zFrom, 8);
+    memcpy(&b, zFrom + 8, 8);
+    memcpy(&c, zFrom + n - 16, 8);
+    memcpy(&d, zFrom + n - 8, 8);
+    memcpy(zTo, &a, 8);
+    memcpy(zTo + 8, &b, 8);
+    memcpy(zTo + n - 16, &c, 8);
+    memcpy(zTo + n - 8, &d, 8);
+  } else if (n >= 8) {
+    memcpy(&a, zFrom, 8);
+    memcpy(&b, zFrom + n - 8, 8);
+    memcpy(zTo, &a, 8);
+    memcpy(zTo + n - 8, &b, 8);
+  } else if (n >= 4) {
+    memcpy(&e, zFrom, 4);
+    memcpy(&f, zFrom + n - 4, 4);
+    memcpy(zTo, &e, 4);
+    memcpy(zTo + n - 4, &f, 4);
+  } else {
+    while (n--) *zTo++ = *zFrom++;
+  }
+}
+
 IDEM_INLINE int out_put(Out *o, const char *z, size_t n) {
   int rc;
   if (n <= sizeof(o->a) - o->n) {
-    memcpy(o->a + o->n, z, n);
+    if (n <= 32) {
+      copy_small(o->a + o->n, z, n);
+    } else {
+      memcpy(o->a + o->n, z, n);
+    }
     o->n += n;
     return IDEM_JCS_OK;
   }
@@ -1140,8 +1189,15 @@ static int print_node(const Parser *p, Out *o, uint32_t iNode) {
     case N_ARR:
       rc = out_byte(o, '[');
       for (k = 0; rc == IDEM_JCS_OK && k < pN->n; k++) {
+        uint32_t iKid = p->aKid[pN->off + k];
+        const Node *pK = &p->aNode[iKid];
         if (k) rc = out_byte(o, ',');
-        if (rc == IDEM_JCS_OK) rc = print_node(p, o, p->aKid[pN->off + k]);
+        if (rc != IDEM_JCS_OK) break;
+        if (pK->type == N_NUM) { /* arrays of numbers: no call per element */
+          rc = out_put(o, (const char *)node_text(p, pK), pK->n);
+        } else {
+          rc = print_node(p, o, iKid);
+        }
       }
       if (rc == IDEM_JCS_OK) rc = out_byte(o, ']');
       return rc;

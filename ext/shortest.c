@@ -765,7 +765,7 @@ static inline uint64_t round_odd(const uint64_t *g, uint64_t cp) {
 
 /* The shortest decimal s 10^k in the rounding interval of c 2^q (c > 0),
 ** nearest to it, even on a tie. */
-static inline uint64_t schubfach(uint64_t c, int q, int *pK) {
+static __attribute__((noinline)) uint64_t schubfach(uint64_t c, int q, int *pK) {
   const uint64_t cMin = (uint64_t)1 << 52;
   uint64_t out = c & 1; /* an odd c does not own its interval's ends */
   uint64_t cb = c << 2, cbr = cb + 2, cbl, vb, vbl, vbr, s, t, sp10, tp10;
