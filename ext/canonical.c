@@ -256,6 +256,35 @@ struct Parser {
 
 #define IDEM_INLINE static inline __attribute__((always_inline))
 
+/* Copy n <= 32 bytes with fixed-size moves (two overlapping ones of the
+** largest size that fits), reading and writing only [0, n). */
+IDEM_INLINE void copy_small(char *zTo, const char *zFrom, size_t n) {
+  uint64_t a, b, c, d;
+  uint32_t e, f;
+  if (n >= 16) {
+    memcpy(&a, zFrom, 8);
+    memcpy(&b, zFrom + 8, 8);
+    memcpy(&c, zFrom + n - 16, 8);
+    memcpy(&d, zFrom + n - 8, 8);
+    memcpy(zTo, &a, 8);
+    memcpy(zTo + 8, &b, 8);
+    memcpy(zTo + n - 16, &c, 8);
+    memcpy(zTo + n - 8, &d, 8);
+  } else if (n >= 8) {
+    memcpy(&a, zFrom, 8);
+    memcpy(&b, zFrom + n - 8, 8);
+    memcpy(zTo, &a, 8);
+    memcpy(zTo + n - 8, &b, 8);
+  } else if (n >= 4) {
+    memcpy(&e, zFrom, 4);
+    memcpy(&f, zFrom + n - 4, 4);
+    memcpy(zTo, &e, 4);
+    memcpy(zTo + n - 4, &f, 4);
+  } else {
+    while (n--) *zTo++ = *zFrom++;
+  }
+}
+
 static int fail(Parser *p, size_t off, const char *zFmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(Parser *p, size_t off, const char *zFmt, ...) {
   va_list ap;
@@ -615,6 +644,13 @@ IDEM_INLINE int digits8(const unsigned char *z, uint32_t *pV) {
 ** n <= -6 or n > 21 (the exponent x then equals n - 1, since the mantissa
 ** is D.DDD). Anything else goes through es_format and a comparison.
 */
+/* Whether the mantissa z[intStart..ePos) of a literal with an exponent
+** is "D" or "D.D...D", its first and last digit non-zero. */
+static int mantissa_in_es_shape(const unsigned char *z, size_t intStart, size_t ePos) {
+  if (z[intStart] == '0' || z[ePos - 1] == '0') return 0;
+  return ePos - intStart == 1 || z[intStart + 1] == '.';
+}
+
 static int literal_in_es_shape(const unsigned char *z, size_t intStart, size_t ePos, size_t end,
                                int nPoint) {
   if (ePos == 0) {
@@ -622,13 +658,43 @@ static int literal_in_es_shape(const unsigned char *z, size_t intStart, size_t e
     if (z[intStart] != '0') return 1; /* "D{n}.D{k-n}" */
     return nPoint > -6;               /* "0.000D{k}" */
   }
-  /* the mantissa: "D" or "D.D...D", its first and last digit non-zero */
-  if (z[intStart] == '0' || z[ePos - 1] == '0') return 0;
-  if (ePos - intStart > 1 && z[intStart + 1] != '.') return 0;
+  if (!mantissa_in_es_shape(z, intStart, ePos)) return 0;
   if (z[ePos] != 'e' || (z[ePos + 1] != '+' && z[ePos + 1] != '-') || z[ePos + 2] == '0') {
     return 0;
   }
   return nPoint <= -6 || nPoint > 21;
+}
+
+/* Room es_from_mantissa may write into: a sign, the mantissa (at most
+** 20 digits and a point, which the caller checks), 'e', a sign and three
+** digits, and the tail of copy_small's moves (none past the text). */
+#define ES_MANT_MAX 21
+
+/*
+** The canonical text of a literal whose digits are the printed ones
+** (the caller has checked what literal_in_es_shape assumes) but whose
+** exponent is spelled otherwise ("1.5e-07", "1.5E-7", "1.5e7" for a
+** value whose canonical form is an exponent one, n <= -6 or n > 21), and
+** whose mantissa z[intStart..ePos) is "D" or "D.D...D" with its first and
+** last digit non-zero: es_format would write that same mantissa, then
+** "e", the sign and n - 1 without leading zeros. So the mantissa is
+** copied as it is and only the exponent written. Returns the length.
+*/
+static int es_from_mantissa(const unsigned char *z, int neg, size_t intStart, size_t ePos,
+                            int nPoint, char *zOut) {
+  char *o = zOut;
+  int x = nPoint - 1;
+  size_t nMant = ePos - intStart;
+  if (neg) *o++ = '-';
+  copy_small(o, (const char *)z + intStart, nMant);
+  o += nMant;
+  *o++ = 'e';
+  *o++ = x < 0 ? '-' : '+';
+  if (x < 0) x = -x;
+  if (x >= 100) *o++ = (char)('0' + x / 100);
+  if (x >= 10) *o++ = (char)('0' + x / 10 % 10);
+  *o++ = (char)('0' + x % 10);
+  return (int)(o - zOut);
 }
 
 /* Parse a number at p->i into node iNode, computing its canonical text.
@@ -761,11 +827,15 @@ static int parse_number(Parser *p, uint32_t iNode) {
     return IDEM_JCS_OK;
   }
   dExp += exp;
-  if (!bMore && w < 1000000000000000u && nd + dExp > -290 && nd + dExp < 290) {
+  if (!bMore && nd + dExp > -290 && nd + dExp < 290 &&
+      (w < 1000000000000000u || idem_decimal_shortest(w, (int)dExp, &s, &e10) == 1)) {
     /* At most 15 significant digits in the normal range: the double's
-    ** shortest round-trip digits are exactly these (DBL_DIG). */
-    s = w;
-    e10 = (int)dExp;
+    ** shortest round-trip digits are exactly these (DBL_DIG). Else both
+    ** directions at once (10^290 is far from overflowing). */
+    if (w < 1000000000000000u) {
+      s = w;
+      e10 = (int)dExp;
+    }
   } else {
     size_t nLit = i - start;
     double v;
@@ -811,10 +881,17 @@ static int parse_number(Parser *p, uint32_t iNode) {
   }
   /* the canonical text goes straight to the end of aux, and stays there
   ** only if it differs from the literal */
-  rc = buf_reserve(&p->aux, ES_ROOM);
-  if (rc) return rc;
+  if (p->aux.nAlloc - p->aux.n < ES_ROOM) {
+    rc = buf_reserve(&p->aux, ES_ROOM);
+    if (rc) return rc;
+  }
   zOut = p->aux.z + p->aux.n;
-  len = es_format(neg, s, e10, zOut);
+  if (s == w && e10 == dExp && !bMore && ePos && ePos - intStart <= ES_MANT_MAX &&
+      (nd + dExp <= -6 || nd + dExp > 21) && mantissa_in_es_shape(z, intStart, ePos)) {
+    len = es_from_mantissa(z, neg, intStart, ePos, nd + (int)dExp, zOut);
+  } else {
+    len = es_format(neg, s, e10, zOut);
+  }
   if ((size_t)len == i - start && memcmp(zOut, z + start, len) == 0) {
     pN->inAux = 0;
     pN->off = (uint32_t)start;
@@ -1072,35 +1149,6 @@ static int out_flush(Out *o) {
   if (o->n) rc = o->xSink(o->pCtx, o->a, o->n);
   o->n = 0;
   return rc;
-}
-
-/* Copy n <= 32 bytes with fixed-size moves (two overlapping ones of the
-** largest size that fits), reading and writing only [0, n). */
-IDEM_INLINE void copy_small(char *zTo, const char *zFrom, size_t n) {
-  uint64_t a, b, c, d;
-  uint32_t e, f;
-  if (n >= 16) {
-    memcpy(&a, zFrom, 8);
-    memcpy(&b, zFrom + 8, 8);
-    memcpy(&c, zFrom + n - 16, 8);
-    memcpy(&d, zFrom + n - 8, 8);
-    memcpy(zTo, &a, 8);
-    memcpy(zTo + 8, &b, 8);
-    memcpy(zTo + n - 16, &c, 8);
-    memcpy(zTo + n - 8, &d, 8);
-  } else if (n >= 8) {
-    memcpy(&a, zFrom, 8);
-    memcpy(&b, zFrom + n - 8, 8);
-    memcpy(zTo, &a, 8);
-    memcpy(zTo + n - 8, &b, 8);
-  } else if (n >= 4) {
-    memcpy(&e, zFrom, 4);
-    memcpy(&f, zFrom + n - 4, 4);
-    memcpy(zTo, &e, 4);
-    memcpy(zTo + n - 4, &f, 4);
-  } else {
-    while (n--) *zTo++ = *zFrom++;
-  }
 }
 
 IDEM_INLINE int out_put(Out *o, const char *z, size_t n) {

@@ -161,10 +161,11 @@ for (let i = 0; i < 100000; i++) {
 
 // Literals of 16 and 17 significant digits at and around a double's own
 // (its 17-digit nearest and its 16-digit nearest, each moved by -2..+2 in
-// the last digit), spelled as D.DDDe+X and, where the point falls inside
-// the digits, as a fixed point: the parser proves most such literals to be
-// the printed digits without the shortest search, and must fall back to
-// it everywhere else (a shorter decimal rounds to the same double, a
+// the last digit), spelled as D.DDDe+X, D.DDDe-0X / D.DDDe0X, D.DDDEX and,
+// where the point falls inside the digits, as a fixed point: the parser
+// proves most such literals to be the printed digits without the shortest
+// search (and keeps or copies their mantissa), and must fall back to it
+// everywhere else (a shorter decimal rounds to the same double, a
 // nearer one exists, or the literal is another double's). Doubles from
 // random bits, every power of ten and both neighbours of each.
 function digitsOf (text) { // "d.ddde[+-]x" -> [BigInt digits, x]
@@ -174,7 +175,12 @@ function digitsOf (text) { // "d.ddde[+-]x" -> [BigInt digits, x]
 function spellingsOf (W, x, neg) {
   const ds = W.toString();
   const sign = neg ? '-' : '';
-  const out = [sign + (ds.length > 1 ? ds[0] + '.' + ds.slice(1) : ds) + 'e' + (x < 0 ? '-' : '+') + Math.abs(x)];
+  const m = sign + (ds.length > 1 ? ds[0] + '.' + ds.slice(1) : ds);
+  const out = [m + 'e' + (x < 0 ? '-' : '+') + Math.abs(x)];
+  // as C's printf and Python's repr spell it (two exponent digits at
+  // least, no '+' or an explicit one), and with 'E'
+  out.push(m + (x < 0 ? 'e-' : 'e') + String(Math.abs(x)).padStart(2, '0'));
+  out.push(m + 'E' + x);
   if (x >= 0 && x + 1 < ds.length) out.push(sign + ds.slice(0, x + 1) + '.' + ds.slice(x + 1));
   else if (x < 0 && x > -12) out.push(sign + '0.' + '0'.repeat(-x - 1) + ds);
   return out;
