@@ -602,9 +602,9 @@ IDEM_INLINE int digits8(const unsigned char *z, uint32_t *pV) {
     *pV = 0;
     return 0;
   }
-  x <<= 8 * (8 - r);                                   /* digit d0 in byte 8 - r */
-  x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFu;       /* d0d1, d2d3, ... */
-  x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFu;     /* d0..d3, d4..d7 */
+  x <<= 8 * (8 - r);                                       /* digit d0 in byte 8 - r */
+  x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFu;           /* d0d1, d2d3, ... */
+  x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFu;         /* d0..d3, d4..d7 */
   *pV = (uint32_t)((x * 10000 + (x >> 32)) & 0xFFFFFFFFu); /* d0..d7 */
   return r;
 #else
@@ -671,14 +671,15 @@ static int literal_in_es_shape(const unsigned char *z, size_t intStart, size_t e
 #define ES_MANT_MAX 21
 
 /*
-** The canonical text of a literal whose digits are the printed ones
-** (the caller has checked what literal_in_es_shape assumes) but whose
-** exponent is spelled otherwise ("1.5e-07", "1.5E-7", "1.5e7" for a
-** value whose canonical form is an exponent one, n <= -6 or n > 21), and
-** whose mantissa z[intStart..ePos) is "D" or "D.D...D" with its first and
-** last digit non-zero: es_format would write that same mantissa, then
-** "e", the sign and n - 1 without leading zeros. So the mantissa is
-** copied as it is and only the exponent written. Returns the length.
+** The canonical text of a literal with an exponent whose digits are the
+** printed ones (the caller has checked what literal_in_es_shape assumes)
+** and whose mantissa z[intStart..ePos) is "D" or "D.D...D", its first and
+** last digit non-zero, for a value printed as "0.000D...D" (-6 < n <= 0)
+** or as an exponent form (n <= -6 or n > 21): es_format would write the
+** same digits, and in the exponent form the same mantissa, then "e", the
+** sign and n - 1 without leading zeros. So the digits are copied from the
+** literal ("7.5e-05" -> "0.000075", "1.5e-07" or "1.5E-7" -> "1.5e-7")
+** and only the rest written. Returns the length.
 */
 static int es_from_mantissa(const unsigned char *z, int neg, size_t intStart, size_t ePos,
                             int nPoint, char *zOut) {
@@ -686,6 +687,16 @@ static int es_from_mantissa(const unsigned char *z, int neg, size_t intStart, si
   int x = nPoint - 1;
   size_t nMant = ePos - intStart;
   if (neg) *o++ = '-';
+  if (nPoint > -6 && nPoint <= 0) {
+    memcpy(o, "0.000000", 8);
+    o += 2 - nPoint;
+    *o++ = (char)z[intStart];
+    if (nMant > 2) {
+      copy_small(o, (const char *)z + intStart + 2, nMant - 2);
+      o += nMant - 2;
+    }
+    return (int)(o - zOut);
+  }
   copy_small(o, (const char *)z + intStart, nMant);
   o += nMant;
   *o++ = 'e';
@@ -709,8 +720,9 @@ static int parse_number(Parser *p, uint32_t iNode) {
   uint64_t w = 0;
   uint32_t d8;
   char zClip[44], *zOut;
-  uint64_t s;
-  int e10;
+  uint64_t s, c;
+  int e10, q;
+  IdemParseInfo info;
   Node *pN;
 
   if (i < n && z[i] == '-') {
@@ -828,13 +840,17 @@ static int parse_number(Parser *p, uint32_t iNode) {
   }
   dExp += exp;
   if (!bMore && nd + dExp > -290 && nd + dExp < 290 &&
-      (w < 1000000000000000u || idem_decimal_shortest(w, (int)dExp, &s, &e10) == 1)) {
+      (w < 1000000000000000u || idem_parse_bits(w, (int)dExp, &c, &q, &info))) {
     /* At most 15 significant digits in the normal range: the double's
-    ** shortest round-trip digits are exactly these (DBL_DIG). Else both
-    ** directions at once (10^290 is far from overflowing). */
-    if (w < 1000000000000000u) {
+    ** shortest round-trip digits are exactly these (DBL_DIG). Else the
+    ** double c 2^q (10^290 is far from overflowing and from subnormals),
+    ** and the literal is its printed digits when shortest.c can prove it,
+    ** or Schubfach finds them. */
+    if (w < 1000000000000000u || (c != ((uint64_t)1 << 52) && idem_literal_is_shortest(w, &info))) {
       s = w;
       e10 = (int)dExp;
+    } else {
+      s = idem_schubfach(c, q, &e10);
     }
   } else {
     size_t nLit = i - start;
@@ -887,7 +903,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
   }
   zOut = p->aux.z + p->aux.n;
   if (s == w && e10 == dExp && !bMore && ePos && ePos - intStart <= ES_MANT_MAX &&
-      (nd + dExp <= -6 || nd + dExp > 21) && mantissa_in_es_shape(z, intStart, ePos)) {
+      (nd + dExp <= 0 || nd + dExp > 21) && mantissa_in_es_shape(z, intStart, ePos)) {
     len = es_from_mantissa(z, neg, intStart, ePos, nd + (int)dExp, zOut);
   } else {
     len = es_format(neg, s, e10, zOut);
