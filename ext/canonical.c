@@ -739,7 +739,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
       w = w * aPow10u64[r] + d8;
       nd += r;
       i += r;
-      if (r < 8) break;
+      if (r < 8) goto int_done; /* z[i] is not a digit */
     }
     while (i < n && z[i] >= '0' && z[i] <= '9') {
       unsigned d = z[i++] - '0';
@@ -751,6 +751,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
         bMore |= d != 0;
       }
     }
+  int_done:;
   } else {
     p->i = i;
     return unexpected(p, "a digit");
@@ -768,7 +769,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
       nd += r;
       dExp -= r;
       i += r;
-      if (r < 8) break;
+      if (r < 8) goto frac_done; /* z[i] is not a digit */
     }
     while (i < n && z[i] >= '0' && z[i] <= '9') {
       unsigned d = z[i++] - '0';
@@ -780,6 +781,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
         bMore |= d != 0;
       }
     }
+  frac_done:
     if (i == fracStart) {
       p->i = i;
       return unexpected(p, "a digit after the decimal point");
@@ -839,7 +841,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
     return IDEM_JCS_OK;
   }
   dExp += exp;
-  if (!bMore && nd + dExp > -290 && nd + dExp < 290 &&
+  if (!bMore && (unsigned long)(nd + dExp + 289) < 579 && /* -290 < nd + dExp < 290 */
       (w < 1000000000000000u || idem_parse_bits(w, (int)dExp, &c, &q, &info))) {
     /* At most 15 significant digits in the normal range: the double's
     ** shortest round-trip digits are exactly these (DBL_DIG). Else the
