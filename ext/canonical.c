@@ -842,16 +842,19 @@ static int parse_number(Parser *p, uint32_t iNode) {
   }
   dExp += exp;
   if (!bMore && (unsigned long)(nd + dExp + 289) < 579 && /* -290 < nd + dExp < 290 */
-      (w < 1000000000000000u || idem_parse_bits(w, (int)dExp, &c, &q, &info))) {
+      (w < 1000000000000000u || idem_parse_mant(w, (int)dExp, &info))) {
     /* At most 15 significant digits in the normal range: the double's
     ** shortest round-trip digits are exactly these (DBL_DIG). Else the
-    ** double c 2^q (10^290 is far from overflowing and from subnormals),
-    ** and the literal is its printed digits when shortest.c can prove it,
-    ** or Schubfach finds them. */
-    if (w < 1000000000000000u || (c != ((uint64_t)1 << 52) && idem_literal_is_shortest(w, &info))) {
+    ** double's significand (10^290 is far from overflowing and from
+    ** subnormals), and the literal is its printed digits when shortest.c
+    ** can prove it (significand strictly between 2^52 and 2^53), or
+    ** Schubfach finds them. */
+    if (w < 1000000000000000u || (info.mant - ((uint64_t)1 << 52) - 1 < ((uint64_t)1 << 52) - 1 &&
+                                  idem_literal_is_shortest(w, &info))) {
       s = w;
       e10 = (int)dExp;
     } else {
+      idem_parse_exp(&info, (int)dExp, &c, &q);
       s = idem_schubfach(c, q, &e10);
     }
   } else {

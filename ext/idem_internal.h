@@ -168,23 +168,25 @@ typedef struct IdemParseInfo IdemParseInfo;
 struct IdemParseInfo {
   const uint64_t *g; /* the table entry for 10^e */
   uint64_t mHi, mLo; /* m = floor((w << lz) g / 2^64) */
+  uint64_t mant;     /* m's top 53 bits rounded: 2^52..2^53 inclusive */
   int lz, sh;        /* w's shift; the bits of m below the significand */
   int up;            /* m was rounded up to the double */
 };
 
 /*
-** The double nearest to w 10^e (w > 0) as c 2^q (2^52 <= c < 2^53, or
-** q > 971 for an overflow): returns 1, or 0 when the product cannot
-** decide it (see the file header). With w shifted left until its top
-** bit is set, and g the table entry for 10^e, m = floor(w g / 2^64) is
-** a 128-bit number in [2^126, 2^128), and the exact w 10^e / 2^(r+64)
-** lies in (m - 1, m + 1). The significand is m's top 53 bits, rounded to
-** nearest by the sh = 74 or 75 bits below them (frac), ties to even.
+** The significand of the double nearest to w 10^e (w > 0, -342 <= e <=
+** 324) into pI: returns 1, or 0 when the product cannot decide it (see
+** shortest.c's header). With w shifted left until its top bit is set,
+** and g the table entry for 10^e, m = floor(w g / 2^64) is a 128-bit
+** number in [2^126, 2^128), and the exact w 10^e / 2^(r+64) lies in
+** (m - 1, m + 1). The significand is m's top 53 bits, rounded to nearest
+** by the sh = 74 or 75 bits below them (frac), ties to even; it may carry
+** out to 2^53 (idem_parse_exp renormalises).
 */
-static inline int idem_parse_bits(uint64_t w, int e, uint64_t *pC, int *pQ, IdemParseInfo *pI) {
+static inline int idem_parse_mant(uint64_t w, int e, IdemParseInfo *pI) {
   const uint64_t *g;
-  uint64_t mHi, mLo, mant, fracHi, halfHi;
-  int lz, sh, e2;
+  uint64_t mHi, mLo, fracHi, halfHi;
+  int lz, sh;
   if (e < IDEM_POW10_MIN || e > IDEM_POW10_MAX) return 0;
   g = idem_pow10_128[e - IDEM_POW10_MIN];
   lz = __builtin_clzll(w);
@@ -198,15 +200,7 @@ static inline int idem_parse_bits(uint64_t w, int e, uint64_t *pC, int *pQ, Idem
     return 0; /* frac is within one unit of half: too near a tie */
   }
   pI->up = fracHi >= halfHi; /* frac > half + 1, else frac < half - 1 */
-  mant = (mHi >> (sh - 64)) + (uint64_t)pI->up;
-  e2 = sh + 64 - lz + (int)(((int64_t)e * 913124641741LL) >> 38) /* floor(e log2 10) */ - 127;
-  if (mant == ((uint64_t)1 << 53)) {
-    mant >>= 1;
-    e2++;
-  }
-  if (e2 < -1074) return 0; /* subnormal or zero: rounds differently */
-  *pC = mant;
-  *pQ = e2;
+  pI->mant = (mHi >> (sh - 64)) + (uint64_t)pI->up;
   pI->g = g;
   pI->mHi = mHi;
   pI->mLo = mLo;
@@ -215,10 +209,34 @@ static inline int idem_parse_bits(uint64_t w, int e, uint64_t *pC, int *pQ, Idem
   return 1;
 }
 
+/* After idem_parse_mant(w, e, pI): the double as c 2^q (2^52 <= c <
+** 2^53, or q > 971 for an overflow, q < -1074 for a result that is
+** subnormal or zero, which this path does not round). */
+static inline void idem_parse_exp(const IdemParseInfo *pI, int e, uint64_t *pC, int *pQ) {
+  int e2 = pI->sh + 64 - pI->lz + (int)(((int64_t)e * 913124641741LL) >> 38) - 127;
+  uint64_t mant = pI->mant; /* floor(e log2 10) above, as flog2_pow10 */
+  if (mant == ((uint64_t)1 << 53)) {
+    mant >>= 1;
+    e2++;
+  }
+  *pC = mant;
+  *pQ = e2;
+}
+
+/* Both: the double nearest to w 10^e as c 2^q (see idem_parse_exp);
+** returns 1, or 0 when the product cannot decide it or the result is
+** subnormal or zero. */
+static inline int idem_parse_bits(uint64_t w, int e, uint64_t *pC, int *pQ, IdemParseInfo *pI) {
+  if (!idem_parse_mant(w, e, pI)) return 0;
+  idem_parse_exp(pI, e, pC, pQ);
+  return *pQ >= -1074;
+}
+
 /*
 ** Whether w 10^e, the exact value of a literal of 16 or 17 significant
-** digits that parse_bits read as the double v = c 2^q (normal, finite,
-** c > 2^52, no carry out of the significand), is the decimal ECMAScript
+** digits that idem_parse_mant read as the double v = c 2^q (normal,
+** finite, 2^52 < c < 2^53 before any renormalisation: pI->mant strictly
+** between), is the decimal ECMAScript
 ** prints for v: then the shortest search is not needed. Returns 1 only
 ** when that is proven below; 0 says nothing (the caller runs Schubfach).
 **
