@@ -5,7 +5,7 @@
 ** It does not include SQLite (it is one of the pure sources the unit tests
 ** and fuzzers link alone), and it does not depend on the locale.
 **
-** Printing (idem_shortest_digits) follows Schubfach (R. Giulietti, "The
+** Printing (idem_shortest, idem_schubfach) follows Schubfach (R. Giulietti, "The
 ** Schubfach way to render doubles", 2020), written here with a 128-bit
 ** table: for v = c 2^q it scales the rounding interval of v by 10^-k, with
 ** k = floor(log10(2^q)) so that the interval is 1 to 10 units wide, and
@@ -24,6 +24,15 @@
 ** whose truncation changes the result go to the C library's strtod_l in
 ** the "C" locale, which rounds correctly in glibc, musl and the BSDs. No
 ** setlocale() in the host process can change either direction.
+**
+** Both at once (idem_decimal_shortest, and canonical.c's scanner through
+** the inline idem_parse_mant / idem_literal_is_shortest of
+** idem_internal.h): a literal of 16 or 17 significant digits is usually
+** already the shortest spelling of its double, and the parse's own
+** product proves it (the argument is at idem_literal_is_shortest), so
+** the shortest search runs only when the proof does not go through. A
+** literal of at most 15 digits is its double's shortest spelling by
+** DBL_DIG (canonical.c).
 */
 #define _GNU_SOURCE 1 /* strtod_l, newlocale */
 #include "idem_internal.h"
