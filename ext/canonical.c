@@ -602,10 +602,13 @@ IDEM_INLINE int digits8(const unsigned char *z, uint32_t *pV) {
     *pV = 0;
     return 0;
   }
-  x <<= 8 * (8 - r);                                       /* digit d0 in byte 8 - r */
-  x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFu;           /* d0d1, d2d3, ... */
-  x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFu;         /* d0..d3, d4..d7 */
-  *pV = (uint32_t)((x * 10000 + (x >> 32)) & 0xFFFFFFFFu); /* d0..d7 */
+  x <<= 8 * (8 - r); /* digit d0 in byte 8 - r */
+  /* each multiplication adds a lane times 10, 100 or 10000 to the lane
+  ** above it; the shift brings the sums down to the lower lane, the mask
+  ** drops the odd lanes (every sum fits its doubled lane: 99, 9999) */
+  x = ((x * (10 * 256 + 1)) >> 8) & 0x00FF00FF00FF00FFu;           /* d0d1, d2d3, ... */
+  x = ((x * (100 * 65536 + 1)) >> 16) & 0x0000FFFF0000FFFFu;       /* d0..d3, d4..d7 */
+  *pV = (uint32_t)((x * (10000 * ((uint64_t)1 << 32) + 1)) >> 32); /* d0..d7 */
   return r;
 #else
   uint32_t v = 0;
