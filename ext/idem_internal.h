@@ -163,7 +163,7 @@ static inline uint64_t idem_mul_shift64(uint64_t x, const uint64_t *g, uint64_t 
   return bLo;
 }
 
-/* What idem_parse_bits learns beyond the double, for idem_literal_is_shortest. */
+/* What idem_parse_mant learns, for idem_parse_exp and idem_literal_is_shortest. */
 typedef struct IdemParseInfo IdemParseInfo;
 struct IdemParseInfo {
   const uint64_t *g; /* the table entry for 10^e */
@@ -234,13 +234,13 @@ static inline int idem_parse_bits(uint64_t w, int e, uint64_t *pC, int *pQ, Idem
 
 /*
 ** Whether w 10^e, the exact value of a literal of 16 or 17 significant
-** digits that idem_parse_mant read as the double v = c 2^q (normal,
-** finite, 2^52 < c < 2^53 before any renormalisation: pI->mant strictly
-** between), is the decimal ECMAScript
-** prints for v: then the shortest search is not needed. Returns 1 only
-** when that is proven below; 0 says nothing (the caller runs Schubfach).
+** digits that idem_parse_mant read as the double v = c 2^q (normal and
+** finite; 2^52 < c < 2^53 before any renormalisation, pI->mant strictly
+** between), is the decimal ECMAScript prints for v: then the shortest
+** search is not needed. Returns 1 only when that is proven below; 0 says
+** nothing (the caller runs Schubfach).
 **
-** Work in the units of m (parse_bits): the exact decimal D = w 10^e is
+** Work in the units of m (idem_parse_mant): the exact decimal D = w 10^e is
 ** X, with m - 1 < X < m + 1; one unit of w (u = 10^e) is
 ** U = 2^lz G / 2^64 for the exact G = 10^e / 2^r, g - 1 <= G < g; v is
 ** V = c 2^sh, its ulp 2^sh, half a ulp H = 2^(sh-1). With f = m mod
