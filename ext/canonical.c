@@ -256,6 +256,35 @@ struct Parser {
 
 #define IDEM_INLINE static inline __attribute__((always_inline))
 
+/* Copy n <= 32 bytes with fixed-size moves (two overlapping ones of the
+** largest size that fits), reading and writing only [0, n). */
+IDEM_INLINE void copy_small(char *zTo, const char *zFrom, size_t n) {
+  uint64_t a, b, c, d;
+  uint32_t e, f;
+  if (n >= 16) {
+    memcpy(&a, zFrom, 8);
+    memcpy(&b, zFrom + 8, 8);
+    memcpy(&c, zFrom + n - 16, 8);
+    memcpy(&d, zFrom + n - 8, 8);
+    memcpy(zTo, &a, 8);
+    memcpy(zTo + 8, &b, 8);
+    memcpy(zTo + n - 16, &c, 8);
+    memcpy(zTo + n - 8, &d, 8);
+  } else if (n >= 8) {
+    memcpy(&a, zFrom, 8);
+    memcpy(&b, zFrom + n - 8, 8);
+    memcpy(zTo, &a, 8);
+    memcpy(zTo + n - 8, &b, 8);
+  } else if (n >= 4) {
+    memcpy(&e, zFrom, 4);
+    memcpy(&f, zFrom + n - 4, 4);
+    memcpy(zTo, &e, 4);
+    memcpy(zTo + n - 4, &f, 4);
+  } else {
+    while (n--) *zTo++ = *zFrom++;
+  }
+}
+
 static int fail(Parser *p, size_t off, const char *zFmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(Parser *p, size_t off, const char *zFmt, ...) {
   va_list ap;
@@ -552,28 +581,134 @@ static const char *clip(const unsigned char *z, size_t n, char *zOut) {
   return zOut;
 }
 
-/* If z[0..8) are eight ASCII digits, their value into *pV and 1; else 0.
-** The bytes are read as one little-endian word and combined in pairs,
-** then quads, then the two halves (three multiplications, no loop). */
-IDEM_INLINE int eight_digits(const unsigned char *z, uint32_t *pV) {
+/* The number r (0..8) of ASCII digits z[0..8) starts with, their value
+** into *pV. The caller guarantees eight readable bytes. Little-endian
+** hosts read them as one word: x = word ^ '0' per byte holds each digit's
+** value, and a byte is a digit exactly when x < 10 there, that is when
+** neither x nor x + 0x76 reaches 0x80 (a carry out of a byte only starts
+** at a byte that is itself not a digit, and only moves to later bytes, so
+** the first non-digit is found exactly). Shifting the r digits to the top
+** of the word drops the rest and puts zeros (leading zero digits) below;
+** then pairs, quads and halves are combined (three multiplications). */
+IDEM_INLINE int digits8(const unsigned char *z, uint32_t *pV) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  uint64_t v;
+  uint64_t v, x, m;
+  int r;
   memcpy(&v, z, 8);
-  /* every byte 0x30..0x39: high nibble 3, and still 3 after adding 6 */
-  if ((v & 0xF0F0F0F0F0F0F0F0u) != 0x3030303030303030u ||
-      ((v + 0x0606060606060606u) & 0xF0F0F0F0F0F0F0F0u) != 0x3030303030303030u) {
+  x = v ^ 0x3030303030303030u;
+  m = ((x + 0x7676767676767676u) | x) & 0x8080808080808080u;
+  r = m ? __builtin_ctzll(m) >> 3 : 8;
+  if (r == 0) {
+    *pV = 0;
     return 0;
   }
-  v -= 0x3030303030303030u;                                /* digit d0 in the low byte */
-  v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFu;           /* d0d1, d2d3, ... */
-  v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFu;         /* d0..d3, d4..d7 */
-  *pV = (uint32_t)((v * 10000 + (v >> 32)) & 0xFFFFFFFFu); /* d0..d7 */
-  return 1;
+  x <<= 8 * (8 - r); /* digit d0 in byte 8 - r */
+  /* each multiplication adds a lane times 10, 100 or 10000 to the lane
+  ** above it; the shift brings the sums down to the lower lane, the mask
+  ** drops the odd lanes (every sum fits its doubled lane: 99, 9999) */
+  x = ((x * (10 * 256 + 1)) >> 8) & 0x00FF00FF00FF00FFu;           /* d0d1, d2d3, ... */
+  x = ((x * (100 * 65536 + 1)) >> 16) & 0x0000FFFF0000FFFFu;       /* d0..d3, d4..d7 */
+  *pV = (uint32_t)((x * (10000 * ((uint64_t)1 << 32) + 1)) >> 32); /* d0..d7 */
+  return r;
 #else
-  (void)z;
-  (void)pV;
-  return 0;
+  uint32_t v = 0;
+  int r = 0;
+  while (r < 8 && z[r] >= '0' && z[r] <= '9') v = v * 10 + (uint32_t)(z[r++] - '0');
+  *pV = v;
+  return r;
 #endif
+}
+
+/*
+** Whether the literal z[start..end) is spelled the way es_format spells
+** its own value, given that the caller has checked that its significant
+** digits are all counted in w (no bMore), that w has no trailing zero
+** (checked here through the literal's last digit), and that w x 10^dExp is
+** the shortest-nearest decimal of the double (s == w, e10 == dExp). Then
+** the value has k = nd digits, the first and the last non-zero, and its
+** decimal point position is n = nd + dExp (the value is 0.D x 10^n). The
+** literal has a fraction or an exponent (integer literals are handled
+** before). es_format writes, for such a value:
+**   fixed, -6 < n <= 21 and k > n: "D{n}.D{k-n}" when n >= 1, and
+**     "0." then -n zeros then "D{k}" when n <= 0;
+**   exponent, n <= -6 or n > 21: "D" then ".D{k-1}" if k > 1, then "e",
+**     the sign of n-1 ('+' or '-'), and n-1 without leading zeros;
+**   integer, k <= n <= 21: the digits and zeros, no point, which a literal
+**     with a fraction whose last digit is non-zero, or with an exponent,
+**     never is (so that shape is never accepted here).
+** A JSON literal with a fraction and no exponent whose last byte is a
+** non-zero digit is "I.F": if I starts with a non-zero digit, I has n
+** digits (all significant) and F the remaining k - n >= 1, the first
+** fixed shape (n <= k - 1 <= 18 <= 21). If I is "0", the zeros after the
+** point are -n and the shape is the second one exactly when n > -6. A
+** literal with an exponent has the exponent shape when its mantissa is
+** one non-zero digit, optionally "." and digits ending in a non-zero one,
+** its exponent is written 'e', an explicit sign and no leading zero, and
+** n <= -6 or n > 21 (the exponent x then equals n - 1, since the mantissa
+** is D.DDD). Anything else goes through es_format and a comparison.
+*/
+/* Whether the mantissa z[intStart..ePos) of a literal with an exponent
+** is "D" or "D.D...D", its first and last digit non-zero. */
+static int mantissa_in_es_shape(const unsigned char *z, size_t intStart, size_t ePos) {
+  if (z[intStart] == '0' || z[ePos - 1] == '0') return 0;
+  return ePos - intStart == 1 || z[intStart + 1] == '.';
+}
+
+static int literal_in_es_shape(const unsigned char *z, size_t intStart, size_t ePos, size_t end,
+                               int nPoint) {
+  if (ePos == 0) {
+    if (z[end - 1] == '0') return 0;  /* a trailing zero, or no fraction */
+    if (z[intStart] != '0') return 1; /* "D{n}.D{k-n}" */
+    return nPoint > -6;               /* "0.000D{k}" */
+  }
+  if (!mantissa_in_es_shape(z, intStart, ePos)) return 0;
+  if (z[ePos] != 'e' || (z[ePos + 1] != '+' && z[ePos + 1] != '-') || z[ePos + 2] == '0') {
+    return 0;
+  }
+  return nPoint <= -6 || nPoint > 21;
+}
+
+/* Room es_from_mantissa may write into: a sign, the mantissa (at most
+** 20 digits and a point, which the caller checks), 'e', a sign and three
+** digits, and the tail of copy_small's moves (none past the text). */
+#define ES_MANT_MAX 21
+
+/*
+** The canonical text of a literal with an exponent whose digits are the
+** printed ones (the caller has checked what literal_in_es_shape assumes)
+** and whose mantissa z[intStart..ePos) is "D" or "D.D...D", its first and
+** last digit non-zero, for a value printed as "0.000D...D" (-6 < n <= 0)
+** or as an exponent form (n <= -6 or n > 21): es_format would write the
+** same digits, and in the exponent form the same mantissa, then "e", the
+** sign and n - 1 without leading zeros. So the digits are copied from the
+** literal ("7.5e-05" -> "0.000075", "1.5e-07" or "1.5E-7" -> "1.5e-7")
+** and only the rest written. Returns the length.
+*/
+static int es_from_mantissa(const unsigned char *z, int neg, size_t intStart, size_t ePos,
+                            int nPoint, char *zOut) {
+  char *o = zOut;
+  int x = nPoint - 1;
+  size_t nMant = ePos - intStart;
+  if (neg) *o++ = '-';
+  if (nPoint > -6 && nPoint <= 0) {
+    memcpy(o, "0.000000", 8);
+    o += 2 - nPoint;
+    *o++ = (char)z[intStart];
+    if (nMant > 2) {
+      copy_small(o, (const char *)z + intStart + 2, nMant - 2);
+      o += nMant - 2;
+    }
+    return (int)(o - zOut);
+  }
+  copy_small(o, (const char *)z + intStart, nMant);
+  o += nMant;
+  *o++ = 'e';
+  *o++ = x < 0 ? '-' : '+';
+  if (x < 0) x = -x;
+  if (x >= 100) *o++ = (char)('0' + x / 100);
+  if (x >= 10) *o++ = (char)('0' + x / 10 % 10);
+  *o++ = (char)('0' + x % 10);
+  return (int)(o - zOut);
 }
 
 /* Parse a number at p->i into node iNode, computing its canonical text.
@@ -582,14 +717,15 @@ IDEM_INLINE int eight_digits(const unsigned char *z, uint32_t *pV) {
 static int parse_number(Parser *p, uint32_t iNode) {
   const unsigned char *z = p->z;
   size_t n = p->nIn, i = p->i, start = i;
-  size_t intStart, nInt;
+  size_t intStart, nInt, ePos = 0;
   int neg = 0, hasFrac = 0, hasExp = 0, nd = 0, bMore = 0, rc, len;
   long exp = 0, dExp = 0;
   uint64_t w = 0;
   uint32_t d8;
   char zClip[44], *zOut;
-  uint64_t s;
-  int e10;
+  uint64_t s, c;
+  int e10, q;
+  IdemParseInfo info;
   Node *pN;
 
   if (i < n && z[i] == '-') {
@@ -600,10 +736,13 @@ static int parse_number(Parser *p, uint32_t iNode) {
   if (i < n && z[i] == '0') {
     i++;
   } else if (i < n && z[i] >= '1' && z[i] <= '9') {
-    while (nd <= 11 && n - i >= 8 && eight_digits(z + i, &d8)) {
-      w = w * 100000000 + d8;
-      nd += 8;
-      i += 8;
+    /* up to 8 digits a word while 19 are not reached (nd + r <= 19) */
+    while (nd <= 11 && n - i >= 8) {
+      int r = digits8(z + i, &d8);
+      w = w * aPow10u64[r] + d8;
+      nd += r;
+      i += r;
+      if (r < 8) goto int_done; /* z[i] is not a digit */
     }
     while (i < n && z[i] >= '0' && z[i] <= '9') {
       unsigned d = z[i++] - '0';
@@ -615,6 +754,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
         bMore |= d != 0;
       }
     }
+  int_done:;
   } else {
     p->i = i;
     return unexpected(p, "a digit");
@@ -626,11 +766,13 @@ static int parse_number(Parser *p, uint32_t iNode) {
       while (i < n && z[i] == '0') i++; /* not significant: only move the point */
       dExp -= (long)(i - fracStart);
     }
-    while (nd <= 11 && n - i >= 8 && eight_digits(z + i, &d8)) {
-      w = w * 100000000 + d8;
-      nd += 8;
-      dExp -= 8;
-      i += 8;
+    while (nd <= 11 && n - i >= 8) {
+      int r = digits8(z + i, &d8);
+      w = w * aPow10u64[r] + d8;
+      nd += r;
+      dExp -= r;
+      i += r;
+      if (r < 8) goto frac_done; /* z[i] is not a digit */
     }
     while (i < n && z[i] >= '0' && z[i] <= '9') {
       unsigned d = z[i++] - '0';
@@ -642,6 +784,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
         bMore |= d != 0;
       }
     }
+  frac_done:
     if (i == fracStart) {
       p->i = i;
       return unexpected(p, "a digit after the decimal point");
@@ -651,6 +794,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
   if (i < n && (z[i] == 'e' || z[i] == 'E')) {
     int eneg = 0;
     size_t eStart;
+    ePos = i;
     i++;
     if (i < n && (z[i] == '+' || z[i] == '-')) eneg = z[i++] == '-';
     eStart = i;
@@ -700,21 +844,37 @@ static int parse_number(Parser *p, uint32_t iNode) {
     return IDEM_JCS_OK;
   }
   dExp += exp;
-  if (!bMore && w < 1000000000000000u && nd + dExp > -290 && nd + dExp < 290) {
+  if (!bMore && (unsigned long)(nd + dExp + 289) < 579 && /* -290 < nd + dExp < 290 */
+      (w < 1000000000000000u || idem_parse_mant(w, (int)dExp, &info))) {
     /* At most 15 significant digits in the normal range: the double's
-    ** shortest round-trip digits are exactly these (DBL_DIG). */
-    s = w;
-    e10 = (int)dExp;
+    ** shortest round-trip digits are exactly these (DBL_DIG). Else the
+    ** double's significand (10^290 is far from overflowing and from
+    ** subnormals), and the literal is its printed digits when shortest.c
+    ** can prove it (significand strictly between 2^52 and 2^53), or
+    ** Schubfach finds them. */
+    if (w < 1000000000000000u || (info.mant - ((uint64_t)1 << 52) - 1 < ((uint64_t)1 << 52) - 1 &&
+                                  idem_literal_is_shortest(w, &info))) {
+      s = w;
+      e10 = (int)dExp;
+    } else {
+      idem_parse_exp(&info, (int)dExp, &c, &q);
+      s = idem_schubfach(c, q, &e10);
+    }
   } else {
     size_t nLit = i - start;
     double v;
+    int bDone = 0;
     /* the value is below 10^(nd + dExp): exponents this far out overflow
     ** or underflow whatever the digits */
     if (nd + dExp > 400) {
       v = INFINITY;
     } else if (nd + dExp < -400) {
       v = 0.0;
-    } else if (!idem_decimal_to_double(w, (int)dExp, bMore, &v)) {
+    } else if (!bMore && (bDone = idem_decimal_shortest(w, (int)dExp, &s, &e10)) != 0) {
+      /* both directions at once (s, e10 are set): only an overflow is left */
+      v = bDone == 2 ? INFINITY : 1.0;
+    } else if (bMore ? !idem_decimal_to_double(w, (int)dExp, bMore, &v) : 1) {
+      /* the product could not decide: the C library reads the literal */
       char zLit[64], *zBuf = zLit;
       if (nLit >= sizeof(zLit)) {
         zBuf = p->pMem->xMalloc(nLit + 1);
@@ -734,14 +894,28 @@ static int parse_number(Parser *p, uint32_t iNode) {
       return fail(p, start, "number %s at byte %zu underflows to zero",
                   clip(z + start, nLit, zClip), start);
     }
-    s = idem_shortest(fabs(v), &e10);
+    if (!bDone) s = idem_shortest(fabs(v), &e10);
+  }
+  if (s == w && e10 == dExp && !bMore &&
+      literal_in_es_shape(z, intStart, ePos, i, nd + (int)dExp)) {
+    pN->inAux = 0;
+    pN->off = (uint32_t)start;
+    pN->n = (uint32_t)(i - start);
+    return IDEM_JCS_OK;
   }
   /* the canonical text goes straight to the end of aux, and stays there
   ** only if it differs from the literal */
-  rc = buf_reserve(&p->aux, ES_ROOM);
-  if (rc) return rc;
+  if (p->aux.nAlloc - p->aux.n < ES_ROOM) {
+    rc = buf_reserve(&p->aux, ES_ROOM);
+    if (rc) return rc;
+  }
   zOut = p->aux.z + p->aux.n;
-  len = es_format(neg, s, e10, zOut);
+  if (s == w && e10 == dExp && !bMore && ePos && ePos - intStart <= ES_MANT_MAX &&
+      (nd + dExp <= 0 || nd + dExp > 21) && mantissa_in_es_shape(z, intStart, ePos)) {
+    len = es_from_mantissa(z, neg, intStart, ePos, nd + (int)dExp, zOut);
+  } else {
+    len = es_format(neg, s, e10, zOut);
+  }
   if ((size_t)len == i - start && memcmp(zOut, z + start, len) == 0) {
     pN->inAux = 0;
     pN->off = (uint32_t)start;
@@ -1004,7 +1178,11 @@ static int out_flush(Out *o) {
 IDEM_INLINE int out_put(Out *o, const char *z, size_t n) {
   int rc;
   if (n <= sizeof(o->a) - o->n) {
-    memcpy(o->a + o->n, z, n);
+    if (n <= 32) {
+      copy_small(o->a + o->n, z, n);
+    } else {
+      memcpy(o->a + o->n, z, n);
+    }
     o->n += n;
     return IDEM_JCS_OK;
   }
@@ -1083,8 +1261,15 @@ static int print_node(const Parser *p, Out *o, uint32_t iNode) {
     case N_ARR:
       rc = out_byte(o, '[');
       for (k = 0; rc == IDEM_JCS_OK && k < pN->n; k++) {
+        uint32_t iKid = p->aKid[pN->off + k];
+        const Node *pK = &p->aNode[iKid];
         if (k) rc = out_byte(o, ',');
-        if (rc == IDEM_JCS_OK) rc = print_node(p, o, p->aKid[pN->off + k]);
+        if (rc != IDEM_JCS_OK) break;
+        if (pK->type == N_NUM) { /* arrays of numbers: no call per element */
+          rc = out_put(o, (const char *)node_text(p, pK), pK->n);
+        } else {
+          rc = print_node(p, o, iKid);
+        }
       }
       if (rc == IDEM_JCS_OK) rc = out_byte(o, ']');
       return rc;

@@ -5,7 +5,7 @@
 ** It does not include SQLite (it is one of the pure sources the unit tests
 ** and fuzzers link alone), and it does not depend on the locale.
 **
-** Printing (idem_shortest_digits) follows Schubfach (R. Giulietti, "The
+** Printing (idem_shortest, idem_schubfach) follows Schubfach (R. Giulietti, "The
 ** Schubfach way to render doubles", 2020), written here with a 128-bit
 ** table: for v = c 2^q it scales the rounding interval of v by 10^-k, with
 ** k = floor(log10(2^q)) so that the interval is 1 to 10 units wide, and
@@ -24,6 +24,15 @@
 ** whose truncation changes the result go to the C library's strtod_l in
 ** the "C" locale, which rounds correctly in glibc, musl and the BSDs. No
 ** setlocale() in the host process can change either direction.
+**
+** Both at once (idem_decimal_shortest, and canonical.c's scanner through
+** the inline idem_parse_mant / idem_literal_is_shortest of
+** idem_internal.h): a literal of 16 or 17 significant digits is usually
+** already the shortest spelling of its double, and the parse's own
+** product proves it (the argument is at idem_literal_is_shortest), so
+** the shortest search runs only when the proof does not go through. A
+** literal of at most 15 digits is its double's shortest spelling by
+** DBL_DIG (canonical.c).
 */
 #define _GNU_SOURCE 1 /* strtod_l, newlocale */
 #include "idem_internal.h"
@@ -34,32 +43,6 @@
 #if defined(__APPLE__)
 #include <xlocale.h>
 #endif
-
-/* The 128-bit product of a and b: returns the low half, *pHi the high. */
-static inline uint64_t umul128(uint64_t a, uint64_t b, uint64_t *pHi) {
-#if defined(__SIZEOF_INT128__)
-  unsigned __int128 p = (unsigned __int128)a * b;
-  *pHi = (uint64_t)(p >> 64);
-  return (uint64_t)p;
-#else
-  uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
-  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
-  uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
-  *pHi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
-  return (mid << 32) | (uint32_t)p00;
-#endif
-}
-
-/* floor(x g / 2^64) for a 128-bit g = {hi, lo}: the high half into *pHi,
-** the low half returned (x g < 2^192, so the result fits 128 bits). */
-static inline uint64_t mul_shift64(uint64_t x, const uint64_t *g, uint64_t *pHi) {
-  uint64_t tHi, bHi, bLo;
-  umul128(x, g[1], &tHi);
-  bLo = umul128(x, g[0], &bHi);
-  bLo += tHi;
-  *pHi = bHi + (bLo < tHi);
-  return bLo;
-}
 
 /* aPow10[e - IDEM_POW10_MIN] = {hi, lo} of g(e) = floor(10^e / 2^r) + 1,
 ** r = floor(log2(10^e)) - 127: 2^127 < g < 2^128 and g - 1 <= 10^e/2^r
@@ -759,13 +742,13 @@ int idem_flog2_pow10(int e) { return flog2_pow10(e); }
 ** proves for doubles), and cp g / 2^128 exceeds x by less than 2^-69
 ** (cp < 2^59), so this is floor(x) | (x not an integer). */
 static inline uint64_t round_odd(const uint64_t *g, uint64_t cp) {
-  uint64_t hi, lo = mul_shift64(cp, g, &hi);
+  uint64_t hi, lo = idem_mul_shift64(cp, g, &hi);
   return hi | (lo != 0);
 }
 
 /* The shortest decimal s 10^k in the rounding interval of c 2^q (c > 0),
 ** nearest to it, even on a tie. */
-static uint64_t schubfach(uint64_t c, int q, int *pK) {
+static inline uint64_t schubfach(uint64_t c, int q, int *pK) {
   const uint64_t cMin = (uint64_t)1 << 52;
   uint64_t out = c & 1; /* an odd c does not own its interval's ends */
   uint64_t cb = c << 2, cbr = cb + 2, cbl, vb, vbl, vbr, s, t, sp10, tp10;
@@ -806,6 +789,15 @@ static uint64_t schubfach(uint64_t c, int q, int *pK) {
   }
 }
 
+/* schubfach() into *pS, *pE10; returns 1 (a tail call keeps the caller's
+** fast path free of what a call in the middle would make it save). */
+static __attribute__((noinline)) int schubfach_into(uint64_t c, int q, uint64_t *pS, int *pE10) {
+  *pS = schubfach(c, q, pE10);
+  return 1;
+}
+
+uint64_t idem_schubfach(uint64_t c, int q, int *pE10) { return schubfach(c, q, pE10); }
+
 uint64_t idem_shortest(double v, int *pE10) {
   uint64_t bits, frac;
   int be;
@@ -821,40 +813,33 @@ uint64_t idem_shortest(double v, int *pE10) {
 /* ------------------------------------------------------------------ */
 
 /* The double nearest to w 10^e (w > 0) into *pV and 1, or 0 when the
-** product cannot decide it (see the file header). */
+** product cannot decide it. */
 static int parse_fast(uint64_t w, int e, double *pV) {
-  const uint64_t *g;
-  uint64_t mHi, mLo, mant, fracHi, halfHi, bits;
-  int lz, sh, e2;
-  if (e < IDEM_POW10_MIN || e > IDEM_POW10_MAX) return 0;
-  g = idem_pow10_128[e - IDEM_POW10_MIN];
-  lz = __builtin_clzll(w);
-  w <<= lz;
-  /* m = floor(w g / 2^64), in [2^126, 2^128); the exact w 10^e / 2^(r+64)
-  ** lies in (m - 1, m + 1) */
-  mLo = mul_shift64(w, g, &mHi);
-  sh = (int)(mHi >> 63) + 74; /* bits of m below the 53-bit significand */
-  mant = mHi >> (sh - 64);
-  /* those bits (frac) against half a unit: fracHi:mLo vs halfHi:0 */
-  fracHi = mHi & ((((uint64_t)1) << (sh - 64)) - 1);
-  halfHi = (uint64_t)1 << (sh - 65);
-  if ((fracHi == halfHi && mLo <= 1) || (fracHi == halfHi - 1 && mLo == ~(uint64_t)0)) {
-    return 0; /* frac is within one unit of half: too near a tie */
-  }
-  if (fracHi >= halfHi) mant++; /* frac > half + 1 */
-  e2 = sh + 64 - lz + flog2_pow10(e) - 127;
-  if (mant == ((uint64_t)1 << 53)) {
-    mant >>= 1;
-    e2++;
-  }
-  if (e2 < -1074) return 0; /* subnormal or zero: rounds differently */
-  if (e2 > 971) {
+  uint64_t c, bits;
+  int q;
+  IdemParseInfo info;
+  if (!idem_parse_bits(w, e, &c, &q, &info)) return 0;
+  if (q > 971) {
     bits = (uint64_t)0x7ff << 52; /* overflows to infinity */
   } else {
-    bits = ((uint64_t)(e2 + 1075) << 52) | (mant & (((uint64_t)1 << 52) - 1));
+    bits = ((uint64_t)(q + 1075) << 52) | (c & (((uint64_t)1 << 52) - 1));
   }
   memcpy(pV, &bits, sizeof(bits));
   return 1;
+}
+
+int idem_decimal_shortest(uint64_t w, int e, uint64_t *pS, int *pE10) {
+  uint64_t c;
+  int q;
+  IdemParseInfo info;
+  if (!idem_parse_bits(w, e, &c, &q, &info)) return 0;
+  if (q > 971) return 2;
+  if (c != ((uint64_t)1 << 52) && idem_literal_is_shortest(w, &info)) {
+    *pS = w;
+    *pE10 = e;
+    return 1;
+  }
+  return schubfach_into(c, q, pS, pE10);
 }
 
 /* A "C" locale for strtod_l, made once and kept for the life of the

@@ -15,6 +15,8 @@
 //     signs, subnormals included).
 // Decimal texts checked through the parser (Node's JSON.parse rounds
 // correctly; the canonical text must equal JSON.stringify of its result):
+//   - literals of 16 and 17 digits at and around a double's own digits
+//     (NUM_RANDOM / 10 random doubles, every power of ten, neighbours);
 //   - the exact decimal halfway between two neighbouring doubles (a tie,
 //     which rounds to the even one), and the same a hair above and below;
 //   - random decimals of 1 to 40 significant digits and any exponent, the
@@ -155,6 +157,66 @@ for (let i = 0; i < 100000; i++) {
   if (got === 0) want.push({ group: 'numbers.random-decimals', kind: 'E', text: 'underflows to zero', what: 'literal ' + s });
   else if (!Number.isFinite(got)) want.push({ group: 'numbers.random-decimals', kind: 'E', text: 'overflows a double', what: 'literal ' + s });
   else want.push({ group: 'numbers.random-decimals', kind: 'O', text: JSON.stringify(got), what: 'literal ' + s });
+}
+
+// Literals of 16 and 17 significant digits at and around a double's own
+// (its 17-digit nearest and its 16-digit nearest, each moved by -2..+2 in
+// the last digit), spelled as D.DDDe+X, D.DDDe-0X / D.DDDe0X, D.DDDEX and,
+// where the point falls inside the digits, as a fixed point: the parser
+// proves most such literals to be the printed digits without the shortest
+// search (and keeps or copies their mantissa), and must fall back to it
+// everywhere else (a shorter decimal rounds to the same double, a
+// nearer one exists, or the literal is another double's). Doubles from
+// random bits, every power of ten and both neighbours of each.
+function digitsOf (text) { // "d.ddde[+-]x" -> [BigInt digits, x]
+  const [m, x] = text.split('e');
+  return [BigInt(m.replace('.', '').replace('-', '')), Number(x)];
+}
+function spellingsOf (W, x, neg) {
+  const ds = W.toString();
+  const sign = neg ? '-' : '';
+  const m = sign + (ds.length > 1 ? ds[0] + '.' + ds.slice(1) : ds);
+  const out = [m + 'e' + (x < 0 ? '-' : '+') + Math.abs(x)];
+  // as C's printf and Python's repr spell it (two exponent digits at
+  // least, no '+' or an explicit one), and with 'E'
+  out.push(m + (x < 0 ? 'e-' : 'e') + String(Math.abs(x)).padStart(2, '0'));
+  out.push(m + 'E' + x);
+  if (x >= 0 && x + 1 < ds.length) out.push(sign + ds.slice(0, x + 1) + '.' + ds.slice(x + 1));
+  else if (x < 0 && x > -12) out.push(sign + '0.' + '0'.repeat(-x - 1) + ds);
+  return out;
+}
+function addNearShortest (v) {
+  for (const p of [16, 17]) {
+    const [W, x] = digitsOf(Math.abs(v).toExponential(p - 1));
+    for (let delta = -2n; delta <= 2n; delta++) {
+      let W2 = W + delta;
+      let x2 = x;
+      if (W2.toString().length > p) { W2 /= 10n; x2++; }
+      if (W2.toString().length < p) { W2 = W2 * 10n + 9n; x2--; }
+      for (const s of spellingsOf(W2, x2, v < 0)) {
+        const got = JSON.parse(s);
+        req.push('t ' + s);
+        if (got === 0) want.push({ group: 'numbers.near-shortest', kind: 'E', text: 'underflows to zero', what: 'literal ' + s });
+        else if (!Number.isFinite(got)) want.push({ group: 'numbers.near-shortest', kind: 'E', text: 'overflows a double', what: 'literal ' + s });
+        else want.push({ group: 'numbers.near-shortest', kind: 'O', text: JSON.stringify(got), what: 'literal ' + s });
+      }
+    }
+  }
+}
+for (let k = -323; k <= 308; k++) {
+  const v = Number('1e' + k);
+  addNearShortest(v);
+  addNearShortest(nextUp(v));
+  if (v > Number.MIN_VALUE) addNearShortest(nextDown(v));
+}
+for (let i = 0; i < Math.max(1000, NRANDOM / 10); i++) {
+  let v;
+  do {
+    dv.setUint32(0, next32());
+    dv.setUint32(4, next32());
+    v = dv.getFloat64(0);
+  } while (!Number.isFinite(v) || v === 0);
+  addNearShortest(v);
 }
 
 // ---------------------------------------------------------------- run
