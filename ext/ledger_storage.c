@@ -1,24 +1,27 @@
 /*
 ** ledger_storage.c: the ledger's shadow-table format and the statements
-** that read and write it. The format is written down once, here:
+** that read and write it. The format is written down once, here (format 2;
+** the triggers' rules are spelled out above azTriggerFmt):
 **
 **   <name>_rows    one row per (tenant, key): the request (conversation,
 **                  tool, canonical args, effect), its status, result/error,
-**                  attempt, fencing token, times in Unix ms, guard marks
-**                  and members. Plain-SQL CHECKs carry the key grammar,
-**                  NOT NULL and the status domain; UNIQUE(tenant,key) and
-**                  UNIQUE(token); BEFORE triggers refuse any change of the
-**                  request columns, an illegal status change, and the
-**                  deletion of a claimed or unknown row. None of them
-**                  calls an extension function, so the file stays readable
-**                  and checkable without the extension.
+**                  attempt, the random half of the fencing token (the row id
+**                  is the other half), times in Unix ms, expiries, guard
+**                  marks and members. Plain-SQL CHECKs carry the key grammar,
+**                  NOT NULL and the domains; UNIQUE(tenant,key), no index on
+**                  the token; three triggers keep every row of the states
+**                  table (fresh claims only, the request fixed, only legal
+**                  transitions, no deleting a claimed or unknown row). None
+**                  of them calls an extension function, so the file stays
+**                  readable and checkable without the extension.
 **   <name>_meta    (k, v): format version, identity and the options the
-**                  ledger was made with.
+**                  ledger was made with, checked on connect.
 **   <name>_guards  one row per guarded table (guard.c writes it).
 **
 ** Also here: the options table (names, ranges, defaults), the prepared
 ** statements of a ledger, the check that the shadow tables carry exactly
-** the ledger's own triggers, and loading a row into a LedgerRow.
+** the ledger's own triggers, loading a row into a LedgerRow, and
+** idem_upgrade (format 1 to 2, and restoring the own triggers).
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
