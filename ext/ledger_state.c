@@ -506,7 +506,10 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     if (bWrite) {
       /* the insert was refused, yet no row holds the key */
       *pzErr = sqlite3_mprintf("%s: the ledger's claim insert into %s_rows was refused (%s)", zFunc,
-                               p->zName, zTaken ? zTaken : q->zTaken);
+                               p->zName,
+                               zTaken      ? zTaken
+                               : q->zTaken ? q->zTaken
+                                           : "the row it had read is gone");
       rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     } else {
       d->eDec = DEC_ADMITTED; /* needs the write pass */
@@ -720,7 +723,10 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
     ** the write lock through the busy handler) and, a fresh claim, is the
     ** whole decision: one statement, rolled back on its own if it fails,
     ** so no savepoint. Refused because the key is held, the savepoint
-    ** pass below reads the row and decides. */
+    ** pass below reads the row and decides. (A read pass first would make
+    ** a replay in a transaction cheaper, 40,000 instructions instead of
+    ** 64,000, and every fresh claim dearer by one more lookup, 7,000: fresh
+    ** claims are the common case.) */
     sqlite3_int64 now = ledger_now(p);
     if (strcmp(q->zEffect, "local") == 0) {
       rc = ledger_marks(p, &q->zMarks);
@@ -745,14 +751,13 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
       if (rc) goto done;
     }
     if (bFresh) {
-      /* no row holds the key: the INSERT alone is atomic and commits on
-      ** its own, so it needs no savepoint. Refused (a claimer came
-      ** first), the savepoint pass below decides. */
-      char *zTaken = 0;
+      /* no row holds the key: the INSERT alone is atomic (and in
+      ** autocommit commits on its own), so it needs no savepoint. Refused
+      ** (a claimer came first), the savepoint pass below decides. */
       sqlite3_int64 now = ledger_now(p);
-      rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, 1, d, &zTaken);
-      if (rc || zTaken == 0) goto done;
-      sqlite3_free(zTaken);
+      rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, bAuto, d,
+                        &q->zTaken);
+      if (rc || q->zTaken == 0) goto done;
     }
   }
   {

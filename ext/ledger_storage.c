@@ -737,7 +737,8 @@ void ledger_row_free(LedgerRow *r) {
 ** caller resets pS and calls ledger_row_free(). */
 static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
   static const int aText[11] = {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 14};
-  const char **apDest[11];
+  const char **apDest[11], *az[11];
+  int an[11];
   sqlite3_int64 nTotal = 0;
   int i;
   char *z;
@@ -753,22 +754,27 @@ static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
   apDest[8] = &r->zMarks;
   apDest[9] = &r->zTenant;
   apDest[10] = &r->zKey;
+  /* one pass over the columns: each API call takes the connection's mutex,
+  ** so the text and its length are read once (text first, as SQLite asks) */
   for (i = 0; i < 11; i++) {
-    if (sqlite3_column_type(pS, aText[i]) == SQLITE_NULL) continue;
-    if (sqlite3_column_text(pS, aText[i]) == 0) return SQLITE_NOMEM;
-    nTotal += sqlite3_column_bytes(pS, aText[i]) + 1;
+    az[i] = (const char *)sqlite3_column_text(pS, aText[i]);
+    an[i] = -1;
+    if (az[i] == 0) {
+      if (sqlite3_column_type(pS, aText[i]) != SQLITE_NULL) return SQLITE_NOMEM;
+      continue;
+    }
+    an[i] = sqlite3_column_bytes(pS, aText[i]);
+    nTotal += an[i] + 1;
   }
   z = r->pBuf = sqlite3_malloc64(nTotal + 1);
   if (z == 0) return SQLITE_NOMEM;
   for (i = 0; i < 11; i++) {
-    int n;
-    if (sqlite3_column_type(pS, aText[i]) == SQLITE_NULL) continue;
-    n = sqlite3_column_bytes(pS, aText[i]);
-    memcpy(z, sqlite3_column_text(pS, aText[i]), (size_t)n);
-    z[n] = 0;
+    if (an[i] < 0) continue;
+    memcpy(z, az[i], (size_t)an[i]);
+    z[an[i]] = 0;
     *apDest[i] = z;
-    if (i == 2) r->nArgs = n;
-    z += n + 1;
+    if (i == 2) r->nArgs = an[i];
+    z += an[i] + 1;
   }
   r->id = sqlite3_column_int64(pS, 0);
   r->attempt = sqlite3_column_int64(pS, 8);
