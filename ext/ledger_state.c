@@ -738,7 +738,20 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
     /* read pass without a write lock: settled, running, unknown and
     ** mismatched keys need no write */
     int bFresh;
+    char *zCheck = 0;
+    int rcCheck;
     rc = ledger_claim_decide(p, zFunc, q, 0, 0, d, pzErr);
+    /* the trigger check, before any answer or write, once the lookup it
+    ** relies on has run; its refusal wins over what the read pass found */
+    rcCheck = ledger_check_after_read(p, zFunc, &zCheck);
+    if (rcCheck) {
+      sqlite3_free(*pzErr);
+      *pzErr = zCheck;
+      sqlite3_free(d->zJson);
+      sqlite3_free(d->zWhy);
+      memset(d, 0, sizeof(*d));
+      rc = rcCheck;
+    }
     if (rc || d->zJson) goto done;
     bFresh = d->bFresh;
     if (strcmp(q->zEffect, "local") == 0) {

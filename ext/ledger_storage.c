@@ -702,6 +702,10 @@ done:
     p->bChecked = 1;
     p->iSchemaVersion = v1;
     p->iTempSchemaVersion = v2;
+    /* what ledger_check_after_read() compares with */
+    p->pGetChecked = p->aStmt[ST_GET];
+    p->nGetReprepare =
+        p->pGetChecked ? sqlite3_stmt_status(p->pGetChecked, SQLITE_STMTSTATUS_REPREPARE, 0) : -1;
   }
   sqlite3_finalize(pQ);
   sqlite3_free(zSql);
@@ -714,6 +718,26 @@ done:
     if (*pzErr == 0) rc = SQLITE_NOMEM;
   }
   return rc;
+}
+
+int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr) {
+  sqlite3_stmt *pG = p->aStmt[ST_GET], *pT = 0;
+  int rc, v2 = 0;
+  if (!p->bChecked || pG == 0 || pG != p->pGetChecked ||
+      sqlite3_stmt_status(pG, SQLITE_STMTSTATUS_REPREPARE, 0) != p->nGetReprepare) {
+    return ledger_check_triggers(p, zFunc, pzErr);
+  }
+  /* main's schema is as it was checked (the lookup just ran on it without
+  ** being prepared again); a TEMP trigger changes temp's version only */
+  rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
+  if (rc) return rc;
+  if (sqlite3_step(pT) == SQLITE_ROW) v2 = sqlite3_column_int(pT, 0);
+  rc = sqlite3_reset(pT);
+  if (rc) return rc;
+  if (v2 != p->iTempSchemaVersion) return ledger_check_triggers(p, zFunc, pzErr);
+  if (p->zForeign == 0) return SQLITE_OK;
+  *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zForeign);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
 /* ------------------------------------------------------------------ */
