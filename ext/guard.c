@@ -463,6 +463,19 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
   idem_result_error(ctx, rc, zErr);
 }
 
+/* Each function runs between idem_conn_enter and idem_conn_leave (see
+** ledger.c): a ledger disconnected meanwhile is finished after it. */
+#define IDEM_GUARDED(f)                                                           \
+  static void f##_guarded(sqlite3_context *ctx, int argc, sqlite3_value **argv) { \
+    void *pConn = sqlite3_user_data(ctx);                                         \
+    idem_conn_enter(pConn);                                                       \
+    f(ctx, argc, argv);                                                           \
+    idem_conn_leave(pConn);                                                       \
+  }
+IDEM_GUARDED(idem_guard_func)
+IDEM_GUARDED(idem_unguard_func)
+IDEM_GUARDED(idem_guard_check_func)
+
 static const struct {
   const char *zName;
   int nArg, flags;
@@ -470,15 +483,15 @@ static const struct {
 } aFn[] = {
     /* they write the schema: DIRECTONLY, so a planted view or trigger
       ** cannot install or remove a guard */
-    {"idem_guard", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
-    {"idem_guard", 5, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
-    {"idem_unguard", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_unguard_func},
+    {"idem_guard", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func_guarded},
+    {"idem_guard", 5, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func_guarded},
+    {"idem_unguard", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_unguard_func_guarded},
     /* it only reads, and must run inside the guard's trigger, also
       ** under trusted_schema=OFF: innocuous */
     {"idem_guard_check", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-     idem_guard_check_func},
+     idem_guard_check_func_guarded},
     {"idem_guard_check", 6, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-     idem_guard_check_func},
+     idem_guard_check_func_guarded},
 };
 
 void idem_unregister_guard(sqlite3 *db) {

@@ -458,8 +458,10 @@ struct IdemLedger {
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
-  char *zForeign; /* why operations are refused, or NULL */
-  char zId[17];   /* random identity, kept in <name>_meta: guards name it */
+  sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
+  int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
+  char *zForeign;            /* why operations are refused, or NULL */
+  char zId[17];              /* random identity, kept in <name>_meta: guards name it */
   /* retention_seconds (ledger_retention.c): its statements and where the
   ** next walk over old rows starts */
   sqlite3_stmt *pRetScan, *pRetDelete;
@@ -476,6 +478,11 @@ int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
 ** hand it at registration (so the two files do not call each other in a
 ** circle): after a ledger is renamed, rebuild its guards' triggers.
 */
+/* Bracket every ledger and guard function (user data pConn): a ledger
+** disconnected meanwhile is finished when the outermost call leaves. */
+void idem_conn_enter(void *pConn);
+void idem_conn_leave(void *pConn);
+
 typedef int (*IdemGuardRename)(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
                                const char *zLedgerId);
 void idem_ledger_on_rename(void *pConn, IdemGuardRename xHook);
@@ -567,6 +574,14 @@ int ledger_drop_schema(IdemLedger *p);
 ** ("<zFunc>: ...", sqlite3_malloc).
 */
 int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
+/*
+** The same check, for a claim outside a transaction once its read pass has
+** run the row lookup (ST_GET): SQLite prepares a statement again when the
+** schema it reads has changed, so an unchanged lookup statement stands for
+** an unchanged main schema and only temp's version is read. This spares
+** the claim the read transaction that PRAGMA schema_version would open.
+*/
+int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* Prepared statements of a ledger, made on first use. */
 enum {

@@ -60,6 +60,8 @@ struct IdemConn {
   int iNext;                    /* next cache slot to replace */
   IdemGuardRename xGuardRename; /* guard.c's hook, run after a rename */
   LedgerLastList last;          /* idem_last_claim (ledger_last.c) */
+  int nDepth;                   /* ledger and guard functions running (nested) */
+  IdemLedger *pDead;            /* disconnected while one ran: finalized after */
 };
 
 LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)->last; }
@@ -70,7 +72,31 @@ LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)
 
 static void ledger_unref(IdemLedger *p) {
   if (--p->nRef == 0) {
-    sqlite3_free(p); /* zDb and zName live in the same allocation */
+    ledger_finalize_all(p); /* statements prepared after a deferred disconnect */
+    sqlite3_free(p);        /* zDb and zName live in the same allocation */
+  }
+}
+
+/*
+** A ledger can be disconnected in the middle of one of our own calls: a
+** schema change seen while one of its statements is stepped makes SQLite
+** prepare that statement again, and the schema reload disconnects the
+** virtual table, which must not finalize the statement SQLite is still
+** preparing. So every ledger and guard function runs between enter and
+** leave, and a disconnect while one runs is finished when the outermost
+** one returns: its statements (also those prepared after the disconnect)
+** are finalized then, before sqlite3_close could find them.
+*/
+void idem_conn_enter(void *pConnArg) { ((IdemConn *)pConnArg)->nDepth++; }
+
+void idem_conn_leave(void *pConnArg) {
+  IdemConn *pConn = (IdemConn *)pConnArg;
+  if (--pConn->nDepth > 0) return;
+  while (pConn->pDead) {
+    IdemLedger *p = pConn->pDead;
+    pConn->pDead = p->pNext;
+    ledger_finalize_all(p);
+    ledger_unref(p);
   }
 }
 
@@ -436,7 +462,10 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
                           argc > 6 ? argv[6] : 0, &q, &zErr);
   }
-  if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, &zErr);
+  /* outside a transaction the claim checks the triggers after its read pass */
+  if (rc == SQLITE_OK && !sqlite3_get_autocommit(p->db)) {
+    rc = ledger_check_triggers(p, zFunc, &zErr);
+  }
   if (rc == SQLITE_OK) rc = ledger_claim(p, zFunc, &q, &d, &zErr);
   ledger_req_free(&q);
   if (rc) {
@@ -653,7 +682,6 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
       break;
     }
   }
-  ledger_finalize_all(p);
   sqlite3_free(p->zForeign);
   p->zForeign = 0;
   sqlite3_free(p->zBroken);
@@ -661,6 +689,13 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
   sqlite3_free(pVtab->zErrMsg);
   pVtab->zErrMsg = 0;
   p->bDead = 1;
+  if (pConn->nDepth > 0) {
+    /* inside one of our calls (see idem_conn_enter): finished by its leave */
+    p->pNext = pConn->pDead;
+    pConn->pDead = p;
+    return SQLITE_OK;
+  }
+  ledger_finalize_all(p);
   ledger_unref(p);
   return SQLITE_OK;
 }
@@ -1042,21 +1077,36 @@ static void conn_free(void *pArg) {
 ** DIRECTONLY too. */
 #define IDEM_WRITES (SQLITE_UTF8 | SQLITE_DIRECTONLY)
 
+/* Each function runs between idem_conn_enter and idem_conn_leave. */
+#define IDEM_GUARDED(f)                                                           \
+  static void f##_guarded(sqlite3_context *ctx, int argc, sqlite3_value **argv) { \
+    void *pConn = sqlite3_user_data(ctx);                                         \
+    idem_conn_enter(pConn);                                                       \
+    f(ctx, argc, argv);                                                           \
+    idem_conn_leave(pConn);                                                       \
+  }
+IDEM_GUARDED(idem_claim_func)
+IDEM_GUARDED(outcome_func)
+IDEM_GUARDED(idem_purge_func)
+IDEM_GUARDED(idem_renew_func)
+IDEM_GUARDED(idem_last_claim_func)
+IDEM_GUARDED(idem_upgrade_func)
+
 static const struct {
   const char *zName;
   int nArg;
   void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
 } aFn[] = {
-    {"idem_claim", 5, idem_claim_func},
-    {"idem_claim", 6, idem_claim_func},
-    {"idem_claim", 7, idem_claim_func},
-    {"idem_settle", 4, outcome_func},
-    {"idem_resolve", 5, outcome_func},
-    {"idem_purge", 2, idem_purge_func},
-    {"idem_renew", 2, idem_renew_func},
-    {"idem_renew", 3, idem_renew_func},
-    {"idem_last_claim", 1, idem_last_claim_func},
-    {"idem_upgrade", 1, idem_upgrade_func},
+    {"idem_claim", 5, idem_claim_func_guarded},
+    {"idem_claim", 6, idem_claim_func_guarded},
+    {"idem_claim", 7, idem_claim_func_guarded},
+    {"idem_settle", 4, outcome_func_guarded},
+    {"idem_resolve", 5, outcome_func_guarded},
+    {"idem_purge", 2, idem_purge_func_guarded},
+    {"idem_renew", 2, idem_renew_func_guarded},
+    {"idem_renew", 3, idem_renew_func_guarded},
+    {"idem_last_claim", 1, idem_last_claim_func_guarded},
+    {"idem_upgrade", 1, idem_upgrade_func_guarded},
 };
 
 void idem_unregister_ledger(sqlite3 *db) {

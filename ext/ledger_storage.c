@@ -1,24 +1,27 @@
 /*
 ** ledger_storage.c: the ledger's shadow-table format and the statements
-** that read and write it. The format is written down once, here:
+** that read and write it. The format is written down once, here (format 2;
+** the triggers' rules are spelled out above azTriggerFmt):
 **
 **   <name>_rows    one row per (tenant, key): the request (conversation,
 **                  tool, canonical args, effect), its status, result/error,
-**                  attempt, fencing token, times in Unix ms, guard marks
-**                  and members. Plain-SQL CHECKs carry the key grammar,
-**                  NOT NULL and the status domain; UNIQUE(tenant,key) and
-**                  UNIQUE(token); BEFORE triggers refuse any change of the
-**                  request columns, an illegal status change, and the
-**                  deletion of a claimed or unknown row. None of them
-**                  calls an extension function, so the file stays readable
-**                  and checkable without the extension.
+**                  attempt, the random half of the fencing token (the row id
+**                  is the other half), times in Unix ms, expiries, guard
+**                  marks and members. Plain-SQL CHECKs carry the key grammar,
+**                  NOT NULL and the domains; UNIQUE(tenant,key), no index on
+**                  the token; three triggers keep every row of the states
+**                  table (fresh claims only, the request fixed, only legal
+**                  transitions, no deleting a claimed or unknown row). None
+**                  of them calls an extension function, so the file stays
+**                  readable and checkable without the extension.
 **   <name>_meta    (k, v): format version, identity and the options the
-**                  ledger was made with.
+**                  ledger was made with, checked on connect.
 **   <name>_guards  one row per guarded table (guard.c writes it).
 **
 ** Also here: the options table (names, ranges, defaults), the prepared
 ** statements of a ledger, the check that the shadow tables carry exactly
-** the ledger's own triggers, and loading a row into a LedgerRow.
+** the ledger's own triggers, loading a row into a LedgerRow, and
+** idem_upgrade (format 1 to 2, and restoring the own triggers).
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
@@ -719,6 +722,10 @@ done:
     p->bChecked = 1;
     p->iSchemaVersion = v1;
     p->iTempSchemaVersion = v2;
+    /* what ledger_check_after_read() compares with */
+    p->pGetChecked = p->aStmt[ST_GET];
+    p->nGetReprepare =
+        p->pGetChecked ? sqlite3_stmt_status(p->pGetChecked, SQLITE_STMTSTATUS_REPREPARE, 0) : -1;
   }
   sqlite3_finalize(pQ);
   sqlite3_free(zSql);
@@ -731,6 +738,26 @@ done:
     if (*pzErr == 0) rc = SQLITE_NOMEM;
   }
   return rc;
+}
+
+int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr) {
+  sqlite3_stmt *pG = p->aStmt[ST_GET], *pT = 0;
+  int rc, v2 = 0;
+  if (!p->bChecked || pG == 0 || pG != p->pGetChecked ||
+      sqlite3_stmt_status(pG, SQLITE_STMTSTATUS_REPREPARE, 0) != p->nGetReprepare) {
+    return ledger_check_triggers(p, zFunc, pzErr);
+  }
+  /* main's schema is as it was checked (the lookup just ran on it without
+  ** being prepared again); a TEMP trigger changes temp's version only */
+  rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
+  if (rc) return rc;
+  if (sqlite3_step(pT) == SQLITE_ROW) v2 = sqlite3_column_int(pT, 0);
+  rc = sqlite3_reset(pT);
+  if (rc) return rc;
+  if (v2 != p->iTempSchemaVersion) return ledger_check_triggers(p, zFunc, pzErr);
+  if (p->zForeign == 0) return SQLITE_OK;
+  *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zForeign);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
 /* ------------------------------------------------------------------ */
@@ -754,7 +781,8 @@ void ledger_row_free(LedgerRow *r) {
 ** caller resets pS and calls ledger_row_free(). */
 static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
   static const int aText[11] = {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 14};
-  const char **apDest[11];
+  const char **apDest[11], *az[11];
+  int an[11];
   sqlite3_int64 nTotal = 0;
   int i;
   char *z;
@@ -770,22 +798,27 @@ static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
   apDest[8] = &r->zMarks;
   apDest[9] = &r->zTenant;
   apDest[10] = &r->zKey;
+  /* one pass over the columns: each API call takes the connection's mutex,
+  ** so the text and its length are read once (text first, as SQLite asks) */
   for (i = 0; i < 11; i++) {
-    if (sqlite3_column_type(pS, aText[i]) == SQLITE_NULL) continue;
-    if (sqlite3_column_text(pS, aText[i]) == 0) return SQLITE_NOMEM;
-    nTotal += sqlite3_column_bytes(pS, aText[i]) + 1;
+    az[i] = (const char *)sqlite3_column_text(pS, aText[i]);
+    an[i] = -1;
+    if (az[i] == 0) {
+      if (sqlite3_column_type(pS, aText[i]) != SQLITE_NULL) return SQLITE_NOMEM;
+      continue;
+    }
+    an[i] = sqlite3_column_bytes(pS, aText[i]);
+    nTotal += an[i] + 1;
   }
   z = r->pBuf = sqlite3_malloc64(nTotal + 1);
   if (z == 0) return SQLITE_NOMEM;
   for (i = 0; i < 11; i++) {
-    int n;
-    if (sqlite3_column_type(pS, aText[i]) == SQLITE_NULL) continue;
-    n = sqlite3_column_bytes(pS, aText[i]);
-    memcpy(z, sqlite3_column_text(pS, aText[i]), (size_t)n);
-    z[n] = 0;
+    if (an[i] < 0) continue;
+    memcpy(z, az[i], (size_t)an[i]);
+    z[an[i]] = 0;
     *apDest[i] = z;
-    if (i == 2) r->nArgs = n;
-    z += n + 1;
+    if (i == 2) r->nArgs = an[i];
+    z += an[i] + 1;
   }
   r->id = sqlite3_column_int64(pS, 0);
   r->attempt = sqlite3_column_int64(pS, 8);
