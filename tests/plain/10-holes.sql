@@ -1,6 +1,6 @@
 -- The ledger file WITHOUT the extension loaded (plain SQLite, as an
 -- operator's shell or a migration sees it): the triggers of format 2 keep
--- every row of the states table. Run twice by tests/suites/23-plain-sql.sh,
+-- every row of the states table. Run twice by tests/suites/64-plain-sql.sh,
 -- defensive mode off and on (SQLite knows no shadow table without the
 -- extension, so defensive mode changes nothing here), on the system SQLite
 -- and on the newer one.

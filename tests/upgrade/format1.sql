@@ -2,7 +2,7 @@
 -- opened by this build: every operation names the one statement that
 -- upgrades it, SELECT idem_upgrade('L'); after it the file is format 2,
 -- every row kept, and the holder of a live claim settles with the token
--- the format-1 build gave it. Run by tests/suites/24-format1-upgrade.sh on
+-- the format-1 build gave it. Run by tests/suites/65-format1-upgrade.sh on
 -- a fresh copy of the fixture.
 ATTACH 'build/upgrade/format1.db' AS f1;
 SELECT 'fixture-format-1', (SELECT v FROM f1.L_meta WHERE k = 'format') = 1 AND (SELECT v FROM f1.S_meta WHERE k = 'format') = 1;

@@ -40,7 +40,7 @@ for f in tests/plain/[0-9]*.sql; do
     run "${v:-newer}" build/compat/sqltest 0 "$f"
     run "${v:-newer}:defensive" build/compat/sqltest 1 "$f"
   else
-    echo "SKIP plain:newer: build/compat/sqltest is not built (tests/suites/60-newer-sqlite.sh builds it)"
+    echo "SKIP plain:newer: build/compat/sqltest is not built (tests/suites/60-newer-sqlite.sh, which runs before this suite, builds it and says why when it cannot)"
   fi
 done
 exit $fail

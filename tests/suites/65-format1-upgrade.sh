@@ -26,6 +26,6 @@ run "$("$BUILD/sqltest" --eval 'SELECT sqlite_version()' 2>/dev/null)" "$BUILD/s
 if [ -x build/compat/sqltest ] && [ -f build/compat/idempotency.so ] && [ "$BUILD" = build ]; then
   run "$(build/compat/sqltest --eval 'SELECT sqlite_version()' 2>/dev/null)" build/compat/sqltest build/compat/idempotency.so
 else
-  echo "SKIP upgrade:newer: build/compat is not built (tests/suites/60-newer-sqlite.sh builds it)"
+  echo "SKIP upgrade:newer: build/compat is not built (tests/suites/60-newer-sqlite.sh, which runs before this suite, builds it and says why when it cannot)"
 fi
 exit $fail
