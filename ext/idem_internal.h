@@ -419,6 +419,19 @@ void idem_json_null(IdemJson *j, const char *zName);
 #define IDEM_JSON_ARRAY 1
 void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
                       int eKind);
+/* The last stored text that passed idem_json_stored's check for one kind:
+** the check is a function of the text and the kind alone, so the same
+** bytes again pass without being parsed again. Zeroed to start; freed by
+** idem_json_seen_free. */
+typedef struct IdemJsonSeen IdemJsonSeen;
+struct IdemJsonSeen {
+  char *z;
+  size_t n, nAlloc;
+};
+#define IDEM_JSON_SEEN_MAX 1024 /* longer texts are checked every time */
+void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
+                           int eKind, IdemJsonSeen *pSeen);
+void idem_json_seen_free(IdemJsonSeen *pSeen);
 /* A literal the caller vouches for: a JSON text constant of the source. */
 void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral);
 /* Close the object and hand it over (sqlite3_malloc); NULL with *pRc set
@@ -457,6 +470,7 @@ struct IdemLedger {
   unsigned mBusy; /* aStmt slots lent to an open cursor */
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
+  int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
   int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
@@ -467,6 +481,7 @@ struct IdemLedger {
   sqlite3_stmt *pRetScan, *pRetDelete;
   sqlite3_int64 iRetCursor;
   char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
+  IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
 };
 
 /* Register the module and the ledger functions; *ppConn receives the
@@ -702,6 +717,7 @@ struct LedgerReq {
   char *zMarks;   /* marks read before the write pass, or NULL */
   int bMarksRead; /* zMarks was read (NULL then means: no guards) */
   char *zTaken;   /* why a first INSERT was refused (the key is held), or NULL */
+  int bNoWhy;     /* the caller does not use LedgerDecision.zWhy: it is not built */
 };
 int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
                      sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,

@@ -14,28 +14,51 @@ SQLITE_EXTENSION_INIT3
 
 #include <string.h>
 
-/* Append z[0..n) to j; on failure j->rc is set and nothing more is kept. */
-static void put(IdemJson *j, const char *z, size_t n) {
+/* Record failure rc: later appends find no room and do nothing. */
+static void fail(IdemJson *j, int rc) {
+  j->rc = rc;
+  j->nAlloc = j->n;
+}
+
+/* The slow path of put(): grow the buffer (doubling), then append. */
+static void put_grow(IdemJson *j, const char *z, size_t n) {
+  size_t nNew;
+  char *zNew;
   if (j->rc) return;
-  if (j->n + n + 1 > j->nAlloc) {
-    size_t nNew = (j->nAlloc + n + 1) * 2;
-    char *zNew;
-    if (j->z == j->aInline) {
-      zNew = sqlite3_malloc64(nNew);
-      if (zNew) memcpy(zNew, j->z, j->n);
-    } else {
-      zNew = sqlite3_realloc64(j->z, nNew);
-    }
-    if (zNew == 0) {
-      j->rc = SQLITE_NOMEM;
-      return;
-    }
-    j->z = zNew;
-    j->nAlloc = nNew;
+  nNew = (j->nAlloc + n + 1) * 2;
+  if (j->z == j->aInline) {
+    zNew = sqlite3_malloc64(nNew);
+    if (zNew) memcpy(zNew, j->z, j->n);
+  } else {
+    zNew = sqlite3_realloc64(j->z, nNew);
   }
+  if (zNew == 0) {
+    fail(j, SQLITE_NOMEM);
+    return;
+  }
+  j->z = zNew;
+  j->nAlloc = nNew;
   memcpy(j->z + j->n, z, n);
   j->n += n;
 }
+
+/* Append z[0..n) to j; on failure j->rc is set and nothing more is kept
+** (a failed builder has no room left: nAlloc is 0). */
+static inline void put(IdemJson *j, const char *z, size_t n) {
+  if (n < j->nAlloc - j->n) {
+    memcpy(j->z + j->n, z, n);
+    j->n += n;
+  } else {
+    put_grow(j, z, n);
+  }
+}
+
+/* Bytes of a JSON string that need an escape: '"', '\\' and controls. */
+static const unsigned char aEscape[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+};
 
 /* Append the JSON string literal of UTF-8 text z. */
 static void put_string(IdemJson *j, const char *z) {
@@ -43,18 +66,18 @@ static void put_string(IdemJson *j, const char *z) {
   const unsigned char *u = (const unsigned char *)z;
   const unsigned char *zRun = u; /* start of the run of bytes needing no escape */
   put(j, "\"", 1);
-  for (; *u; u++) {
-    if (*u == '"' || *u == '\\' || *u < 0x20) {
-      if (u > zRun) put(j, (const char *)zRun, (size_t)(u - zRun));
-      if (*u < 0x20) {
-        char e[6] = {'\\', 'u', '0', '0', hexd[*u >> 4], hexd[*u & 15]};
-        put(j, e, 6);
-      } else {
-        char e[2] = {'\\', (char)*u};
-        put(j, e, 2);
-      }
-      zRun = u + 1;
+  for (;; u++) {
+    while (!aEscape[*u]) u++;
+    if (*u == 0) break;
+    if (u > zRun) put(j, (const char *)zRun, (size_t)(u - zRun));
+    if (*u < 0x20) {
+      char e[6] = {'\\', 'u', '0', '0', hexd[*u >> 4], hexd[*u & 15]};
+      put(j, e, 6);
+    } else {
+      char e[2] = {'\\', (char)*u};
+      put(j, e, 2);
     }
+    zRun = u + 1;
   }
   if (u > zRun) put(j, (const char *)zRun, (size_t)(u - zRun));
   put(j, "\"", 1);
@@ -88,15 +111,28 @@ void idem_json_begin(IdemJson *j) {
 }
 
 /* The member's name and colon; 0 when the builder has already failed.
-** Names are constants of the source, plain ASCII: written as they are. */
+** Names are constants of the source, plain ASCII: written as they are,
+** with the comma and quotes, in one append. */
 static int member(IdemJson *j, const char *zName) {
   size_t n = strlen(zName);
+  char *zOut;
   if (j->rc) return 0;
-  if (j->nMember++) put(j, ",\"", 2);
-  else put(j, "\"", 1);
-  put(j, zName, n);
-  put(j, "\":", 2);
-  return j->rc == SQLITE_OK;
+  if (n + 4 >= j->nAlloc - j->n) {
+    if (j->nMember++) put(j, ",", 1);
+    put(j, "\"", 1);
+    put(j, zName, n);
+    put(j, "\":", 2);
+    return j->rc == SQLITE_OK;
+  }
+  zOut = j->z + j->n;
+  if (j->nMember++) *zOut++ = ',';
+  *zOut++ = '"';
+  memcpy(zOut, zName, n);
+  zOut += n;
+  *zOut++ = '"';
+  *zOut++ = ':';
+  j->n = (size_t)(zOut - j->z);
+  return 1;
 }
 
 void idem_json_text(IdemJson *j, const char *zName, const char *zValue) {
@@ -137,8 +173,8 @@ static int sink_discard(void *ctx, const char *p, size_t n) {
   return 0;
 }
 
-void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
-                      int eKind) {
+void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
+                           int eKind, IdemJsonSeen *pSeen) {
   IdemJcsError err;
   size_t n;
   int rc;
@@ -148,6 +184,10 @@ void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const c
     return;
   }
   n = strlen(zJson);
+  if (pSeen && pSeen->z && pSeen->n == n && memcmp(pSeen->z, zJson, n) == 0) {
+    if (member(j, zName)) put(j, zJson, n); /* these bytes passed the check below */
+    return;
+  }
   rc = idem_jcs_canonicalize(zJson, n, &idem_sqlite_mem, sink_discard, 0, &err);
   if (rc == IDEM_JCS_OK && eKind == IDEM_JSON_ARRAY) {
     const char *z = zJson;
@@ -155,13 +195,38 @@ void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const c
     if (*z != '[') rc = IDEM_JCS_INVALID;
   }
   if (rc == IDEM_JCS_NOMEM) {
-    j->rc = SQLITE_NOMEM;
+    fail(j, SQLITE_NOMEM);
   } else if (rc != IDEM_JCS_OK) {
-    j->rc = SQLITE_CORRUPT;
+    fail(j, SQLITE_CORRUPT);
     j->zBad = zName;
   } else if (member(j, zName)) {
     put(j, zJson, n);
+    if (pSeen && n <= IDEM_JSON_SEEN_MAX) {
+      /* remember it; without room it is simply not remembered */
+      if (pSeen->nAlloc < n) {
+        char *zNew = sqlite3_malloc64(IDEM_JSON_SEEN_MAX);
+        if (zNew) {
+          sqlite3_free(pSeen->z);
+          pSeen->z = zNew;
+          pSeen->nAlloc = IDEM_JSON_SEEN_MAX;
+        }
+      }
+      if (pSeen->nAlloc >= n) {
+        memcpy(pSeen->z, zJson, n);
+        pSeen->n = n;
+      }
+    }
   }
+}
+
+void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
+                      int eKind) {
+  idem_json_stored_seen(j, zName, zJson, zIfNull, eKind, 0);
+}
+
+void idem_json_seen_free(IdemJsonSeen *pSeen) {
+  sqlite3_free(pSeen->z);
+  memset(pSeen, 0, sizeof(*pSeen));
 }
 
 char *idem_json_finish(IdemJson *j, int *pRc) {
@@ -174,7 +239,7 @@ char *idem_json_finish(IdemJson *j, int *pRc) {
     } else {
       z = sqlite3_malloc64(j->n + 1);
       if (z) memcpy(z, j->z, j->n + 1);
-      else j->rc = SQLITE_NOMEM;
+      else fail(j, SQLITE_NOMEM);
     }
   } else if (j->z != j->aInline) {
     sqlite3_free(j->z);

@@ -73,7 +73,9 @@ LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)
 static void ledger_unref(IdemLedger *p) {
   if (--p->nRef == 0) {
     ledger_finalize_all(p); /* statements prepared after a deferred disconnect */
-    sqlite3_free(p);        /* zDb and zName live in the same allocation */
+    idem_json_seen_free(&p->aSeen[0]);
+    idem_json_seen_free(&p->aSeen[1]);
+    sqlite3_free(p); /* zDb and zName live in the same allocation */
   }
 }
 
@@ -461,6 +463,7 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   if (rc == SQLITE_OK) {
     rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
                           argc > 6 ? argv[6] : 0, &q, &zErr);
+    q.bNoWhy = 1; /* the answer says why; zWhy is for the INSERT path */
   }
   /* outside a transaction the claim checks the triggers after its read pass */
   if (rc == SQLITE_OK && !sqlite3_get_autocommit(p->db)) {
@@ -640,6 +643,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   memcpy(p->zId, zId, sizeof(zId));
   p->iFormat = iFormat;
   p->iDurable = -1;
+  p->iDqlite = -1;
   if (mMissing) {
     p->zBroken = ledger_shadow_message(p->zName, mMissing);
     if (p->zBroken == 0) {

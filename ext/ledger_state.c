@@ -313,7 +313,8 @@ static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
   idem_json_int(&j, "attempt", attempt);
   idem_json_text(&j, "effect", q->zEffect);
   idem_json_bool(&j, "committed", committed);
-  if (ledger_under_dqlite(p->db, p->zDb)) {
+  if (p->iDqlite < 0) p->iDqlite = ledger_under_dqlite(p->db, p->zDb);
+  if (p->iDqlite) {
     /* Inside a transaction the claim is durable when COMMIT returns (a Raft
     ** quorum holds it). Outside one (require_transaction=0) the extension
     ** cannot see whether the client's path replicates the write. */
@@ -329,8 +330,8 @@ static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
 }
 
 /* Replay of a terminal row (succeeded or failed). */
-static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, LedgerDecision *d,
-                        char **pzErr) {
+static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, int bNoWhy,
+                        LedgerDecision *d, char **pzErr) {
   int ok = strcmp(r->zStatus, "succeeded") == 0, rc;
   IdemJson j;
   d->eDec = DEC_REPLAY;
@@ -340,15 +341,17 @@ static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, Le
   idem_json_text(&j, "key", r->zKey);
   idem_json_text(&j, "status", r->zStatus);
   idem_json_int(&j, "attempt", r->attempt);
-  idem_json_stored(&j, ok ? "result" : "error", ok ? r->zResult : r->zError, "null", IDEM_JSON_ANY);
-  idem_json_stored(&j, "members", r->zMembers, "[]", IDEM_JSON_ARRAY);
+  idem_json_stored_seen(&j, ok ? "result" : "error", ok ? r->zResult : r->zError, "null",
+                        IDEM_JSON_ANY, &p->aSeen[IDEM_JSON_ANY]);
+  idem_json_stored_seen(&j, "members", r->zMembers, "[]", IDEM_JSON_ARRAY,
+                        &p->aSeen[IDEM_JSON_ARRAY]);
   rc = answer_finish(&j, p, zFunc, r->zKey, &d->zJson, pzErr);
-  if (rc) return rc;
+  if (rc || bNoWhy) return rc;
   d->zWhy = sqlite3_mprintf("it %s at attempt %lld", ok ? "succeeded" : "failed", r->attempt);
   return d->zWhy ? SQLITE_OK : SQLITE_NOMEM;
 }
 
-static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char *zField,
+static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char *zField, int bNoWhy,
                         LedgerDecision *d) {
   IdemJson j;
   int rc;
@@ -359,23 +362,28 @@ static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char 
     idem_json_text(&j, "key", r->zKey);
     idem_json_int(&j, "attempt", r->attempt);
     idem_json_int(&j, "lease_until", r->leaseUntil);
-    d->zWhy = sqlite3_mprintf("it is claimed (attempt %lld) until %lld", r->attempt, r->leaseUntil);
+    if (!bNoWhy) {
+      d->zWhy =
+          sqlite3_mprintf("it is claimed (attempt %lld) until %lld", r->attempt, r->leaseUntil);
+    }
   } else if (eDec == DEC_UNKNOWN) {
     idem_json_text(&j, "decision", "unknown");
     idem_json_text(&j, "key", r->zKey);
     idem_json_int(&j, "attempt", r->attempt);
     idem_json_literal(&j, "message", "\"" UNKNOWN_MSG "\"");
-    d->zWhy = sqlite3_mprintf("its outcome is unknown: " UNKNOWN_MSG);
+    if (!bNoWhy) d->zWhy = sqlite3_mprintf("its outcome is unknown: " UNKNOWN_MSG);
   } else {
     idem_json_text(&j, "decision", "mismatch");
     idem_json_text(&j, "key", r->zKey);
     idem_json_text(&j, "differs", zField);
     idem_json_text(&j, "message",
                    "this key is bound to another request; nothing was admitted or replayed");
-    d->zWhy = sqlite3_mprintf("it is bound to another request (the %s differs)", zField);
+    if (!bNoWhy) {
+      d->zWhy = sqlite3_mprintf("it is bound to another request (the %s differs)", zField);
+    }
   }
   rc = answer_finish(&j, p, "idem_claim", r->zKey, &d->zJson, 0);
-  if (rc == SQLITE_OK && d->zWhy == 0) rc = SQLITE_NOMEM;
+  if (rc == SQLITE_OK && !bNoWhy && d->zWhy == 0) rc = SQLITE_NOMEM;
   return rc;
 }
 
@@ -510,7 +518,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     rc = ledger_row_fetch(pGet, &r, &bFound);
     if (rc) goto done;
     if (bFound) {
-      rc = build_simple(p, &r, DEC_MISMATCH, "tenant", d);
+      rc = build_simple(p, &r, DEC_MISMATCH, "tenant", q->bNoWhy, d);
       goto done;
     }
   }
@@ -533,7 +541,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     int bDiff;
     const char *zField = request_diff(&r, q, &bDiff);
     if (bDiff) {
-      rc = build_simple(p, &r, DEC_MISMATCH, zField, d);
+      rc = build_simple(p, &r, DEC_MISMATCH, zField, q->bNoWhy, d);
       goto done;
     }
   }
@@ -541,15 +549,15 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
                         &eEff, 0, 0);
   if (rc) goto done;
   if (eEff == EFF_SUCCEEDED || eEff == EFF_FAILED) {
-    rc = build_replay(p, zFunc, &r, d, pzErr);
+    rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr);
     goto done;
   }
   if (eEff == EFF_UNKNOWN) {
-    rc = build_simple(p, &r, DEC_UNKNOWN, 0, d);
+    rc = build_simple(p, &r, DEC_UNKNOWN, 0, q->bNoWhy, d);
     goto done;
   }
   if (eEff == EFF_CLAIMED) {
-    rc = build_simple(p, &r, DEC_IN_PROGRESS, 0, d);
+    rc = build_simple(p, &r, DEC_IN_PROGRESS, 0, q->bNoWhy, d);
     goto done;
   }
   /* released, or an expired local claim with no rows: claim it again */
@@ -567,7 +575,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     r.zStatus = "failed";
     r.zError = zErr;
     r.zMembers = "[]";
-    rc = build_replay(p, zFunc, &r, d, pzErr);
+    rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr);
     r.zStatus = "claimed";
     if (rc) goto done;
     rc = ledger_stmt(p, ST_SETTLE, &pUpd);
