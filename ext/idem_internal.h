@@ -472,6 +472,8 @@ struct IdemLedger {
   int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
   int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
+  int iTempNow;              /* temp's schema version as last read ... */
+  unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
   sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
   int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
   char *zForeign;            /* why operations are refused, or NULL */
@@ -497,6 +499,11 @@ int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
 ** disconnected meanwhile is finished when the outermost call leaves. */
 void idem_conn_enter(void *pConn);
 void idem_conn_leave(void *pConn);
+/* A number that changes on every idem_conn_enter and idem_conn_leave;
+** 0 outside every ledger and guard function. Two reads under one nonzero
+** number are in one call, with no other ledger or guard function between
+** them. */
+unsigned idem_conn_call(void *pConn);
 
 typedef int (*IdemGuardRename)(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
                                const char *zLedgerId);
@@ -597,6 +604,16 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
 ** the claim the read transaction that PRAGMA schema_version would open.
 */
 int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr);
+/*
+** temp's schema version into *pV. With bReuse, the value this same call
+** read last (ledger resolution reads it first) is used when nothing ran
+** in between that could change temp's schema: temp is private to the
+** connection, its schema changes only by DDL on it, and between the two
+** reads the ledger runs only its own statements on its shadow tables
+** (a read of a guarded table, or any nested ledger or guard function,
+** makes the next read go to the database again).
+*/
+int ledger_temp_version(IdemLedger *p, int *pV, int bReuse);
 
 /* Prepared statements of a ledger, made on first use. */
 enum {

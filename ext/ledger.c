@@ -61,6 +61,7 @@ struct IdemConn {
   IdemGuardRename xGuardRename; /* guard.c's hook, run after a rename */
   LedgerLastList last;          /* idem_last_claim (ledger_last.c) */
   int nDepth;                   /* ledger and guard functions running (nested) */
+  unsigned iCall;               /* idem_conn_call(): bumped by every enter */
   IdemLedger *pDead;            /* disconnected while one ran: finalized after */
 };
 
@@ -89,10 +90,20 @@ static void ledger_unref(IdemLedger *p) {
 ** one returns: its statements (also those prepared after the disconnect)
 ** are finalized then, before sqlite3_close could find them.
 */
-void idem_conn_enter(void *pConnArg) { ((IdemConn *)pConnArg)->nDepth++; }
+void idem_conn_enter(void *pConnArg) {
+  IdemConn *pConn = (IdemConn *)pConnArg;
+  pConn->nDepth++;
+  if (++pConn->iCall == 0) pConn->iCall = 1;
+}
+
+unsigned idem_conn_call(void *pConnArg) {
+  IdemConn *pConn = (IdemConn *)pConnArg;
+  return pConn->nDepth > 0 ? pConn->iCall : 0;
+}
 
 void idem_conn_leave(void *pConnArg) {
   IdemConn *pConn = (IdemConn *)pConnArg;
+  if (++pConn->iCall == 0) pConn->iCall = 1;
   if (--pConn->nDepth > 0) return;
   while (pConn->pDead) {
     IdemLedger *p = pConn->pDead;
@@ -123,15 +134,6 @@ static void cache_clear(ConnCache *c) {
   sqlite3_free(c->zName);
   c->p = 0;
   c->zName = 0;
-}
-
-/* temp's schema version, through ledger p's statement */
-static int ledger_temp_version(IdemLedger *p, int *pV) {
-  sqlite3_stmt *pT = 0;
-  int rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
-  if (rc) return rc;
-  if (sqlite3_step(pT) == SQLITE_ROW) *pV = sqlite3_column_int(pT, 0);
-  return sqlite3_reset(pT);
 }
 
 /*
@@ -277,7 +279,7 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
       if (c->bQualified) return c->p;
       if (sqlite3_stricmp(c->p->zDb, "main") == 0) {
         int v = -1;
-        if (ledger_temp_version(c->p, &v) == SQLITE_OK && v == c->iTempVersion) return c->p;
+        if (ledger_temp_version(c->p, &v, 0) == SQLITE_OK && v == c->iTempVersion) return c->p;
       }
     }
   }
@@ -363,7 +365,7 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
     ConnCache *c = &pConn->aCache[pConn->iNext];
     char *zCopy = sqlite3_mprintf("%s", zName);
     int v = -1;
-    if (zCopy && ledger_temp_version(p, &v) == SQLITE_OK) {
+    if (zCopy && ledger_temp_version(p, &v, 0) == SQLITE_OK) {
       cache_clear(c);
       c->zName = zCopy;
       c->p = p;

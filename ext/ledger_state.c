@@ -64,6 +64,7 @@ static int guards_each(IdemLedger *p,
   sqlite3_stmt *pG = 0;
   int rc = ledger_stmt(p, ST_GUARDS, &pG);
   if (rc) return rc;
+  p->iTempStamp = 0; /* guarded tables are read: temp's version is read again */
   sqlite3_bind_text(pG, 1, p->zName, -1, SQLITE_STATIC);
   while ((rc = sqlite3_step(pG)) == SQLITE_ROW) {
     const char *zTbl = (const char *)sqlite3_column_text(pG, 4);

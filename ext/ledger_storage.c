@@ -613,7 +613,7 @@ int ledger_drop_schema(IdemLedger *p) {
 */
 int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   static const char *azSuffix[N_TRIGGER] = {"insert", "update", "delete"};
-  sqlite3_stmt *pV = 0, *pT = 0, *pQ = 0;
+  sqlite3_stmt *pV = 0, *pQ = 0;
   int rc, v1 = 0, v2 = 0, i, aSeen[N_TRIGGER] = {0, 0, 0};
   char *zSql = 0, *azExpect[N_TRIGGER] = {0, 0, 0}, *azName[N_TRIGGER] = {0, 0, 0};
   rc = ledger_stmt(p, ST_SCHEMA_VERSION, &pV);
@@ -621,10 +621,7 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   if (sqlite3_step(pV) == SQLITE_ROW) v1 = sqlite3_column_int(pV, 0);
   rc = sqlite3_reset(pV);
   if (rc) return rc;
-  rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
-  if (rc) return rc;
-  if (sqlite3_step(pT) == SQLITE_ROW) v2 = sqlite3_column_int(pT, 0);
-  rc = sqlite3_reset(pT);
+  rc = ledger_temp_version(p, &v2, 1);
   if (rc) return rc;
   if (p->zBroken || !p->bChecked || v1 != p->iSchemaVersion || v2 != p->iTempSchemaVersion) {
     /* a shadow table may have been dropped (ledger_lifecycle.c) */
@@ -740,8 +737,28 @@ done:
   return rc;
 }
 
+int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
+  sqlite3_stmt *pT = 0;
+  unsigned iCall = idem_conn_call(p->pConn);
+  int rc;
+  if (bReuse && iCall != 0 && p->iTempStamp == iCall) {
+    *pV = p->iTempNow;
+    return SQLITE_OK;
+  }
+  p->iTempStamp = 0;
+  rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
+  if (rc) return rc;
+  if (sqlite3_step(pT) == SQLITE_ROW) *pV = sqlite3_column_int(pT, 0);
+  rc = sqlite3_reset(pT);
+  if (rc == SQLITE_OK) {
+    p->iTempNow = *pV;
+    p->iTempStamp = iCall; /* 0 outside a call: never reused */
+  }
+  return rc;
+}
+
 int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr) {
-  sqlite3_stmt *pG = p->aStmt[ST_GET], *pT = 0;
+  sqlite3_stmt *pG = p->aStmt[ST_GET];
   int rc, v2 = 0;
   if (!p->bChecked || pG == 0 || pG != p->pGetChecked ||
       sqlite3_stmt_status(pG, SQLITE_STMTSTATUS_REPREPARE, 0) != p->nGetReprepare) {
@@ -749,10 +766,7 @@ int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr) {
   }
   /* main's schema is as it was checked (the lookup just ran on it without
   ** being prepared again); a TEMP trigger changes temp's version only */
-  rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
-  if (rc) return rc;
-  if (sqlite3_step(pT) == SQLITE_ROW) v2 = sqlite3_column_int(pT, 0);
-  rc = sqlite3_reset(pT);
+  rc = ledger_temp_version(p, &v2, 1);
   if (rc) return rc;
   if (v2 != p->iTempSchemaVersion) return ledger_check_triggers(p, zFunc, pzErr);
   if (p->zForeign == 0) return SQLITE_OK;
