@@ -116,6 +116,15 @@ int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs, size_t n
 void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n, char *zHex) {
   XXH3_state_t state;
   XXH128_canonical_t canon;
+  if (nPrefix <= 1536 && n <= 1536 - nPrefix) {
+    /* small (most tool arguments): one call, the same hash as streaming */
+    char a[1536];
+    memcpy(a, zPrefix, nPrefix);
+    if (n) memcpy(a + nPrefix, z, n);
+    XXH128_canonicalFromHash(&canon, XXH3_128bits(a, nPrefix + n));
+    idem_hex(canon.digest, sizeof(canon.digest), zHex);
+    return;
+  }
   XXH3_INITSTATE(&state);
   XXH3_128bits_reset(&state);
   XXH3_128bits_update(&state, zPrefix, nPrefix);

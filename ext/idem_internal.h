@@ -471,6 +471,7 @@ struct IdemLedger {
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
   int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
+  sqlite3_vfs *pClockVfs; /* the VFS ledger_now() reads; NULL until first read */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   int iTempNow;              /* temp's schema version as last read ... */
   unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */

@@ -31,11 +31,15 @@ SQLITE_EXTENSION_INIT3
 /* Unix milliseconds from the VFS of the ledger's database: the clock
 ** behind SQL 'now'. No SQL function sets it; tests use a test VFS. */
 sqlite3_int64 ledger_now(IdemLedger *p) {
-  sqlite3_vfs *pVfs = 0;
+  sqlite3_vfs *pVfs = p->pClockVfs;
   sqlite3_int64 t = 0;
-  if (sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs) != SQLITE_OK ||
-      pVfs == 0) {
-    pVfs = sqlite3_vfs_find(0);
+  if (pVfs == 0) {
+    /* a schema's VFS is fixed while it is attached, and so is the ledger */
+    if (sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs) != SQLITE_OK ||
+        pVfs == 0) {
+      pVfs = sqlite3_vfs_find(0);
+    }
+    p->pClockVfs = pVfs;
   }
   if (pVfs->iVersion >= 2 && pVfs->xCurrentTimeInt64) {
     pVfs->xCurrentTimeInt64(pVfs, &t);
@@ -712,10 +716,23 @@ int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, s
   rc = args_bytes_check(p, zFunc, "args", &q->args, pzErr);
   if (rc) return rc;
   if (pOpId == 0) {
+    /* tenant:conversation:tool: (each checked above: at most
+    ** IDEM_KEY_MAX_CHARS bytes, no NUL) */
     char zPrefix[3 * (IDEM_KEY_MAX_CHARS + 1) + 1];
-    sqlite3_snprintf(sizeof(zPrefix), zPrefix, "%s:%s:%s:", q->zTenant, q->zConv, q->zTool);
+    const char *azPart[3];
+    size_t nPrefix = 0;
+    azPart[0] = q->zTenant;
+    azPart[1] = q->zConv;
+    azPart[2] = q->zTool;
+    for (i = 0; i < 3; i++) {
+      size_t nPart = strlen(azPart[i]);
+      if (nPart > IDEM_KEY_MAX_CHARS) return SQLITE_INTERNAL; /* the checks above refuse it */
+      memcpy(zPrefix + nPrefix, azPart[i], nPart);
+      nPrefix += nPart;
+      zPrefix[nPrefix++] = ':';
+    }
     memcpy(q->zKey, IDEM_KEY_PREFIX, 6);
-    idem_digest_bytes(zPrefix, strlen(zPrefix), q->args.z, q->args.n, q->zKey + 6);
+    idem_digest_bytes(zPrefix, nPrefix, q->args.z, q->args.n, q->zKey + 6);
   }
   return SQLITE_OK;
 }

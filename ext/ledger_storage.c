@@ -186,12 +186,14 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
 #define TOKEN_ID_MASK 0x7fffffffffffffffULL
 
 void ledger_token_hex(sqlite3_int64 id, sqlite3_int64 rnd, char *zOut) {
-  static const char hexd[] = "0123456789abcdef";
   sqlite3_uint64 a = (sqlite3_uint64)id, b = (sqlite3_uint64)rnd;
+  unsigned char aByte[16];
   int i;
-  for (i = 15; i >= 0; i--, a >>= 4) zOut[i] = hexd[a & 15];
-  for (i = 31; i >= 16; i--, b >>= 4) zOut[i] = hexd[b & 15];
-  zOut[32] = 0;
+  for (i = 7; i >= 0; i--, a >>= 8, b >>= 8) {
+    aByte[i] = (unsigned char)(a & 0xff);
+    aByte[i + 8] = (unsigned char)(b & 0xff);
+  }
+  idem_hex(aByte, 16, zOut); /* big-endian: the same digits as %016llx%016llx */
 }
 
 int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd) {

@@ -55,3 +55,13 @@ SELECT 'claim-k10', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'extern
 SELECT 'plain-settle-k10', errmsg('UPDATE L_rows SET status = ''succeeded'', result = (SELECT result FROM L_rows WHERE "key" = ''k9'') || '' x'' WHERE "key" = ''k10''') IS NULL;
 SELECT 'replay-k10-refused', errmsg('SELECT idem_claim(''L'', ''t'', ''c'', ''send'', ''{}'', ''external'', ''k10'')') = (SELECT v FROM msg WHERE k = 'k10');
 SELECT 'replay-k9-after', length(json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k9'), '$.result.s')) = 2000;
+-- the claim's derived key is idem_key's, for arguments hashed in one call
+-- and for arguments past the one-call buffer (1536 bytes with the prefix)
+SELECT 'key-small', json_extract(idem_claim('L', 't', 'c', 'send', '{"n":1}'), '$.key') = idem_key('t', 'c', 'send', '{"n":1}');
+SELECT 'key-at-edge', json_extract(idem_claim('L', 't', 'c', 'send', json_object('s', printf('%.1519c', 'a'))), '$.key')
+       = idem_key('t', 'c', 'send', json_object('s', printf('%.1519c', 'a')))
+       AND length('t:c:send:' || json_object('s', printf('%.1519c', 'a'))) = 1536;
+SELECT 'key-past-edge', json_extract(idem_claim('L', 't', 'c', 'send', json_object('s', printf('%.1520c', 'a'))), '$.key')
+       = idem_key('t', 'c', 'send', json_object('s', printf('%.1520c', 'a')));
+SELECT 'key-large', json_extract(idem_claim('L', 't', 'c', 'send', json_object('s', printf('%.5000c', 'b'))), '$.key')
+       = idem_key('t', 'c', 'send', json_object('s', printf('%.5000c', 'b')));
