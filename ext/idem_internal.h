@@ -731,7 +731,8 @@ typedef struct LedgerReq LedgerReq;
 struct LedgerReq {
   const char *zTenant, *zConv, *zTool, *zEffect;
   char zKey[IDEM_KEY_MAX_CHARS + 1];
-  IdemBuf args;   /* canonical */
+  IdemBuf args;   /* canonical, with a NUL after its n bytes */
+  int bArgsTerm;  /* args holds no NUL of its own: it is bound as NUL-terminated */
   char *zMarks;   /* marks read before the write pass, or NULL */
   int bMarksRead; /* zMarks was read (NULL then means: no guards) */
   char *zTaken;   /* why a first INSERT was refused (the key is held), or NULL */
