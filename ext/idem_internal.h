@@ -432,6 +432,9 @@ struct IdemJsonSeen {
 void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
                            int eKind, IdemJsonSeen *pSeen);
 void idem_json_seen_free(IdemJsonSeen *pSeen);
+/* Refuse stored JSON member zName without reading it (rc SQLITE_CORRUPT),
+** for a text known not to be JSON. */
+void idem_json_refuse(IdemJson *j, const char *zName);
 /* A literal the caller vouches for: a JSON text constant of the source. */
 void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral);
 /* Close the object and hand it over (sqlite3_malloc); NULL with *pRc set
@@ -692,10 +695,16 @@ struct LedgerRow {
   const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError;
   const char *zMembers, *zMarks, *zTenant, *zKey;
   int nArgs;
+  /* the stored JSON columns holding a NUL before their end (never valid
+  ** JSON; their C strings would end at it): LEDGER_NUL_RESULT, ... */
+  int mNulJson;
   sqlite3_int64 tokenRnd; /* the column token */
   char zToken[33];        /* the token as shown (hex) */
   char *pBuf;             /* owns the text above (sqlite3_malloc) */
 };
+#define LEDGER_NUL_RESULT 1
+#define LEDGER_NUL_ERROR 2
+#define LEDGER_NUL_MEMBERS 4
 void ledger_row_free(LedgerRow *r);
 /* Run row query pS (bound by the caller), load its row; pS is reset. */
 int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound);

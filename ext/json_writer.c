@@ -224,6 +224,12 @@ void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const c
   idem_json_stored_seen(j, zName, zJson, zIfNull, eKind, 0);
 }
 
+void idem_json_refuse(IdemJson *j, const char *zName) {
+  if (j->rc) return;
+  fail(j, SQLITE_CORRUPT);
+  j->zBad = zName;
+}
+
 void idem_json_seen_free(IdemJsonSeen *pSeen) {
   sqlite3_free(pSeen->z);
   memset(pSeen, 0, sizeof(*pSeen));

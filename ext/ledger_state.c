@@ -346,8 +346,12 @@ static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, in
   idem_json_text(&j, "key", r->zKey);
   idem_json_text(&j, "status", r->zStatus);
   idem_json_int(&j, "attempt", r->attempt);
+  if (r->mNulJson & (ok ? LEDGER_NUL_RESULT : LEDGER_NUL_ERROR)) {
+    idem_json_refuse(&j, ok ? "result" : "error");
+  }
   idem_json_stored_seen(&j, ok ? "result" : "error", ok ? r->zResult : r->zError, "null",
                         IDEM_JSON_ANY, &p->aSeen[IDEM_JSON_ANY]);
+  if (r->mNulJson & LEDGER_NUL_MEMBERS) idem_json_refuse(&j, "members");
   idem_json_stored_seen(&j, "members", r->zMembers, "[]", IDEM_JSON_ARRAY,
                         &p->aSeen[IDEM_JSON_ARRAY]);
   rc = answer_finish(&j, p, zFunc, r->zKey, &d->zJson, pzErr);
@@ -580,6 +584,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     r.zStatus = "failed";
     r.zError = zErr;
     r.zMembers = "[]";
+    r.mNulJson = 0; /* the row's own error and members are not answered */
     rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr);
     r.zStatus = "claimed";
     if (rc) goto done;

@@ -836,6 +836,7 @@ static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
     z[an[i]] = 0;
     *apDest[i] = z;
     if (i == 2) r->nArgs = an[i];
+    if (i >= 5 && i <= 7 && memchr(az[i], 0, (size_t)an[i])) r->mNulJson |= 1 << (i - 5);
     z += an[i] + 1;
   }
   r->id = sqlite3_column_int64(pS, 0);

@@ -65,3 +65,18 @@ SELECT 'key-past-edge', json_extract(idem_claim('L', 't', 'c', 'send', json_obje
        = idem_key('t', 'c', 'send', json_object('s', printf('%.1520c', 'a')));
 SELECT 'key-large', json_extract(idem_claim('L', 't', 'c', 'send', json_object('s', printf('%.5000c', 'b'))), '$.key')
        = idem_key('t', 'c', 'send', json_object('s', printf('%.5000c', 'b')));
+-- a NUL inside stored JSON (never valid JSON) is refused, not cut off at
+-- the NUL: the text before it is JSON, and was remembered as passing
+SELECT 'claim-k11', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k11'), '$.decision') = 'admitted';
+SELECT 'plain-settle-k11', errmsg('UPDATE L_rows SET status = ''succeeded'', result = ''{"id":1}'' || char(0) || ''x'' WHERE "key" = ''k11''') IS NULL
+       AND (SELECT length(CAST(result AS BLOB)) FROM L_rows WHERE "key" = 'k11') = 10;
+SELECT 'replay-k11-refused', errmsg('SELECT idem_claim(''L'', ''t'', ''c'', ''send'', ''{}'', ''external'', ''k11'')')
+       = 'idem_claim: the stored result of key "k11" in L_rows is not valid JSON; the row was changed outside the ledger, so no answer is made from it';
+SELECT 'claim-k12', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k12'), '$.decision') = 'admitted';
+SELECT 'plain-settle-k12', errmsg('UPDATE L_rows SET status = ''failed'', error = ''{"e":1}'', members = ''[]'' || char(0) || ''x'' WHERE "key" = ''k12''') IS NULL;
+SELECT 'replay-k12-refused', errmsg('SELECT idem_claim(''L'', ''t'', ''c'', ''send'', ''{}'', ''external'', ''k12'')')
+       = 'idem_claim: the stored members of key "k12" in L_rows is not valid JSON; the row was changed outside the ledger, so no answer is made from it';
+SELECT 'claim-k13', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k13'), '$.decision') = 'admitted';
+SELECT 'plain-settle-k13', errmsg('UPDATE L_rows SET status = ''failed'', error = ''{"e":1}'' || char(0), members = ''[]'' WHERE "key" = ''k13''') IS NULL;
+SELECT 'replay-k13-refused', errmsg('SELECT idem_claim(''L'', ''t'', ''c'', ''send'', ''{}'', ''external'', ''k13'')')
+       = 'idem_claim: the stored error of key "k13" in L_rows is not valid JSON; the row was changed outside the ledger, so no answer is made from it';
