@@ -463,15 +463,6 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
   idem_result_error(ctx, rc, zErr);
 }
 
-/* Each function runs between idem_conn_enter and idem_conn_leave (see
-** ledger.c): a ledger disconnected meanwhile is finished after it. */
-#define IDEM_GUARDED(f)                                                           \
-  static void f##_guarded(sqlite3_context *ctx, int argc, sqlite3_value **argv) { \
-    void *pConn = sqlite3_user_data(ctx);                                         \
-    idem_conn_enter(pConn);                                                       \
-    f(ctx, argc, argv);                                                           \
-    idem_conn_leave(pConn);                                                       \
-  }
 IDEM_GUARDED(idem_guard_func)
 IDEM_GUARDED(idem_unguard_func)
 IDEM_GUARDED(idem_guard_check_func)

@@ -339,6 +339,19 @@ void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_
 /* ------------------------------------------------------------------ */
 /* SQL layer (files that include sqlite3ext.h first)                   */
 /* ------------------------------------------------------------------ */
+/* IDEM_GUARDED(f) defines f_guarded, which runs the SQL function f between
+** idem_conn_enter and idem_conn_leave (its user data is the IdemConn), so a
+** ledger disconnected while f runs is finished after it (ledger.c). Only
+** files of the SQL layer expand it; it stands outside the section below so
+** that static analysis without sqlite3ext.h still knows the macro. */
+#define IDEM_GUARDED(f)                                                           \
+  static void f##_guarded(sqlite3_context *ctx, int argc, sqlite3_value **argv) { \
+    void *pConn = sqlite3_user_data(ctx);                                         \
+    idem_conn_enter(pConn);                                                       \
+    f(ctx, argc, argv);                                                           \
+    idem_conn_leave(pConn);                                                       \
+  }
+
 #if defined(SQLITE3EXT_H)
 
 /* idem_sqlite_mem: IdemMem over sqlite3_malloc64/realloc64/free. */

@@ -1083,14 +1083,6 @@ static void conn_free(void *pArg) {
 ** DIRECTONLY too. */
 #define IDEM_WRITES (SQLITE_UTF8 | SQLITE_DIRECTONLY)
 
-/* Each function runs between idem_conn_enter and idem_conn_leave. */
-#define IDEM_GUARDED(f)                                                           \
-  static void f##_guarded(sqlite3_context *ctx, int argc, sqlite3_value **argv) { \
-    void *pConn = sqlite3_user_data(ctx);                                         \
-    idem_conn_enter(pConn);                                                       \
-    f(ctx, argc, argv);                                                           \
-    idem_conn_leave(pConn);                                                       \
-  }
 IDEM_GUARDED(idem_claim_func)
 IDEM_GUARDED(outcome_func)
 IDEM_GUARDED(idem_purge_func)
