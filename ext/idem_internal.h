@@ -457,6 +457,7 @@ struct IdemLedger {
   unsigned mBusy; /* aStmt slots lent to an open cursor */
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
+  unsigned int uDurableVersion; /* the data version iDurable was read at */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
   int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */

@@ -759,6 +759,8 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
   int bOneInsert = p->aOpt[IDEM_OPT_RETENTION] == 0;
 
   memset(d, 0, sizeof(*d));
+  /* a claim that starts a write transaction reads synchronous again */
+  if (sqlite3_txn_state(db, p->zDb) != SQLITE_TXN_WRITE) p->iDurable = -1;
   if (writer_in_progress(db)) {
     *pzErr = sqlite3_mprintf(
         "%s: call it in a statement of its own (SELECT idem_claim(...)); "

@@ -862,11 +862,18 @@ int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound) {
 int ledger_durable(IdemLedger *p) {
   sqlite3_stmt *pS = 0;
   int durable = 0;
+  unsigned int uVersion = 0;
   /* Every run of a PRAGMA statement prepares it again (SQLite marks them
   ** run-once), about 8,000 instructions. Within one write transaction the
   ** value read by its first claim is kept: the transaction's claims are
-  ** made durable (or not) by the same commit. */
-  if (p->iDurable >= 0 && sqlite3_txn_state(p->db, p->zDb) == SQLITE_TXN_WRITE) {
+  ** made durable (or not) by the same commit. The transaction is told by
+  ** the pager's data version, which every commit changes, and a claim
+  ** that starts outside a write transaction forgets the value
+  ** (ledger_claim), so one read in an earlier transaction, before a
+  ** PRAGMA synchronous changed it, is never reused. */
+  sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_DATA_VERSION, &uVersion);
+  if (p->iDurable >= 0 && p->uDurableVersion == uVersion &&
+      sqlite3_txn_state(p->db, p->zDb) == SQLITE_TXN_WRITE) {
     return p->iDurable;
   }
   if (ledger_stmt(p, ST_SYNCHRONOUS, &pS) == SQLITE_OK) {
@@ -878,6 +885,7 @@ int ledger_durable(IdemLedger *p) {
     if (zFile == 0 || zFile[0] == 0) durable = 0; /* memory or temp database */
   }
   p->iDurable = durable;
+  p->uDurableVersion = uVersion;
   return durable;
 }
 
