@@ -28,3 +28,36 @@ SELECT 'durable-off-after-other-write', json_extract(idem_claim('D', 't', 'c', '
 COMMIT;
 PRAGMA synchronous = FULL;
 SELECT 'durable-autocommit', json_extract(idem_claim('D', 't', 'c', 'x', '{"a":6}'), '$.durable') = 1;
+
+-- ---------------------------------------------------------------- _meta values of another type, missing rows
+CREATE VIRTUAL TABLE O USING idempotency;
+UPDATE O_meta SET v = '300' WHERE k = 'lease_seconds';
+PRAGMA writable_schema = RESET;
+SELECT 'meta-text-says-text', errmsg('SELECT count(*) FROM O')
+       = 'idempotency: ledger O has lease_seconds = ''300'' (TEXT) in O_meta; it must be an integer from 0 to 31536000';
+UPDATE O_meta SET v = 300.0 WHERE k = 'lease_seconds';
+PRAGMA writable_schema = RESET;
+SELECT 'meta-real-says-real', errmsg('SELECT count(*) FROM O')
+       = 'idempotency: ledger O has lease_seconds = 300.0 (REAL) in O_meta; it must be an integer from 0 to 31536000';
+UPDATE O_meta SET v = x'01' WHERE k = 'lease_seconds';
+PRAGMA writable_schema = RESET;
+SELECT 'meta-blob-says-blob', errmsg('SELECT count(*) FROM O')
+       = 'idempotency: ledger O has lease_seconds = a BLOB in O_meta; it must be an integer from 0 to 31536000';
+UPDATE O_meta SET v = 300 WHERE k = 'lease_seconds';
+DELETE FROM O_meta WHERE k = 'max_attempts';
+PRAGMA writable_schema = RESET;
+SELECT 'meta-missing-named', errmsg('SELECT count(*) FROM O')
+       = 'idempotency: ledger O has no max_attempts in O_meta; it must be an integer from 1 to 1000';
+INSERT INTO O_meta VALUES ('max_attempts', 5);
+UPDATE O_meta SET v = 'x' WHERE k = 'id';
+PRAGMA writable_schema = RESET;
+SELECT 'meta-id-named', errmsg('SELECT count(*) FROM O')
+       = 'idempotency: ledger O has no id in O_meta; it must be the ledger''s 16-character identity';
+UPDATE O_meta SET v = '0123456789abcdef' WHERE k = 'id';
+UPDATE O_meta SET v = '2' WHERE k = 'format';
+PRAGMA writable_schema = RESET;
+SELECT 'meta-format-text', errmsg('SELECT count(*) FROM O')
+       = 'idempotency: ledger O has no integer format in O_meta; this build reads format 2';
+UPDATE O_meta SET v = 2 WHERE k = 'format';
+PRAGMA writable_schema = RESET;
+SELECT 'meta-restored', (SELECT count(*) FROM O) = 0;
