@@ -428,11 +428,11 @@ class Ledger {
         return outcome(d.key, 'failed', d.attempt, undefined, error, s.members, false);
       }
       if (e instanceof OutcomeUnknown) {
-        this.settle(d.token, 'unknown', e.detail);
+        this.settleUnknown(d, e.detail);
         throw new OutcomeUnknown(e.reason, { key: d.key, detail: e.detail, cause: e });
       }
       const reason = e instanceof Error ? `${e.name}: ${e.message}` : `thrown: ${String(e)}`;
-      this.settle(d.token, 'unknown', { reason });
+      this.settleUnknown(d, { reason });
       throw new OutcomeUnknown(reason, { key: d.key, cause: e });
     }
     result = this.storable(d, result, 'the result');
@@ -446,8 +446,27 @@ class Ledger {
     try {
       return JSON.parse(jsonText(value, what));
     } catch (e) {
-      this.settle(d.token, 'unknown', { reason: e.message });
+      this.settleUnknown(d, { reason: e.message });
       throw new OutcomeUnknown(e.message, { key: d.key, cause: e });
+    }
+  }
+
+  // Settles the claim unknown. A claim whose lease ran out while the action
+  // ran is unknown already and the extension refuses unknown -> unknown:
+  // that refusal is taken as done when the row the token names is
+  // (effectively) unknown (the detail is then not recorded); any other
+  // error is thrown.
+  settleUnknown(d, detail) {
+    try {
+      this.settle(d.token, 'unknown', detail);
+    } catch (e) {
+      let row;
+      try {
+        row = this.db.prepare(`SELECT status FROM ${quote(this.name)} WHERE token = ?`).get(d.token);
+      } catch {
+        row = undefined;
+      }
+      if (!(e instanceof LedgerError) || row?.status !== 'unknown') throw e;
     }
   }
 }

@@ -283,6 +283,23 @@ async function run(tmp) {
          `${desc(e)}; first ran ${act.runs}; second ${j(second)}; row ${j(row)}`);
   short.close();
   other.close();
+
+  // An action that outlives its lease (1 s) and then fails in a way that may
+  // have sent: the claim is already unknown (its lease expired), and the
+  // caller is told OutcomeUnknown, not a refused settle.
+  const late = idem.Ledger.open(openDb(file), { name: 'late', options: { lease_seconds: 1 } });
+  const slow = (err) => async () => { await sleep(1200); throw err; };
+  const timeout = new Error('read timed out');
+  e = await rejected(late.call(T, C, 'send_email', { late: 1 }, slow(timeout)));
+  const lateRow = e instanceof idem.OutcomeUnknown ? late.row(T, e.key) : null;
+  report(e instanceof idem.OutcomeUnknown && e.cause === timeout && lateRow?.status === 'unknown',
+         'late-action-exception-unknown', desc(e));
+  e = await rejected(late.call(T, C, 'send_email', { late: 2 },
+                               slow(new idem.OutcomeUnknown('gateway timeout', { detail: { gw: 504 } }))));
+  report(e instanceof idem.OutcomeUnknown && same(e.detail, { gw: 504 }), 'late-action-outcome-unknown', desc(e));
+  e = await rejected(late.call(T, C, 'send_email', { late: 3 }, async () => { await sleep(1200); return { n: NaN }; }));
+  report(e instanceof idem.OutcomeUnknown, 'late-action-unstorable-result-unknown', desc(e));
+  late.close();
   ledger.close();
 }
 

@@ -311,6 +311,29 @@ def run(tmp):
            "stalled-holder-learns-from-renew", f"{e!r}; first ran {first.runs}, second {second.runs}; row {row}")
     short.close()
     other.close()
+
+    # An action that outlives its lease (1 s) and then fails in a way that
+    # may have sent: the claim is already unknown (its lease expired), and
+    # the caller is told OutcomeUnknown, not a refused settle.
+    late = idem.Ledger.open(db, "late", options={"lease_seconds": 1})
+
+    def slow(exc):
+        def act(attempt):
+            time.sleep(1.2)
+            raise exc
+        return act
+
+    e = raised(lambda: late.call(T, C, "send_email", {"late": 1}, slow(TimeoutError("read timed out"))))
+    key = late.conn.execute("SELECT idem_key(?, ?, ?, ?)", (T, C, "send_email", '{"late":1}')).fetchone()[0]
+    report(isinstance(e, idem.OutcomeUnknown) and e.key == key and isinstance(e.__cause__, TimeoutError)
+           and late.row(T, key)["status"] == "unknown", "late-action-exception-unknown", f"got {e!r}")
+    e = raised(lambda: late.call(T, C, "send_email", {"late": 2},
+                                 slow(idem.OutcomeUnknown("gateway timeout", detail={"gw": 504}))))
+    report(isinstance(e, idem.OutcomeUnknown) and e.detail == {"gw": 504}, "late-action-outcome-unknown",
+           f"got {e!r}")
+    e = raised(lambda: late.call(T, C, "send_email", {"late": 3}, lambda a: (time.sleep(1.2), {1, 2})[1]))
+    report(isinstance(e, idem.OutcomeUnknown), "late-action-unstorable-result-unknown", f"got {e!r}")
+    late.close()
     ledger.close()
 
 

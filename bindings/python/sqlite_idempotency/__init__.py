@@ -651,11 +651,11 @@ class Ledger:
             s = self.settle(d.token, "failed", error)
             return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False)
         except OutcomeUnknown as e:
-            self.settle(d.token, "unknown", e.detail)
+            self._settle_unknown(d, e.detail)
             raise OutcomeUnknown(e.reason, key=d.key, detail=e.detail) from e
         except BaseException as e:
             reason = f"{type(e).__name__}: {e}"
-            self.settle(d.token, "unknown", {"reason": reason})
+            self._settle_unknown(d, {"reason": reason})
             if not isinstance(e, Exception):
                 raise  # KeyboardInterrupt, SystemExit: settled unknown, then propagated
             raise OutcomeUnknown(reason, key=d.key) from e
@@ -673,5 +673,23 @@ class Ledger:
             return json.loads(_json_text(value, what))
         except (TypeError, ValueError) as e:
             reason = str(e)
-            self.settle(d.token, "unknown", {"reason": reason})
+            self._settle_unknown(d, {"reason": reason})
             raise OutcomeUnknown(reason, key=d.key) from e
+
+    def _settle_unknown(self, d: Admitted, detail: Any) -> None:
+        """Settles the claim unknown; one whose lease ran out while the action ran is unknown already.
+
+        The extension refuses unknown -> unknown, so that refusal is taken
+        as done when the row the token names is (effectively) unknown; the
+        detail is then not recorded. Any other error is raised.
+        """
+        try:
+            self.settle(d.token, "unknown", detail)
+        except LedgerError:
+            try:
+                row = self.conn.execute(f"SELECT status FROM {_quote(self.name)} WHERE token = ?",
+                                        (d.token,)).fetchone()
+            except sqlite3.Error:
+                row = None
+            if row is None or row[0] != "unknown":
+                raise
