@@ -173,6 +173,56 @@ function jsonText(value, what) {
 }
 
 const quote = (name) => `"${String(name).replace(/"/g, '""')}"`;
+
+// [schema or undefined, table] of a ledger argument, parsed as the extension
+// parses it: ledger, aux.ledger, "aux"."ledger"; either part may be in double
+// quotes (a quote inside doubled), and must be when it holds a '.'. Anything
+// else throws RangeError, as the extension refuses it.
+function splitName(name) {
+  const bad = new RangeError(`Ledger: malformed ledger name ${JSON.stringify(String(name))}: write ledger or schema.ledger, a part in double quotes when it holds a '.' ("a.b"."x""y")`);
+  if (typeof name !== 'string' || name.includes('\0')) throw bad;
+  const parts = [];
+  const n = name.length;
+  let i = 0;
+  for (;;) {
+    let part;
+    if (name[i] === '"') {
+      let j = i + 1;
+      part = '';
+      for (;;) {
+        const k = name.indexOf('"', j);
+        if (k < 0) throw bad;
+        part += name.slice(j, k);
+        if (name[k + 1] === '"') {
+          part += '"';
+          j = k + 2;
+          continue;
+        }
+        i = k + 1;
+        break;
+      }
+      if (i < n && name[i] !== '.') throw bad;
+    } else {
+      let k = name.indexOf('.', i);
+      if (k < 0) k = n;
+      part = name.slice(i, k);
+      i = k;
+    }
+    if (part === '') throw bad;
+    parts.push(part);
+    if (i >= n) break;
+    i += 1; // the '.'
+    if (i >= n) throw bad;
+  }
+  if (parts.length > 2) throw bad;
+  return parts.length === 2 ? parts : [undefined, parts[0]];
+}
+
+// The ledger argument name (or its shadow table suffix) as a quoted SQL name.
+function sqlName(name, suffix = '') {
+  const [schema, table] = splitName(name);
+  return `${schema === undefined ? '' : `${quote(schema)}.`}${quote(table + suffix)}`;
+}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // --- the ledger ------------------------------------------------------------------
@@ -269,12 +319,13 @@ class Ledger {
       if (!Number.isInteger(v)) throw new RangeError(`Ledger.create: option ${k} must be an integer, got ${JSON.stringify(v)}`);
       parts.push(`${k}=${v}`);
     }
-    const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${quote(this.name)} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
+    const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${sqlName(this.name)} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
     try {
       this.db.exec(sql);
     } catch (e) {
       // A creator racing another waits on busy_timeout; if the other won, fine.
-      if (!this.value("SELECT count(*) AS v FROM sqlite_schema WHERE type = 'table' AND name = ?", [this.name])) {
+      const [schema, table] = splitName(this.name);
+      if (!this.value(`SELECT count(*) AS v FROM ${quote(schema ?? 'main')}.sqlite_schema WHERE type = 'table' AND name = ?`, [table])) {
         throw LedgerError.wrap(e);
       }
     }
@@ -283,7 +334,7 @@ class Ledger {
     if (parts.length) {
       let rows;
       try {
-        rows = this.db.prepare(`SELECT k, v FROM ${quote(`${this.name}_meta`)}`).all();
+        rows = this.db.prepare(`SELECT k, v FROM ${sqlName(this.name, '_meta')}`).all();
       } catch (e) {
         throw LedgerError.wrap(e);
       }
@@ -366,7 +417,7 @@ class Ledger {
   row(tenant, key) {
     let r;
     try {
-      r = this.db.prepare(`SELECT * FROM ${quote(this.name)} WHERE tenant = ? AND key = ?`).get(tenant, key);
+      r = this.db.prepare(`SELECT * FROM ${sqlName(this.name)} WHERE tenant = ? AND key = ?`).get(tenant, key);
     } catch (e) {
       throw LedgerError.wrap(e);
     }
@@ -462,7 +513,7 @@ class Ledger {
     } catch (e) {
       let row;
       try {
-        row = this.db.prepare(`SELECT status FROM ${quote(this.name)} WHERE token = ?`).get(d.token);
+        row = this.db.prepare(`SELECT status FROM ${sqlName(this.name)} WHERE token = ?`).get(d.token);
       } catch {
         row = undefined;
       }

@@ -334,6 +334,37 @@ def run(tmp):
     e = raised(lambda: late.call(T, C, "send_email", {"late": 3}, lambda a: (time.sleep(1.2), {1, 2})[1]))
     report(isinstance(e, idem.OutcomeUnknown), "late-action-unstorable-result-unknown", f"got {e!r}")
     late.close()
+
+    # A ledger named with its schema ('aux.ledger', '"aux"."ledger"'), as
+    # every extension function takes it, beside a main ledger of the same
+    # name: created, claimed, read and called in the attached database.
+    conn = sqlite3.connect(os.path.join(tmp, "main-q.db"), isolation_level=None)
+    conn.execute("ATTACH ? AS aux", (os.path.join(tmp, "aux-q.db"),))
+    main_l = idem.Ledger.open(conn)
+    aux_l = idem.Ledger.open(conn, "aux.ledger", options={"lease_seconds": 60})
+    tables = conn.execute("SELECT schema, name FROM pragma_table_list WHERE name LIKE '%ledger%' "
+                          "AND schema IN ('main', 'aux') ORDER BY 1, 2").fetchall()
+    report(tables == [("aux", "ledger"), ("aux", "ledger_guards"), ("aux", "ledger_meta"), ("aux", "ledger_rows"),
+                      ("main", "ledger"), ("main", "ledger_guards"), ("main", "ledger_meta"), ("main", "ledger_rows")],
+           "qualified-name-created-in-schema", f"tables {tables}")
+    d = aux_l.claim(T, C, "q", {"n": 1})
+    row = aux_l.row(T, d.key) if isinstance(d, idem.Admitted) else None
+    report(isinstance(d, idem.Admitted) and row is not None and main_l.row(T, d.key) is None,
+           "qualified-name-claim-row", f"got {d!r}, row {row!r}")
+    o = idem.Ledger(conn, '"aux"."ledger"').call(T, C, "q", {"n": 2}, lambda a: {"ok": 1})
+    n_aux = conn.execute("SELECT count(*) FROM aux.ledger").fetchone()[0]
+    n_main = conn.execute("SELECT count(*) FROM main.ledger").fetchone()[0]
+    report(o.status == "succeeded" and n_aux == 2 and n_main == 0, "qualified-name-call",
+           f"got {o!r}; rows aux {n_aux}, main {n_main}")
+    e = raised(lambda: idem.Ledger.open(conn, "aux.ledger", options={"lease_seconds": 30}))
+    report(isinstance(e, idem.IdempotencyError) and str(e) == "Ledger.create: ledger aux.ledger exists with "
+           "lease_seconds=60, not 30; options apply only when a ledger is created",
+           "qualified-name-options-checked", f"got {e!r}")
+    e = raised(lambda: idem.Ledger.open(conn, '"aux.ledger'))
+    report(isinstance(e, ValueError) and str(e) == "Ledger: malformed ledger name '\"aux.ledger': write ledger or "
+           "schema.ledger, a part in double quotes when it holds a '.' (\"a.b\".\"x\"\"y\")",
+           "qualified-name-malformed", f"got {e!r}")
+    conn.close()
     ledger.close()
 
 

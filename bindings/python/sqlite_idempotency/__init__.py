@@ -29,7 +29,7 @@ import re
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 __version__ = "0.1.0"
 
@@ -366,6 +366,59 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _split_name(name: str) -> Tuple[Optional[str], str]:
+    """(schema or None, table) of a ledger argument, parsed as the extension parses it.
+
+    ``ledger``, ``aux.ledger``, ``"aux"."ledger"``: either part may be in
+    double quotes (a quote inside doubled), and must be when it holds a
+    ``.``. Anything else raises ValueError, as the extension refuses it.
+    """
+    bad = ValueError(f"Ledger: malformed ledger name {name!r}: write ledger or schema.ledger, "
+                     "a part in double quotes when it holds a '.' (\"a.b\".\"x\"\"y\")")
+    if not isinstance(name, str) or "\0" in name:
+        raise bad
+    parts: List[str] = []
+    i, n = 0, len(name)
+    while True:
+        if i < n and name[i] == '"':
+            buf, j = [], i + 1
+            while True:
+                k = name.find('"', j)
+                if k < 0:
+                    raise bad
+                buf.append(name[j:k])
+                if name[k + 1:k + 2] == '"':
+                    buf.append('"')
+                    j = k + 2
+                    continue
+                i = k + 1
+                break
+            if i < n and name[i] != ".":
+                raise bad
+            part = "".join(buf)
+        else:
+            k = name.find(".", i)
+            k = n if k < 0 else k
+            part, i = name[i:k], k
+        if part == "":
+            raise bad
+        parts.append(part)
+        if i >= n:
+            break
+        i += 1  # the '.'
+        if i >= n:
+            raise bad
+    if len(parts) > 2:
+        raise bad
+    return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+
+
+def _sql_name(name: str, suffix: str = "") -> str:
+    """The ledger argument ``name`` (or its shadow table ``suffix``) as a quoted SQL name."""
+    schema, table = _split_name(name)
+    return (f"{_quote(schema)}." if schema is not None else "") + _quote(table + suffix)
+
+
 _OPTION = re.compile(r"[a-z_]{1,64}")
 
 
@@ -434,20 +487,21 @@ class Ledger:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ValueError(f"Ledger.create: option {k} must be an integer, got {v!r}")
             parts.append(f"{k}={v}")
-        sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {_quote(self.name)} USING idempotency"
+        sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {_sql_name(self.name)} USING idempotency"
         if parts:
             sql += "(" + ", ".join(parts) + ")"
         try:
             self.conn.execute(sql)
         except sqlite3.Error as e:
             # A creator racing another waits on busy_timeout; if the other won, fine.
-            exists = self.conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                                       (self.name,)).fetchone()
+            schema, table = _split_name(self.name)
+            exists = self.conn.execute(f"SELECT 1 FROM {_quote(schema or 'main')}.sqlite_schema "
+                                       "WHERE type = 'table' AND name = ?", (table,)).fetchone()
             if not exists:
                 raise LedgerError.wrap(e) from e
         if options:
             try:
-                stored = dict(self.conn.execute(f"SELECT k, v FROM {_quote(self.name + '_meta')}").fetchall())
+                stored = dict(self.conn.execute(f"SELECT k, v FROM {_sql_name(self.name, '_meta')}").fetchall())
             except sqlite3.Error as e:
                 raise LedgerError.wrap(e) from e
             for k, v in options.items():
@@ -527,7 +581,7 @@ class Ledger:
     def row(self, tenant: str, key: str) -> Optional[Dict[str, Any]]:
         """The ledger row of a key as a dict (effective status), or None."""
         try:
-            cur = self.conn.execute(f"SELECT * FROM {_quote(self.name)} WHERE tenant = ? AND key = ?", (tenant, key))
+            cur = self.conn.execute(f"SELECT * FROM {_sql_name(self.name)} WHERE tenant = ? AND key = ?", (tenant, key))
             r = cur.fetchone()
         except sqlite3.Error as e:
             raise LedgerError.wrap(e) from e
@@ -687,7 +741,7 @@ class Ledger:
             self.settle(d.token, "unknown", detail)
         except LedgerError:
             try:
-                row = self.conn.execute(f"SELECT status FROM {_quote(self.name)} WHERE token = ?",
+                row = self.conn.execute(f"SELECT status FROM {_sql_name(self.name)} WHERE token = ?",
                                         (d.token,)).fetchone()
             except sqlite3.Error:
                 row = None
