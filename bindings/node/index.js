@@ -474,8 +474,7 @@ class Ledger {
         throw e;
       }
       if (e instanceof ToolFailed) {
-        const error = this.storable(d, e.error, 'the error');
-        const s = this.settle(d.token, 'failed', error);
+        const [error, s] = this.settleValue(d, 'failed', e.error, 'the error');
         return outcome(d.key, 'failed', d.attempt, undefined, error, s.members, false);
       }
       if (e instanceof OutcomeUnknown) {
@@ -486,20 +485,39 @@ class Ledger {
       this.settleUnknown(d, { reason });
       throw new OutcomeUnknown(reason, { key: d.key, cause: e });
     }
-    result = this.storable(d, result, 'the result');
-    const s = this.settle(d.token, 'succeeded', result);
-    return outcome(d.key, 'succeeded', d.attempt, result, undefined, s.members, false);
+    const [stored, s] = this.settleValue(d, 'succeeded', result, 'the result');
+    return outcome(d.key, 'succeeded', d.attempt, stored, undefined, s.members, false);
   }
 
-  // value as stored JSON; a value that is not JSON leaves the call unknown
-  // (the action ran, so it may have taken effect).
-  storable(d, value, what) {
+  // Settles status with value; returns [the value as stored, the settle's
+  // answer]. The value returned is the stored canonical JSON parsed, as a
+  // replay returns it. A value the ledger cannot store (not JSON; not I-JSON,
+  // such as an integer beyond 2^53-1 or a lone surrogate; over
+  // max_args_bytes) leaves the call unknown: the action ran, so it may have
+  // taken effect; it is settled unknown (never resent) and OutcomeUnknown
+  // says why.
+  settleValue(d, status, value, what) {
+    let reason;
+    let cause;
     try {
-      return JSON.parse(jsonText(value, what));
+      const text = jsonText(value, what);
+      const answer = JSON.parse(this.value('SELECT idem_settle(?, ?, ?, ?) AS v', [this.name, d.token, status, text]));
+      const column = status === 'succeeded' ? 'result' : 'error';
+      const stored = this.value(`SELECT ${column} AS v FROM ${sqlName(this.name)} WHERE token = ?`, [d.token]);
+      return [stored === null || stored === undefined ? null : JSON.parse(stored), answer];
     } catch (e) {
-      this.settleUnknown(d, { reason: e.message });
-      throw new OutcomeUnknown(e.message, { key: d.key, cause: e });
+      if (e instanceof LedgerError) {
+        if (!e.message.startsWith('idem_settle: detail')) throw e;
+        reason = `${what} cannot be stored: ${e.message}`;
+      } else if (e instanceof TypeError) {
+        reason = e.message;
+      } else {
+        throw e;
+      }
+      cause = e;
     }
+    this.settleUnknown(d, { reason });
+    throw new OutcomeUnknown(reason, { key: d.key, cause });
   }
 
   // Settles the claim unknown. A claim whose lease ran out while the action
@@ -509,7 +527,14 @@ class Ledger {
   // error is thrown.
   settleUnknown(d, detail) {
     try {
-      this.settle(d.token, 'unknown', detail);
+      try {
+        this.settle(d.token, 'unknown', detail);
+      } catch (e) {
+        // a detail the ledger cannot store (over max_args_bytes) is dropped
+        if (detail === null || detail === undefined || !(e instanceof LedgerError) ||
+            !e.message.startsWith('idem_settle: detail')) throw e;
+        this.settle(d.token, 'unknown', null);
+      }
     } catch (e) {
       let row;
       try {

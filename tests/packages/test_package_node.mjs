@@ -301,6 +301,32 @@ async function run(tmp) {
   report(e instanceof idem.OutcomeUnknown, 'late-action-unstorable-result-unknown', desc(e));
   late.close();
 
+  // A result the ledger cannot store (I-JSON: an integer beyond 2^53-1, a
+  // lone surrogate; over max_args_bytes): the action ran, so the call is
+  // settled unknown and OutcomeUnknown says why. A stored result comes back
+  // as a replay gives it.
+  const store = idem.Ledger.open(openDb(file), { name: 'store', options: { max_args_bytes: 240 } });
+  const cases = [['big-int', { id: 2 ** 60 }, 'the result cannot be stored: idem_settle: detail: integer 1152921504606847000 at byte 6 is beyond 2^53-1 and would lose precision; send it as a string'],
+                 ['lone-surrogate', { s: '\ud800' }, 'the result cannot be stored: idem_settle: detail: lone surrogate \\ud800 at byte 6'],
+                 ['too-big', { s: 'x'.repeat(300) }, "the result cannot be stored: idem_settle: detail is 308 bytes in canonical form, over the ledger's max_args_bytes of 240"]];
+  for (const [name, value, want] of cases) {
+    e = await rejected(store.call(T, C, 'store', { case: name }, async () => value));
+    const srow = e instanceof idem.OutcomeUnknown ? store.row(T, e.key) : null;
+    report(e instanceof idem.OutcomeUnknown && srow?.status === 'unknown' && e.reason === want && same(srow.error, { reason: want }),
+           `unstorable-result-${name}-unknown`, `${desc(e)}; row ${j(srow)}`);
+  }
+  const tiny = idem.Ledger.open(openDb(file), { name: 'tiny', options: { max_args_bytes: 16 } });
+  e = await rejected(tiny.call(T, C, 'store', {}, async () => ({ s: 'x'.repeat(20) })));
+  const trow = e instanceof idem.OutcomeUnknown ? tiny.row(T, e.key) : null;
+  report(trow?.status === 'unknown' && trow.error === null && e.reason.startsWith('the result cannot be stored: idem_settle: detail is 28 bytes'),
+         'unstorable-reason-too-long-unknown', `${desc(e)}; row ${j(trow)}`);
+  tiny.close();
+  const firstO = await store.call(T, C, 'store', { case: 'order' }, async () => ({ b: 1, a: 1.0, c: [2.50] }));
+  const againO = await store.call(T, C, 'store', { case: 'order' }, async () => null);
+  report(j(firstO.result) === j(againO.result) && j(firstO.result) === '{"a":1,"b":1,"c":[2.5]}' && firstO.idempotent === false && againO.idempotent === true,
+         'first-call-result-as-replayed', `${j(firstO.result)} / ${j(againO.result)}`);
+  store.close();
+
   // A ledger named with its schema ('aux.ledger', '"aux"."ledger"'), as every
   // extension function takes it, beside a main ledger of the same name.
   const qdb = openDb(path.join(tmp, 'main-q.db'));

@@ -335,6 +335,41 @@ def run(tmp):
     report(isinstance(e, idem.OutcomeUnknown), "late-action-unstorable-result-unknown", f"got {e!r}")
     late.close()
 
+    # A result the ledger cannot store (I-JSON: an integer beyond 2^53-1, a
+    # lone surrogate; over max_args_bytes): the action ran, so the call is
+    # settled unknown and OutcomeUnknown says why (not a raw error with the
+    # claim left claimed). A stored result comes back as a replay gives it.
+    store = idem.Ledger.open(db, "store", options={"max_args_bytes": 240})
+    cases = [("big-int", {"id": 2 ** 60}, "the result cannot be stored: idem_settle: detail: integer 1152921504606846976 "
+              "at byte 6 is beyond 2^53-1 and would lose precision; send it as a string"),
+             ("lone-surrogate", {"s": "\ud800"}, None),
+             ("too-big", {"s": "x" * 300}, "the result cannot be stored: idem_settle: detail is 308 bytes in canonical "
+              "form, over the ledger's max_args_bytes of 240")]
+    for name, value, want in cases:
+        e = raised(lambda: store.call(T, C, "store", {"case": name}, lambda a: value))
+        row = store.row(T, e.key) if isinstance(e, idem.OutcomeUnknown) else None
+        report(isinstance(e, idem.OutcomeUnknown) and row is not None and row["status"] == "unknown"
+               and (want is None or (e.reason == want and row["error"] == {"reason": want})),
+               f"unstorable-result-{name}-unknown", f"got {e!r}, row {row!r}")
+    # a reason too long for the ledger: settled unknown without it
+    tiny = idem.Ledger.open(db, "tiny", options={"max_args_bytes": 16})
+    e = raised(lambda: tiny.call(T, C, "store", {}, lambda a: {"s": "x" * 20}))
+    row = tiny.row(T, e.key) if isinstance(e, idem.OutcomeUnknown) else None
+    report(row is not None and row["status"] == "unknown" and row["error"] is None
+           and e.reason.startswith("the result cannot be stored: idem_settle: detail is 28 bytes"),
+           "unstorable-reason-too-long-unknown", f"got {e!r}, row {row!r}")
+    tiny.close()
+    first = store.call(T, C, "store", {"case": "order"}, lambda a: {"b": 1, "a": 1.0, "c": [2.50]})
+    again = store.call(T, C, "store", {"case": "order"}, lambda a: None)
+    report(first.result == again.result and repr(first.result) == repr(again.result)
+           and repr(first.result) == "{'a': 1, 'b': 1, 'c': [2.5]}" and first.idempotent is False
+           and again.idempotent is True, "first-call-result-as-replayed", f"{first.result!r} / {again.result!r}")
+    f1 = store.call(T, C, "store", {"case": "fail"}, Counter(exc=idem.ToolFailed({"z": 1, "code": "x"})))
+    f2 = store.call(T, C, "store", {"case": "fail"}, Counter())
+    report(f1.status == "failed" and repr(f1.error) == repr(f2.error) == "{'code': 'x', 'z': 1}",
+           "first-call-error-as-replayed", f"{f1.error!r} / {f2.error!r}")
+    store.close()
+
     # A ledger named with its schema ('aux.ledger', '"aux"."ledger"'), as
     # every extension function takes it, beside a main ledger of the same
     # name: created, claimed, read and called in the attached database.

@@ -701,8 +701,7 @@ class Ledger:
             e.args = (f"{d.key} was not sent ({e.reason}); the claim is released",)
             raise
         except ToolFailed as e:
-            error = self._storable(d, e.error, "the error")
-            s = self.settle(d.token, "failed", error)
+            error, s = self._settle_value(d, "failed", e.error, "the error")
             return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False)
         except OutcomeUnknown as e:
             self._settle_unknown(d, e.detail)
@@ -713,32 +712,51 @@ class Ledger:
             if not isinstance(e, Exception):
                 raise  # KeyboardInterrupt, SystemExit: settled unknown, then propagated
             raise OutcomeUnknown(reason, key=d.key) from e
-        result = self._storable(d, result, "the result")
-        s = self.settle(d.token, "succeeded", result)
+        result, s = self._settle_value(d, "succeeded", result, "the result")
         return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
 
-    def _storable(self, d: Admitted, value: Any, what: str) -> Any:
-        """value as stored JSON; a value that is not JSON leaves the call unknown.
+    def _settle_value(self, d: Admitted, status: str, value: Any, what: str) -> Tuple[Any, Dict[str, Any]]:
+        """Settles ``status`` with ``value``; returns (the value as stored, the settle's answer).
 
-        The action has run, so the call may have taken effect: it is settled
-        unknown (never resent) and `OutcomeUnknown` says why.
+        The value returned is the stored canonical JSON parsed, as a replay
+        returns it. A value the ledger cannot store (not JSON; not I-JSON,
+        such as an integer beyond 2^53-1 or a lone surrogate; over
+        max_args_bytes) leaves the call unknown: the action has run, so the
+        call may have taken effect; it is settled unknown (never resent)
+        and `OutcomeUnknown` says why.
         """
         try:
-            return json.loads(_json_text(value, what))
-        except (TypeError, ValueError) as e:
-            reason = str(e)
-            self._settle_unknown(d, {"reason": reason})
-            raise OutcomeUnknown(reason, key=d.key) from e
+            text = None if value is None else _json_text(value, what)
+            answer = json.loads(self._one("SELECT idem_settle(?, ?, ?, ?)", (self.name, d.token, status, text)))
+        except LedgerError as e:
+            if not str(e).startswith("idem_settle: detail"):
+                raise
+            reason, cause = f"{what} cannot be stored: {e}", e
+        except (TypeError, ValueError) as e:  # not JSON; UnicodeEncodeError: a lone surrogate
+            reason, cause = str(e), e
+        else:
+            column = "result" if status == "succeeded" else "error"
+            stored = self._one(f"SELECT {column} FROM {_sql_name(self.name)} WHERE token = ?", (d.token,))
+            return (None if stored is None else json.loads(stored)), answer
+        self._settle_unknown(d, {"reason": reason})
+        raise OutcomeUnknown(reason, key=d.key) from cause
 
     def _settle_unknown(self, d: Admitted, detail: Any) -> None:
         """Settles the claim unknown; one whose lease ran out while the action ran is unknown already.
 
         The extension refuses unknown -> unknown, so that refusal is taken
         as done when the row the token names is (effectively) unknown; the
-        detail is then not recorded. Any other error is raised.
+        detail is then not recorded. A detail the ledger cannot store (over
+        its max_args_bytes) is dropped: the claim is settled unknown without
+        it. Any other error is raised.
         """
         try:
-            self.settle(d.token, "unknown", detail)
+            try:
+                self.settle(d.token, "unknown", detail)
+            except LedgerError as e:
+                if detail is None or not str(e).startswith("idem_settle: detail"):
+                    raise
+                self.settle(d.token, "unknown", None)
         except LedgerError:
             try:
                 row = self.conn.execute(f"SELECT status FROM {_sql_name(self.name)} WHERE token = ?",
