@@ -642,6 +642,7 @@ void ledger_finalize_all(IdemLedger *p);
 int ledger_step_done(sqlite3_stmt *pS);
 /* synchronous >= FULL on a file database: a power loss keeps the claim. */
 int ledger_durable(IdemLedger *p);
+char *ledger_arg_got(sqlite3_value *v);
 /* 1 when database zDb of db is served by dqlite's VFS ("dqlite-<n>"). */
 int ledger_under_dqlite(sqlite3 *db, const char *zDb);
 /* A nested write that did not change exactly one row is an error. */
