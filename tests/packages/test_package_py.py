@@ -368,6 +368,22 @@ def run(tmp):
     f2 = store.call(T, C, "store", {"case": "fail"}, Counter())
     report(f1.status == "failed" and repr(f1.error) == repr(f2.error) == "{'code': 'x', 'z': 1}",
            "first-call-error-as-replayed", f"{f1.error!r} / {f2.error!r}")
+
+    # An async function given to the synchronous call: its coroutine never
+    # ran, so nothing was sent; the claim is released and a TypeError says
+    # why (it was settled unknown, which blocked the key for good).
+    async def async_send(attempt):
+        return {"sent": True}
+
+    e = raised(lambda: store.call(T, C, "store", {"case": "async"}, async_send))
+    key = store.conn.execute("SELECT idem_key(?, ?, ?, ?)", (T, C, "store", '{"case":"async"}')).fetchone()[0]
+    row = store.row(T, key)
+    report(isinstance(e, TypeError) and str(e) == "Ledger.call: the action returned a coroutine that never ran "
+           "(an async function?); call runs a synchronous action: nothing was sent and the claim is released"
+           and row is not None and row["status"] == "released" and row["error"].get("sent") is False,
+           "async-action-released", f"got {e!r}, row {row!r}")
+    again = store.call(T, C, "store", {"case": "async"}, lambda a: {"sent": True})
+    report(again.status == "succeeded" and again.attempt == 2, "async-action-retry-runs", f"got {again!r}")
     store.close()
 
     # A ledger named with its schema ('aux.ledger', '"aux"."ledger"'), as

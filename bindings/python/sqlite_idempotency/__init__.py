@@ -22,6 +22,7 @@ unchanged (and the SQLite error name, e.g. ``SQLITE_CONSTRAINT``).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import os
 import random
@@ -712,6 +713,12 @@ class Ledger:
             if not isinstance(e, Exception):
                 raise  # KeyboardInterrupt, SystemExit: settled unknown, then propagated
             raise OutcomeUnknown(reason, key=d.key) from e
+        if inspect.iscoroutine(result) and inspect.getcoroutinestate(result) == inspect.CORO_CREATED:
+            # an async function: its coroutine never ran, so nothing was sent
+            result.close()
+            self.settle(d.token, "released", {"sent": False, "reason": "the action returned a coroutine"})
+            raise TypeError("Ledger.call: the action returned a coroutine that never ran (an async function?); "
+                            "call runs a synchronous action: nothing was sent and the claim is released")
         result, s = self._settle_value(d, "succeeded", result, "the result")
         return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
 
