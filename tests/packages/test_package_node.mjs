@@ -336,12 +336,16 @@ async function run(tmp) {
   const tables = qdb.prepare("SELECT schema || '.' || name AS t FROM pragma_table_list WHERE name LIKE '%ledger%' AND schema IN ('main', 'aux') ORDER BY 1").all().map((r) => r.t);
   report(j(tables) === j(['aux.ledger', 'aux.ledger_guards', 'aux.ledger_meta', 'aux.ledger_rows', 'main.ledger', 'main.ledger_guards', 'main.ledger_meta', 'main.ledger_rows']),
          'qualified-name-created-in-schema', j(tables));
+  // the second Ledger.open loaded the extension into qdb again: the first ledger still works
+  const md = mainL.claim(T, C, 'q', { n: 0 });
+  report(md.decision === 'admitted' && mainL.claim(T, C, 'q', { n: 0 }).decision === 'in_progress',
+         'two-ledgers-one-connection', j(md));
   const qd = auxL.claim(T, C, 'q', { n: 1 });
   report(qd.decision === 'admitted' && auxL.row(T, qd.key) && !mainL.row(T, qd.key), 'qualified-name-claim-row', j(qd));
   const qo = await new idem.Ledger(qdb, { name: '"aux"."ledger"' }).call(T, C, 'q', { n: 2 }, async () => ({ ok: 1 }));
   const nAux = qdb.prepare('SELECT count(*) AS n FROM aux.ledger').get().n;
   const nMain = qdb.prepare('SELECT count(*) AS n FROM main.ledger').get().n;
-  report(qo.status === 'succeeded' && Number(nAux) === 2 && Number(nMain) === 0, 'qualified-name-call', `${j(qo)}; rows aux ${nAux}, main ${nMain}`);
+  report(qo.status === 'succeeded' && Number(nAux) === 2 && Number(nMain) === 1, 'qualified-name-call', `${j(qo)}; rows aux ${nAux}, main ${nMain}`);
   e = raised(() => idem.Ledger.open(qdb, { name: 'aux.ledger', options: { lease_seconds: 30 } }));
   report(e instanceof idem.IdempotencyError && e.message === 'Ledger.create: ledger aux.ledger exists with lease_seconds=60, not 30; options apply only when a ledger is created',
          'qualified-name-options-checked', desc(e));

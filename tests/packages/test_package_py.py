@@ -398,6 +398,10 @@ def run(tmp):
     report(tables == [("aux", "ledger"), ("aux", "ledger_guards"), ("aux", "ledger_meta"), ("aux", "ledger_rows"),
                       ("main", "ledger"), ("main", "ledger_guards"), ("main", "ledger_meta"), ("main", "ledger_rows")],
            "qualified-name-created-in-schema", f"tables {tables}")
+    # the second Ledger.open loaded the extension into conn again: the first ledger still works
+    md = main_l.claim(T, C, "q", {"n": 0})
+    report(isinstance(md, idem.Admitted) and isinstance(main_l.claim(T, C, "q", {"n": 0}), idem.InProgress),
+           "two-ledgers-one-connection", f"got {md!r}")
     d = aux_l.claim(T, C, "q", {"n": 1})
     row = aux_l.row(T, d.key) if isinstance(d, idem.Admitted) else None
     report(isinstance(d, idem.Admitted) and row is not None and main_l.row(T, d.key) is None,
@@ -405,7 +409,7 @@ def run(tmp):
     o = idem.Ledger(conn, '"aux"."ledger"').call(T, C, "q", {"n": 2}, lambda a: {"ok": 1})
     n_aux = conn.execute("SELECT count(*) FROM aux.ledger").fetchone()[0]
     n_main = conn.execute("SELECT count(*) FROM main.ledger").fetchone()[0]
-    report(o.status == "succeeded" and n_aux == 2 and n_main == 0, "qualified-name-call",
+    report(o.status == "succeeded" and n_aux == 2 and n_main == 1, "qualified-name-call",
            f"got {o!r}; rows aux {n_aux}, main {n_main}")
     e = raised(lambda: idem.Ledger.open(conn, "aux.ledger", options={"lease_seconds": 30}))
     report(isinstance(e, idem.IdempotencyError) and str(e) == "Ledger.create: ledger aux.ledger exists with "
