@@ -643,6 +643,7 @@ int ledger_step_done(sqlite3_stmt *pS);
 /* synchronous >= FULL on a file database: a power loss keeps the claim. */
 int ledger_durable(IdemLedger *p);
 char *ledger_arg_got(sqlite3_value *v);
+char *ledger_token_error(const char *zFunc, sqlite3_value *v);
 /* 1 when database zDb of db is served by dqlite's VFS ("dqlite-<n>"). */
 int ledger_under_dqlite(sqlite3 *db, const char *zDb);
 /* A nested write that did not change exactly one row is an error. */

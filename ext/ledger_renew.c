@@ -45,6 +45,25 @@ char *ledger_arg_got(sqlite3_value *v) {
 }
 
 /*
+** The error for a token argument that is not 32 lowercase hex digits,
+** naming what was given (a text longer than a token by its length).
+** sqlite3_malloc; NULL on OOM.
+*/
+char *ledger_token_error(const char *zFunc, sqlite3_value *v) {
+  char *zGot, *zErr;
+  if (sqlite3_value_type(v) == SQLITE_TEXT && sqlite3_value_bytes(v) > 64) {
+    zGot = sqlite3_mprintf("a TEXT of %d bytes", sqlite3_value_bytes(v));
+  } else {
+    zGot = ledger_arg_got(v);
+  }
+  if (zGot == 0) return 0;
+  zErr = sqlite3_mprintf(
+      "%s: token must be the 32 lowercase hex digits idem_claim returned, got %s", zFunc, zGot);
+  sqlite3_free(zGot);
+  return zErr;
+}
+
+/*
 ** The seconds argument: an INTEGER in the lease_seconds range of CREATE.
 ** SQLITE_OK with *pSec set, or SQLITE_CONSTRAINT with *pzErr.
 */
@@ -99,8 +118,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
     if (zToken == 0) return SQLITE_NOMEM;
   }
   if (!ledger_token_parse(zToken, &iId, &iRnd)) {
-    *pzErr =
-        sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned", zFunc);
+    *pzErr = ledger_token_error(zFunc, pToken);
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
   if (!sqlite3_get_autocommit(p->db)) {

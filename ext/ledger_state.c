@@ -1114,8 +1114,7 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
       }
     }
     if (!ledger_token_parse(zToken, &iId, &iRnd)) {
-      *pzErr = sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned",
-                               zFunc);
+      *pzErr = ledger_token_error(zFunc, pToken);
       rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
       goto done;
     }

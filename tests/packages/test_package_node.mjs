@@ -256,7 +256,7 @@ async function run(tmp) {
          'renew-settled-lease-lost', desc(e));
   e = raised(() => ledger.renew('not-a-token'));
   report(e instanceof idem.LedgerError && !(e instanceof idem.LeaseLost) &&
-         e.message === 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned', 'renew-malformed-token', desc(e));
+         e.message === 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned, got "not-a-token"', 'renew-malformed-token', desc(e));
 
   // A holder that stalls past its lease (1 s) between its claim and its send:
   // meanwhile the key was resolved released and claimed again by another

@@ -282,7 +282,7 @@ def run(tmp):
            "renew-settled-lease-lost", f"got {e!r}")
     e = raised(lambda: ledger.renew("not-a-token"))
     report(isinstance(e, idem.LedgerError) and not isinstance(e, idem.LeaseLost)
-           and str(e) == "idem_renew: token must be the 32 lowercase hex digits idem_claim returned",
+           and str(e) == 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned, got "not-a-token"',
            "renew-malformed-token", f"got {e!r}")
 
     # A holder that stalls past its lease (1 s) between its claim and its

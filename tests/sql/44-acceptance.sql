@@ -61,3 +61,12 @@ SELECT 'meta-format-text', errmsg('SELECT count(*) FROM O')
 UPDATE O_meta SET v = 2 WHERE k = 'format';
 PRAGMA writable_schema = RESET;
 SELECT 'meta-restored', (SELECT count(*) FROM O) = 0;
+
+-- ---------------------------------------------------------------- a malformed token is named (a long one by its length)
+CREATE VIRTUAL TABLE K USING idempotency;
+SELECT 'token-long-named-by-length', errmsg('SELECT idem_settle(''K'', printf(''%.100c'', ''a''), ''failed'', NULL)')
+       = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got a TEXT of 100 bytes';
+SELECT 'token-renew-named', errmsg('SELECT idem_renew(''K'', ''abc'')')
+       = 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned, got "abc"';
+SELECT 'token-resolve-by-key-unaffected', errmsg('SELECT idem_resolve(''K'', ''t'', ''nokey'', ''released'', NULL)')
+       = 'idem_resolve: ledger K has no key "nokey" for tenant "t"';
