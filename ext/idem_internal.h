@@ -63,6 +63,15 @@ int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, Idem
                           void *pSinkCtx, IdemJcsError *pErr);
 
 /*
+** Check zIn[0..nIn) as stored canonical text (a ledger's result, error,
+** members): the I-JSON rules of idem_jcs_canonicalize, except that an
+** integer literal of up to 21 digits is valid, since canonical output
+** prints a double from 2^53 up to 1e21 as its integer digits. Returns
+** IDEM_JCS_OK, IDEM_JCS_INVALID (pErr filled) or IDEM_JCS_NOMEM.
+*/
+int idem_jcs_check_stored(const char *zIn, size_t nIn, const IdemMem *pMem, IdemJcsError *pErr);
+
+/*
 ** Write the ECMAScript Number::toString form of the finite double v into
 ** zOut (at least 32 bytes), NUL-terminated; returns its length. -0 gives
 ** "0". The caller must not pass NaN or an infinity.
