@@ -113,7 +113,9 @@ static const uint64_t aPow10u64[20] = {1u,
 ** Little-endian hosts split v into two 4-digit lanes of one word, each
 ** lane into two 2-digit lanes (x 5243 >> 19 is / 100 below 43699), each
 ** of those into tens and ones (x 103 >> 10 is / 10 below 179), and add
-** '0' to every byte; checked against printf for every v < 10^8. */
+** '0' to every byte. Both bounds are exact (the first x where either
+** product is off is 43699, resp. 179), and every lane stays below them:
+** a 4-digit lane is below 10^4 < 43699, a 2-digit lane below 100 < 179. */
 static inline void put8(uint32_t v, char *z) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   uint64_t y = (v / 10000) | ((uint64_t)(v % 10000) << 32);

@@ -715,9 +715,10 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
     if (iOwn >= 0) {
       p->zForeign = sqlite3_mprintf(
           "ledger %s has its trigger \"%s\" altered; rows may have been changed without it: "
-          "check them (sql/audit.sql), drop the trigger, then restore it with "
-          "SELECT idem_upgrade('%q'); every ledger operation is refused until then",
-          p->zName, zTrig, p->zName);
+          "check them (SELECT * FROM %s) against what the application and the targets know, "
+          "drop the trigger, then restore it with SELECT idem_upgrade('%q'); every ledger "
+          "operation is refused until then",
+          p->zName, zTrig, p->zName, p->zName);
     } else {
       p->zForeign = sqlite3_mprintf(
           "ledger %s has a foreign trigger \"%s\" on its shadow tables; every ledger "
@@ -733,9 +734,10 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
       if (aSeen[i]) continue;
       p->zForeign = sqlite3_mprintf(
           "ledger %s is missing its trigger \"%s\"; rows may have been changed without it: "
-          "check them (sql/audit.sql), then restore it with SELECT idem_upgrade('%q'); every "
-          "ledger operation is refused until then",
-          p->zName, azName[i], p->zName);
+          "check them (SELECT * FROM %s) against what the application and the targets know, "
+          "then restore it with SELECT idem_upgrade('%q'); every ledger operation is refused "
+          "until then",
+          p->zName, azName[i], p->zName, p->zName);
       if (p->zForeign == 0) rc = SQLITE_NOMEM;
     }
   } else if (rc == SQLITE_ROW) {

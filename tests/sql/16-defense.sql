@@ -164,12 +164,12 @@ DROP TRIGGER tcase2;
 DROP TRIGGER L_rows_delete;
 CREATE TRIGGER L_rows_delete BEFORE DELETE ON L_rows BEGIN SELECT 1; END;
 SELECT 'impostor-trigger', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f6'')')
-       = 'idem_claim: ledger L has its trigger "L_rows_delete" altered; rows may have been changed without it: check them (sql/audit.sql), drop the trigger, then restore it with SELECT idem_upgrade(''L''); every ledger operation is refused until then';
+       = 'idem_claim: ledger L has its trigger "L_rows_delete" altered; rows may have been changed without it: check them (SELECT * FROM L) against what the application and the targets know, drop the trigger, then restore it with SELECT idem_upgrade(''L''); every ledger operation is refused until then';
 SELECT 'impostor-nothing', (SELECT count(*) FROM L_rows WHERE "key" = 'f6') = 0;
 -- a missing own trigger stops every operation too (format 2)
 DROP TRIGGER L_rows_delete;
 SELECT 'missing-trigger-claim', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f6'')')
-       = 'idem_claim: ledger L is missing its trigger "L_rows_delete"; rows may have been changed without it: check them (sql/audit.sql), then restore it with SELECT idem_upgrade(''L''); every ledger operation is refused until then';
+       = 'idem_claim: ledger L is missing its trigger "L_rows_delete"; rows may have been changed without it: check them (SELECT * FROM L) against what the application and the targets know, then restore it with SELECT idem_upgrade(''L''); every ledger operation is refused until then';
 SELECT 'missing-trigger-select', errmsg('SELECT count(*) FROM L') GLOB 'idempotency: ledger L is missing its trigger "L_rows_delete"; *';
 -- idem_upgrade restores it, and the ledger works again
 SELECT 'restore-trigger', idem_upgrade('L') = '{"ledger":"L","from_format":2,"format":2,"rows_copied":0,"triggers_created":1}';
