@@ -63,6 +63,15 @@ int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, Idem
                           void *pSinkCtx, IdemJcsError *pErr);
 
 /*
+** Check zIn[0..nIn) as stored canonical text (a ledger's result, error,
+** members): the I-JSON rules of idem_jcs_canonicalize, except that an
+** integer literal of up to 21 digits is valid, since canonical output
+** prints a double from 2^53 up to 1e21 as its integer digits. Returns
+** IDEM_JCS_OK, IDEM_JCS_INVALID (pErr filled) or IDEM_JCS_NOMEM.
+*/
+int idem_jcs_check_stored(const char *zIn, size_t nIn, const IdemMem *pMem, IdemJcsError *pErr);
+
+/*
 ** Write the ECMAScript Number::toString form of the finite double v into
 ** zOut (at least 32 bytes), NUL-terminated; returns its length. -0 gives
 ** "0". The caller must not pass NaN or an infinity.
@@ -487,7 +496,8 @@ struct IdemLedger {
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
   int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
-  sqlite3_vfs *pClockVfs; /* the VFS ledger_now() reads; NULL until first read */
+  sqlite3_vfs *pClockVfs;       /* the VFS ledger_now() reads; NULL until first read */
+  unsigned int uDurableVersion; /* the data version iDurable was read at */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   int iTempNow;              /* temp's schema version as last read ... */
   unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
@@ -690,6 +700,8 @@ void ledger_finalize_all(IdemLedger *p);
 int ledger_step_done(sqlite3_stmt *pS);
 /* synchronous >= FULL on a file database: a power loss keeps the claim. */
 int ledger_durable(IdemLedger *p);
+char *ledger_arg_got(sqlite3_value *v);
+char *ledger_token_error(const char *zFunc, sqlite3_value *v);
 /* 1 when database zDb of db is served by dqlite's VFS ("dqlite-<n>"). */
 int ledger_under_dqlite(sqlite3 *db, const char *zDb);
 /* A nested write that did not change exactly one row is an error. */

@@ -60,6 +60,29 @@ static const struct {
     {"idem_key", 4, IDEM_PURE16BE, idem_key_func, 1},
 };
 
+/*
+** Whether this connection has the extension already (SQL load_extension()
+** run again, a binding's load() on a connection that loaded it). Loading
+** it again would register the module and the ledger functions anew under
+** the ledgers already connected: those would be unknown to the new
+** functions, and the old registry freed under them (a crash at close).
+** The probe is a prepare of idem_version(); its failure ("no such
+** function") is cleared by a prepare that succeeds, so that a caller that
+** reads the connection's error code after the init (sqlite3_open after an
+** automatic extension) sees none.
+*/
+static int idem_loaded(sqlite3 *db) {
+  sqlite3_stmt *pS = 0;
+  int rc = sqlite3_prepare_v2(db, "SELECT idem_version()", -1, &pS, 0);
+  sqlite3_finalize(pS);
+  if (rc != SQLITE_OK) {
+    pS = 0;
+    sqlite3_prepare_v2(db, "SELECT 1", -1, &pS, 0);
+    sqlite3_finalize(pS);
+  }
+  return rc == SQLITE_OK;
+}
+
 int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
   size_t i;
   int rc = SQLITE_OK;
@@ -74,6 +97,7 @@ int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rou
     }
     return SQLITE_ERROR;
   }
+  if (idem_loaded(db)) return SQLITE_OK; /* loaded again: everything is registered */
   for (i = 0; rc == SQLITE_OK && i < sizeof(aFunc) / sizeof(aFunc[0]); i++) {
     rc = sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, aFunc[i].flags,
                                  aFunc[i].bUtf16 ? &idem_utf16_variant : 0, aFunc[i].xFunc, 0, 0);

@@ -165,14 +165,6 @@ void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral)
   if (member(j, zName)) put(j, zJsonLiteral, strlen(zJsonLiteral));
 }
 
-/* A sink that keeps nothing: the canonicaliser only checks. */
-static int sink_discard(void *ctx, const char *p, size_t n) {
-  (void)ctx;
-  (void)p;
-  (void)n;
-  return 0;
-}
-
 void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
                            int eKind, IdemJsonSeen *pSeen) {
   IdemJcsError err;
@@ -188,7 +180,7 @@ void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, co
     if (member(j, zName)) put(j, zJson, n); /* these bytes passed the check below */
     return;
   }
-  rc = idem_jcs_canonicalize(zJson, n, &idem_sqlite_mem, sink_discard, 0, &err);
+  rc = idem_jcs_check_stored(zJson, n, &idem_sqlite_mem, &err);
   if (rc == IDEM_JCS_OK && eKind == IDEM_JSON_ARRAY) {
     const char *z = zJson;
     while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r') z++;

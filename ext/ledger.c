@@ -525,8 +525,13 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   if (p == 0) return;
   n = sqlite3_value_int64(argv[1]);
   if (sqlite3_value_type(argv[1]) != SQLITE_INTEGER || n < 0 || n > 315360000000LL) {
-    zErr =
-        sqlite3_mprintf("%s: older_than_seconds must be an INTEGER from 0 to 315360000000", zFunc);
+    char *zGot = ledger_arg_got(argv[1]);
+    zErr = zGot ? sqlite3_mprintf(
+                      "%s: older_than_seconds must be an INTEGER from 0 to "
+                      "315360000000, got %s",
+                      zFunc, zGot)
+                : 0;
+    sqlite3_free(zGot);
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }

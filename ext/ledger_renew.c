@@ -29,23 +29,52 @@ SQLITE_EXTENSION_INIT3
   " WHERE id=?3 AND token=?4 AND status='claimed' AND lease_until>?2 RETURNING lease_until"
 
 /*
+** How an argument that should have been an INTEGER is named in an error:
+** the integer, the text in JSON quotes, or its type (REAL, BLOB, NULL).
+** sqlite3_malloc; NULL on OOM.
+*/
+char *ledger_arg_got(sqlite3_value *v) {
+  static const char *azType[] = {"", "INTEGER", "REAL", "TEXT", "BLOB", "NULL"};
+  if (sqlite3_value_type(v) == SQLITE_INTEGER) {
+    return sqlite3_mprintf("%lld", sqlite3_value_int64(v));
+  } else if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    const char *z = (const char *)sqlite3_value_text(v);
+    return z ? idem_json_string(z) : 0;
+  }
+  return sqlite3_mprintf("%s", azType[sqlite3_value_type(v)]);
+}
+
+/*
+** The error for a token argument that is not 32 lowercase hex digits,
+** naming what was given (a text longer than a token by its length).
+** sqlite3_malloc; NULL on OOM.
+*/
+char *ledger_token_error(const char *zFunc, sqlite3_value *v) {
+  char *zGot, *zErr;
+  if (sqlite3_value_type(v) == SQLITE_TEXT && sqlite3_value_bytes(v) > 64) {
+    zGot = sqlite3_mprintf("a TEXT of %d bytes", sqlite3_value_bytes(v));
+  } else {
+    zGot = ledger_arg_got(v);
+  }
+  if (zGot == 0) return 0;
+  zErr = sqlite3_mprintf(
+      "%s: token must be the 32 lowercase hex digits idem_claim returned, got %s", zFunc, zGot);
+  sqlite3_free(zGot);
+  return zErr;
+}
+
+/*
 ** The seconds argument: an INTEGER in the lease_seconds range of CREATE.
 ** SQLITE_OK with *pSec set, or SQLITE_CONSTRAINT with *pzErr.
 */
 static int renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr) {
   const LedgerOption *o = &ledger_options[IDEM_OPT_LEASE];
-  char *zGot = 0;
+  char *zGot;
   if (sqlite3_value_type(v) == SQLITE_INTEGER) {
     *pSec = sqlite3_value_int64(v);
     if (*pSec >= o->iMin && *pSec <= o->iMax) return SQLITE_OK;
-    zGot = sqlite3_mprintf("%lld", *pSec);
-  } else if (sqlite3_value_type(v) == SQLITE_TEXT) {
-    const char *z = (const char *)sqlite3_value_text(v);
-    zGot = z ? idem_json_string(z) : 0;
-  } else {
-    static const char *azType[] = {"", "INTEGER", "REAL", "TEXT", "BLOB", "NULL"};
-    zGot = sqlite3_mprintf("%s", azType[sqlite3_value_type(v)]);
   }
+  zGot = ledger_arg_got(v);
   if (zGot == 0) return SQLITE_NOMEM;
   *pzErr = sqlite3_mprintf(
       "%s: seconds must be an INTEGER from %lld to %lld (the lease_seconds "
@@ -89,8 +118,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
     if (zToken == 0) return SQLITE_NOMEM;
   }
   if (!ledger_token_parse(zToken, &iId, &iRnd)) {
-    *pzErr =
-        sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned", zFunc);
+    *pzErr = ledger_token_error(zFunc, pToken);
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
   if (!sqlite3_get_autocommit(p->db)) {

@@ -797,6 +797,8 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
   int bOneInsert = p->aOpt[IDEM_OPT_RETENTION] == 0;
 
   memset(d, 0, sizeof(*d));
+  /* a claim that starts a write transaction reads synchronous again */
+  if (sqlite3_txn_state(db, p->zDb) != SQLITE_TXN_WRITE) p->iDurable = -1;
   if (writer_in_progress(db)) {
     *pzErr = sqlite3_mprintf(
         "%s: call it in a statement of its own (SELECT idem_claim(...)); "
@@ -1150,8 +1152,7 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
       }
     }
     if (!ledger_token_parse(zToken, &iId, &iRnd)) {
-      *pzErr = sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned",
-                               zFunc);
+      *pzErr = ledger_token_error(zFunc, pToken);
       rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
       goto done;
     }

@@ -139,11 +139,20 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
       v = sqlite3_column_int64(pS, 1);
       /* the same ranges as CREATE: a value edited into the file is never used */
       if (sqlite3_column_type(pS, 1) != SQLITE_INTEGER || v < o->iMin || v > o->iMax) {
+        /* a value of another type says so: TEXT '300' is not the integer 300 */
+        int eType = sqlite3_column_type(pS, 1);
         const char *zV = (const char *)sqlite3_column_text(pS, 1);
-        *pzErr = sqlite3_mprintf(
-            "idempotency: ledger %s has %s = %s in %s_meta; it must be an integer from %lld to "
-            "%lld",
-            zName, o->zName, zV ? zV : "NULL", zName, o->iMin, o->iMax);
+        char *zShown = eType == SQLITE_INTEGER ? sqlite3_mprintf("%s", zV)
+                       : eType == SQLITE_TEXT  ? sqlite3_mprintf("'%q' (TEXT)", zV)
+                       : eType == SQLITE_FLOAT ? sqlite3_mprintf("%s (REAL)", zV)
+                       : eType == SQLITE_BLOB  ? sqlite3_mprintf("a BLOB")
+                                               : sqlite3_mprintf("NULL");
+        *pzErr = zShown ? sqlite3_mprintf(
+                              "idempotency: ledger %s has %s = %s in %s_meta; it "
+                              "must be an integer from %lld to %lld",
+                              zName, o->zName, zShown, zName, o->iMin, o->iMax)
+                        : 0;
+        sqlite3_free(zShown);
         sqlite3_finalize(pS);
         return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
       }
@@ -153,6 +162,12 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
   }
   sqlite3_finalize(pS);
   if (rc != SQLITE_DONE) return rc;
+  if (iFormat == -1) {
+    *pzErr = sqlite3_mprintf(
+        "idempotency: ledger %s has no integer format in %s_meta; this build reads format %d",
+        zName, zName, LEDGER_FORMAT);
+    return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
+  }
   if (iFormat != LEDGER_FORMAT && iFormat != 1) {
     *pzErr = sqlite3_mprintf("idempotency: ledger %s has format %lld; this build reads format %d",
                              zName, iFormat, LEDGER_FORMAT);
@@ -163,10 +178,20 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
     /* an option added after the file was made takes its default */
     if (!aSeen[j] && !ledger_options[j].bOptional) break;
   }
-  if (j < IDEM_N_OPT || zId[0] == 0) {
-    *pzErr =
-        sqlite3_mprintf("idempotency: ledger %s has incomplete options in %s_meta", zName, zName);
-    return SQLITE_CORRUPT_VTAB;
+  if (j < IDEM_N_OPT) {
+    const LedgerOption *o = &ledger_options[j];
+    *pzErr = sqlite3_mprintf(
+        "idempotency: ledger %s has no %s in %s_meta; it must be an integer "
+        "from %lld to %lld",
+        zName, o->zName, zName, o->iMin, o->iMax);
+    return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
+  }
+  if (zId[0] == 0) {
+    *pzErr = sqlite3_mprintf(
+        "idempotency: ledger %s has no id in %s_meta; it must be the ledger's 16-character "
+        "identity",
+        zName, zName);
+    return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
   }
   return SQLITE_OK;
 }
@@ -881,11 +906,18 @@ int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound) {
 int ledger_durable(IdemLedger *p) {
   sqlite3_stmt *pS = 0;
   int durable = 0;
+  unsigned int uVersion = 0;
   /* Every run of a PRAGMA statement prepares it again (SQLite marks them
   ** run-once), about 8,000 instructions. Within one write transaction the
   ** value read by its first claim is kept: the transaction's claims are
-  ** made durable (or not) by the same commit. */
-  if (p->iDurable >= 0 && sqlite3_txn_state(p->db, p->zDb) == SQLITE_TXN_WRITE) {
+  ** made durable (or not) by the same commit. The transaction is told by
+  ** the pager's data version, which every commit changes, and a claim
+  ** that starts outside a write transaction forgets the value
+  ** (ledger_claim), so one read in an earlier transaction, before a
+  ** PRAGMA synchronous changed it, is never reused. */
+  sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_DATA_VERSION, &uVersion);
+  if (p->iDurable >= 0 && p->uDurableVersion == uVersion &&
+      sqlite3_txn_state(p->db, p->zDb) == SQLITE_TXN_WRITE) {
     return p->iDurable;
   }
   if (ledger_stmt(p, ST_SYNCHRONOUS, &pS) == SQLITE_OK) {
@@ -897,6 +929,7 @@ int ledger_durable(IdemLedger *p) {
     if (zFile == 0 || zFile[0] == 0) durable = 0; /* memory or temp database */
   }
   p->iDurable = durable;
+  p->uDurableVersion = uVersion;
   return durable;
 }
 

@@ -21,6 +21,9 @@
 **                     only time source, so leases expire without sleeping
 **   sqltest_defensive(on)  turns SQLITE_DBCONFIG_DEFENSIVE on (1) or off
 **                     (0) for this connection and returns the new setting
+**   sqltest_load_again()  loads the extension into this connection a second
+**                     time (from inside a statement, as SQL load_extension()
+**                     does) and returns 1, or fails with the load's error
 **   sqltest_risky(x)  returns x; DETERMINISTIC but not INNOCUOUS, so a schema
 **                     may use it in CHECK, index and generated-column
 **                     expressions, and under PRAGMA trusted_schema=OFF those
@@ -108,6 +111,31 @@ static void defensive_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     return;
   }
   sqlite3_result_int(ctx, on);
+}
+
+/* sqltest_load_again(): loads the extension under test into this
+** connection a second time, as SQL load_extension() would (from inside a
+** statement); returns 1, or the error */
+static const char *zLoadedExt = 0;
+static void load_again_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  char *zErr = 0;
+  int rc;
+  (void)argc;
+  (void)argv;
+  if (zLoadedExt == 0) {
+    sqlite3_result_error(ctx, "sqltest_load_again: no extension was loaded", -1);
+    return;
+  }
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, (int *)0);
+  rc = sqlite3_load_extension(db, zLoadedExt, "sqlite3_idempotency_init", &zErr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, (int *)0);
+  if (rc != SQLITE_OK) {
+    sqlite3_result_error(ctx, zErr ? zErr : sqlite3_errstr(rc), -1);
+  } else {
+    sqlite3_result_int(ctx, 1);
+  }
+  sqlite3_free(zErr);
 }
 
 static void clock_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -283,6 +311,7 @@ static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) 
       sqlite3_close(db);
       return 0;
     }
+    zLoadedExt = zExt;
     /* C API loading only: SQL load_extension() stays off */
     rc = sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, (int *)0);
   }
@@ -297,6 +326,10 @@ static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) 
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "sqltest_defensive", 1, SQLITE_UTF8, 0, defensive_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
+    rc =
+        sqlite3_create_function(db, "sqltest_load_again", 0, SQLITE_UTF8, 0, load_again_func, 0, 0);
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "sqltest_risky", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, 0,

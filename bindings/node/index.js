@@ -173,6 +173,56 @@ function jsonText(value, what) {
 }
 
 const quote = (name) => `"${String(name).replace(/"/g, '""')}"`;
+
+// [schema or undefined, table] of a ledger argument, parsed as the extension
+// parses it: ledger, aux.ledger, "aux"."ledger"; either part may be in double
+// quotes (a quote inside doubled), and must be when it holds a '.'. Anything
+// else throws RangeError, as the extension refuses it.
+function splitName(name) {
+  const bad = new RangeError(`Ledger: malformed ledger name ${JSON.stringify(String(name))}: write ledger or schema.ledger, a part in double quotes when it holds a '.' ("a.b"."x""y")`);
+  if (typeof name !== 'string' || name.includes('\0')) throw bad;
+  const parts = [];
+  const n = name.length;
+  let i = 0;
+  for (;;) {
+    let part;
+    if (name[i] === '"') {
+      let j = i + 1;
+      part = '';
+      for (;;) {
+        const k = name.indexOf('"', j);
+        if (k < 0) throw bad;
+        part += name.slice(j, k);
+        if (name[k + 1] === '"') {
+          part += '"';
+          j = k + 2;
+          continue;
+        }
+        i = k + 1;
+        break;
+      }
+      if (i < n && name[i] !== '.') throw bad;
+    } else {
+      let k = name.indexOf('.', i);
+      if (k < 0) k = n;
+      part = name.slice(i, k);
+      i = k;
+    }
+    if (part === '') throw bad;
+    parts.push(part);
+    if (i >= n) break;
+    i += 1; // the '.'
+    if (i >= n) throw bad;
+  }
+  if (parts.length > 2) throw bad;
+  return parts.length === 2 ? parts : [undefined, parts[0]];
+}
+
+// The ledger argument name (or its shadow table suffix) as a quoted SQL name.
+function sqlName(name, suffix = '') {
+  const [schema, table] = splitName(name);
+  return `${schema === undefined ? '' : `${quote(schema)}.`}${quote(table + suffix)}`;
+}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // --- the ledger ------------------------------------------------------------------
@@ -269,12 +319,13 @@ class Ledger {
       if (!Number.isInteger(v)) throw new RangeError(`Ledger.create: option ${k} must be an integer, got ${JSON.stringify(v)}`);
       parts.push(`${k}=${v}`);
     }
-    const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${quote(this.name)} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
+    const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${sqlName(this.name)} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
     try {
       this.db.exec(sql);
     } catch (e) {
       // A creator racing another waits on busy_timeout; if the other won, fine.
-      if (!this.value("SELECT count(*) AS v FROM sqlite_schema WHERE type = 'table' AND name = ?", [this.name])) {
+      const [schema, table] = splitName(this.name);
+      if (!this.value(`SELECT count(*) AS v FROM ${quote(schema ?? 'main')}.sqlite_schema WHERE type = 'table' AND name = ?`, [table])) {
         throw LedgerError.wrap(e);
       }
     }
@@ -283,7 +334,7 @@ class Ledger {
     if (parts.length) {
       let rows;
       try {
-        rows = this.db.prepare(`SELECT k, v FROM ${quote(`${this.name}_meta`)}`).all();
+        rows = this.db.prepare(`SELECT k, v FROM ${sqlName(this.name, '_meta')}`).all();
       } catch (e) {
         throw LedgerError.wrap(e);
       }
@@ -366,7 +417,7 @@ class Ledger {
   row(tenant, key) {
     let r;
     try {
-      r = this.db.prepare(`SELECT * FROM ${quote(this.name)} WHERE tenant = ? AND key = ?`).get(tenant, key);
+      r = this.db.prepare(`SELECT * FROM ${sqlName(this.name)} WHERE tenant = ? AND key = ?`).get(tenant, key);
     } catch (e) {
       throw LedgerError.wrap(e);
     }
@@ -423,31 +474,75 @@ class Ledger {
         throw e;
       }
       if (e instanceof ToolFailed) {
-        const error = this.storable(d, e.error, 'the error');
-        const s = this.settle(d.token, 'failed', error);
+        const [error, s] = this.settleValue(d, 'failed', e.error, 'the error');
         return outcome(d.key, 'failed', d.attempt, undefined, error, s.members, false);
       }
       if (e instanceof OutcomeUnknown) {
-        this.settle(d.token, 'unknown', e.detail);
+        this.settleUnknown(d, e.detail);
         throw new OutcomeUnknown(e.reason, { key: d.key, detail: e.detail, cause: e });
       }
       const reason = e instanceof Error ? `${e.name}: ${e.message}` : `thrown: ${String(e)}`;
-      this.settle(d.token, 'unknown', { reason });
+      this.settleUnknown(d, { reason });
       throw new OutcomeUnknown(reason, { key: d.key, cause: e });
     }
-    result = this.storable(d, result, 'the result');
-    const s = this.settle(d.token, 'succeeded', result);
-    return outcome(d.key, 'succeeded', d.attempt, result, undefined, s.members, false);
+    const [stored, s] = this.settleValue(d, 'succeeded', result, 'the result');
+    return outcome(d.key, 'succeeded', d.attempt, stored, undefined, s.members, false);
   }
 
-  // value as stored JSON; a value that is not JSON leaves the call unknown
-  // (the action ran, so it may have taken effect).
-  storable(d, value, what) {
+  // Settles status with value; returns [the value as stored, the settle's
+  // answer]. The value returned is the stored canonical JSON parsed, as a
+  // replay returns it. A value the ledger cannot store (not JSON; not I-JSON,
+  // such as an integer beyond 2^53-1 or a lone surrogate; over
+  // max_args_bytes) leaves the call unknown: the action ran, so it may have
+  // taken effect; it is settled unknown (never resent) and OutcomeUnknown
+  // says why.
+  settleValue(d, status, value, what) {
+    let reason;
+    let cause;
     try {
-      return JSON.parse(jsonText(value, what));
+      const text = jsonText(value, what);
+      const answer = JSON.parse(this.value('SELECT idem_settle(?, ?, ?, ?) AS v', [this.name, d.token, status, text]));
+      const column = status === 'succeeded' ? 'result' : 'error';
+      const stored = this.value(`SELECT ${column} AS v FROM ${sqlName(this.name)} WHERE token = ?`, [d.token]);
+      return [stored === null || stored === undefined ? null : JSON.parse(stored), answer];
     } catch (e) {
-      this.settle(d.token, 'unknown', { reason: e.message });
-      throw new OutcomeUnknown(e.message, { key: d.key, cause: e });
+      if (e instanceof LedgerError) {
+        if (!e.message.startsWith('idem_settle: detail')) throw e;
+        reason = `${what} cannot be stored: ${e.message}`;
+      } else if (e instanceof TypeError) {
+        reason = e.message;
+      } else {
+        throw e;
+      }
+      cause = e;
+    }
+    this.settleUnknown(d, { reason });
+    throw new OutcomeUnknown(reason, { key: d.key, cause });
+  }
+
+  // Settles the claim unknown. A claim whose lease ran out while the action
+  // ran is unknown already and the extension refuses unknown -> unknown:
+  // that refusal is taken as done when the row the token names is
+  // (effectively) unknown (the detail is then not recorded); any other
+  // error is thrown.
+  settleUnknown(d, detail) {
+    try {
+      try {
+        this.settle(d.token, 'unknown', detail);
+      } catch (e) {
+        // a detail the ledger cannot store (over max_args_bytes) is dropped
+        if (detail === null || detail === undefined || !(e instanceof LedgerError) ||
+            !e.message.startsWith('idem_settle: detail')) throw e;
+        this.settle(d.token, 'unknown', null);
+      }
+    } catch (e) {
+      let row;
+      try {
+        row = this.db.prepare(`SELECT status FROM ${sqlName(this.name)} WHERE token = ?`).get(d.token);
+      } catch {
+        row = undefined;
+      }
+      if (!(e instanceof LedgerError) || row?.status !== 'unknown') throw e;
     }
   }
 }

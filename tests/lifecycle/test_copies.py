@@ -23,6 +23,7 @@ failure. The extension is $EXT (default build/idempotency.so); a sanitizer
 build under build/asan cannot be loaded by the shell or Python, so
 build/idempotency.so is used instead, or everything skips.
 """
+import json
 import os
 import shutil
 import sqlite3
@@ -255,21 +256,45 @@ def main():
         naive.close()
         # the fix: leave out the ledger's own lines, restore the shadow
         # tables, then CREATE VIRTUAL TABLE adopts them
-        vtabs = {}
-        for l in lines:
-            if l.startswith("CREATE VIRTUAL TABLE "):
-                vtabs[l.split()[3].strip('"')] = l
-        kept = [l for l in lines if l not in vtabs.values()
-                and not any(l.startswith(f'INSERT INTO "{n}" VALUES(') for n in vtabs)]
+        def restore_iterdump(src_path, dst_path):
+            # the README's snippet, as written there
+            src = connect(src_path)
+            dst = sqlite3.connect(dst_path, isolation_level=None)
+            ledgers = src.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'table' "
+                                  "AND sql LIKE 'CREATE VIRTUAL TABLE % USING idempotency%'").fetchall()
+            own = {sql + ";" for _, sql in ledgers}           # iterdump's CREATE line of each ledger
+            rows = tuple('INSERT INTO "%s" VALUES(' % name.replace('"', '""') for name, _ in ledgers)
+            kept = [l for l in src.iterdump() if l not in own and not l.startswith(rows)]
+            dst.executescript("\n".join(kept))                # no extension needed for this part
+            dst.close()
+            dst = connect(dst_path)                           # dst has the extension loaded
+            for _, sql in ledgers:
+                dst.execute(sql)                              # adopts <name>_rows, _meta, _guards
+            dst.close()
+            src.close()
+
         fixed = os.path.join(tmp, "iterdump.db")
-        db = sqlite3.connect(fixed, isolation_level=None)
-        db.executescript("\n".join(kept))
-        db.close()
-        db = connect(fixed)
-        for sql in vtabs.values():
-            db.execute(sql)
-        db.close()
+        restore_iterdump(src, fixed)
         check_copy("iterdump-filtered-adopted", fixed, live, meta)
+        # a ledger under an odd quoted name, beside one whose name is a prefix of it
+        odd_src = os.path.join(tmp, "iterdump-odd-src.db")
+        db = connect(odd_src)
+        db.execute('CREATE VIRTUAL TABLE "odd ""q"" name" USING idempotency')
+        db.execute("CREATE VIRTUAL TABLE odd USING idempotency")
+        tok = json.loads(db.execute('SELECT idem_claim(\'"odd ""q"" name"\', \'t\', \'c\', \'x\', \'{}\')').fetchone()[0])["token"]
+        db.execute("SELECT idem_claim('odd', 't', 'c', 'x', '{}')")
+        db.close()
+        odd_dst = os.path.join(tmp, "iterdump-odd.db")
+        try:
+            restore_iterdump(odd_src, odd_dst)
+            db = connect(odd_dst)
+            got = (json.loads(db.execute('SELECT idem_settle(\'"odd ""q"" name"\', ?, \'succeeded\', \'{}\')',
+                                         (tok,)).fetchone()[0])["status"],
+                   db.execute("SELECT count(*) FROM odd").fetchone()[0])
+            db.close()
+            check_eq("iterdump-filtered-odd-name", got, ("succeeded", 1))
+        except sqlite3.Error as e:
+            report(False, "iterdump-filtered-odd-name", str(e))
 
         # ------------------------------------------------------------ VACUUM INTO
         db = connect(src)

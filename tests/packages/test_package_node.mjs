@@ -256,7 +256,7 @@ async function run(tmp) {
          'renew-settled-lease-lost', desc(e));
   e = raised(() => ledger.renew('not-a-token'));
   report(e instanceof idem.LedgerError && !(e instanceof idem.LeaseLost) &&
-         e.message === 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned', 'renew-malformed-token', desc(e));
+         e.message === 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned, got "not-a-token"', 'renew-malformed-token', desc(e));
 
   // A holder that stalls past its lease (1 s) between its claim and its send:
   // meanwhile the key was resolved released and claimed again by another
@@ -283,6 +283,76 @@ async function run(tmp) {
          `${desc(e)}; first ran ${act.runs}; second ${j(second)}; row ${j(row)}`);
   short.close();
   other.close();
+
+  // An action that outlives its lease (1 s) and then fails in a way that may
+  // have sent: the claim is already unknown (its lease expired), and the
+  // caller is told OutcomeUnknown, not a refused settle.
+  const late = idem.Ledger.open(openDb(file), { name: 'late', options: { lease_seconds: 1 } });
+  const slow = (err) => async () => { await sleep(1200); throw err; };
+  const timeout = new Error('read timed out');
+  e = await rejected(late.call(T, C, 'send_email', { late: 1 }, slow(timeout)));
+  const lateRow = e instanceof idem.OutcomeUnknown ? late.row(T, e.key) : null;
+  report(e instanceof idem.OutcomeUnknown && e.cause === timeout && lateRow?.status === 'unknown',
+         'late-action-exception-unknown', desc(e));
+  e = await rejected(late.call(T, C, 'send_email', { late: 2 },
+                               slow(new idem.OutcomeUnknown('gateway timeout', { detail: { gw: 504 } }))));
+  report(e instanceof idem.OutcomeUnknown && same(e.detail, { gw: 504 }), 'late-action-outcome-unknown', desc(e));
+  e = await rejected(late.call(T, C, 'send_email', { late: 3 }, async () => { await sleep(1200); return { n: NaN }; }));
+  report(e instanceof idem.OutcomeUnknown, 'late-action-unstorable-result-unknown', desc(e));
+  late.close();
+
+  // A result the ledger cannot store (I-JSON: an integer beyond 2^53-1, a
+  // lone surrogate; over max_args_bytes): the action ran, so the call is
+  // settled unknown and OutcomeUnknown says why. A stored result comes back
+  // as a replay gives it.
+  const store = idem.Ledger.open(openDb(file), { name: 'store', options: { max_args_bytes: 240 } });
+  const cases = [['big-int', { id: 2 ** 60 }, 'the result cannot be stored: idem_settle: detail: integer 1152921504606847000 at byte 6 is beyond 2^53-1 and would lose precision; send it as a string'],
+                 ['lone-surrogate', { s: '\ud800' }, 'the result cannot be stored: idem_settle: detail: lone surrogate \\ud800 at byte 6'],
+                 ['too-big', { s: 'x'.repeat(300) }, "the result cannot be stored: idem_settle: detail is 308 bytes in canonical form, over the ledger's max_args_bytes of 240"]];
+  for (const [name, value, want] of cases) {
+    e = await rejected(store.call(T, C, 'store', { case: name }, async () => value));
+    const srow = e instanceof idem.OutcomeUnknown ? store.row(T, e.key) : null;
+    report(e instanceof idem.OutcomeUnknown && srow?.status === 'unknown' && e.reason === want && same(srow.error, { reason: want }),
+           `unstorable-result-${name}-unknown`, `${desc(e)}; row ${j(srow)}`);
+  }
+  const tiny = idem.Ledger.open(openDb(file), { name: 'tiny', options: { max_args_bytes: 16 } });
+  e = await rejected(tiny.call(T, C, 'store', {}, async () => ({ s: 'x'.repeat(20) })));
+  const trow = e instanceof idem.OutcomeUnknown ? tiny.row(T, e.key) : null;
+  report(trow?.status === 'unknown' && trow.error === null && e.reason.startsWith('the result cannot be stored: idem_settle: detail is 28 bytes'),
+         'unstorable-reason-too-long-unknown', `${desc(e)}; row ${j(trow)}`);
+  tiny.close();
+  const firstO = await store.call(T, C, 'store', { case: 'order' }, async () => ({ b: 1, a: 1.0, c: [2.50] }));
+  const againO = await store.call(T, C, 'store', { case: 'order' }, async () => null);
+  report(j(firstO.result) === j(againO.result) && j(firstO.result) === '{"a":1,"b":1,"c":[2.5]}' && firstO.idempotent === false && againO.idempotent === true,
+         'first-call-result-as-replayed', `${j(firstO.result)} / ${j(againO.result)}`);
+  store.close();
+
+  // A ledger named with its schema ('aux.ledger', '"aux"."ledger"'), as every
+  // extension function takes it, beside a main ledger of the same name.
+  const qdb = openDb(path.join(tmp, 'main-q.db'));
+  qdb.exec(`ATTACH '${path.join(tmp, 'aux-q.db')}' AS aux`);
+  const mainL = idem.Ledger.open(qdb);
+  const auxL = idem.Ledger.open(qdb, { name: 'aux.ledger', options: { lease_seconds: 60 } });
+  const tables = qdb.prepare("SELECT schema || '.' || name AS t FROM pragma_table_list WHERE name LIKE '%ledger%' AND schema IN ('main', 'aux') ORDER BY 1").all().map((r) => r.t);
+  report(j(tables) === j(['aux.ledger', 'aux.ledger_guards', 'aux.ledger_meta', 'aux.ledger_rows', 'main.ledger', 'main.ledger_guards', 'main.ledger_meta', 'main.ledger_rows']),
+         'qualified-name-created-in-schema', j(tables));
+  // the second Ledger.open loaded the extension into qdb again: the first ledger still works
+  const md = mainL.claim(T, C, 'q', { n: 0 });
+  report(md.decision === 'admitted' && mainL.claim(T, C, 'q', { n: 0 }).decision === 'in_progress',
+         'two-ledgers-one-connection', j(md));
+  const qd = auxL.claim(T, C, 'q', { n: 1 });
+  report(qd.decision === 'admitted' && auxL.row(T, qd.key) && !mainL.row(T, qd.key), 'qualified-name-claim-row', j(qd));
+  const qo = await new idem.Ledger(qdb, { name: '"aux"."ledger"' }).call(T, C, 'q', { n: 2 }, async () => ({ ok: 1 }));
+  const nAux = qdb.prepare('SELECT count(*) AS n FROM aux.ledger').get().n;
+  const nMain = qdb.prepare('SELECT count(*) AS n FROM main.ledger').get().n;
+  report(qo.status === 'succeeded' && Number(nAux) === 2 && Number(nMain) === 1, 'qualified-name-call', `${j(qo)}; rows aux ${nAux}, main ${nMain}`);
+  e = raised(() => idem.Ledger.open(qdb, { name: 'aux.ledger', options: { lease_seconds: 30 } }));
+  report(e instanceof idem.IdempotencyError && e.message === 'Ledger.create: ledger aux.ledger exists with lease_seconds=60, not 30; options apply only when a ledger is created',
+         'qualified-name-options-checked', desc(e));
+  e = raised(() => idem.Ledger.open(qdb, { name: '"aux.ledger' }));
+  report(e instanceof RangeError && e.message === 'Ledger: malformed ledger name "\\"aux.ledger": write ledger or schema.ledger, a part in double quotes when it holds a \'.\' ("a.b"."x""y")',
+         'qualified-name-malformed', desc(e));
+  qdb.close();
   ledger.close();
 }
 

@@ -282,7 +282,7 @@ def run(tmp):
            "renew-settled-lease-lost", f"got {e!r}")
     e = raised(lambda: ledger.renew("not-a-token"))
     report(isinstance(e, idem.LedgerError) and not isinstance(e, idem.LeaseLost)
-           and str(e) == "idem_renew: token must be the 32 lowercase hex digits idem_claim returned",
+           and str(e) == 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned, got "not-a-token"',
            "renew-malformed-token", f"got {e!r}")
 
     # A holder that stalls past its lease (1 s) between its claim and its
@@ -311,6 +311,115 @@ def run(tmp):
            "stalled-holder-learns-from-renew", f"{e!r}; first ran {first.runs}, second {second.runs}; row {row}")
     short.close()
     other.close()
+
+    # An action that outlives its lease (1 s) and then fails in a way that
+    # may have sent: the claim is already unknown (its lease expired), and
+    # the caller is told OutcomeUnknown, not a refused settle.
+    late = idem.Ledger.open(db, "late", options={"lease_seconds": 1})
+
+    def slow(exc):
+        def act(attempt):
+            time.sleep(1.2)
+            raise exc
+        return act
+
+    e = raised(lambda: late.call(T, C, "send_email", {"late": 1}, slow(TimeoutError("read timed out"))))
+    key = late.conn.execute("SELECT idem_key(?, ?, ?, ?)", (T, C, "send_email", '{"late":1}')).fetchone()[0]
+    report(isinstance(e, idem.OutcomeUnknown) and e.key == key and isinstance(e.__cause__, TimeoutError)
+           and late.row(T, key)["status"] == "unknown", "late-action-exception-unknown", f"got {e!r}")
+    e = raised(lambda: late.call(T, C, "send_email", {"late": 2},
+                                 slow(idem.OutcomeUnknown("gateway timeout", detail={"gw": 504}))))
+    report(isinstance(e, idem.OutcomeUnknown) and e.detail == {"gw": 504}, "late-action-outcome-unknown",
+           f"got {e!r}")
+    e = raised(lambda: late.call(T, C, "send_email", {"late": 3}, lambda a: (time.sleep(1.2), {1, 2})[1]))
+    report(isinstance(e, idem.OutcomeUnknown), "late-action-unstorable-result-unknown", f"got {e!r}")
+    late.close()
+
+    # A result the ledger cannot store (I-JSON: an integer beyond 2^53-1, a
+    # lone surrogate; over max_args_bytes): the action ran, so the call is
+    # settled unknown and OutcomeUnknown says why (not a raw error with the
+    # claim left claimed). A stored result comes back as a replay gives it.
+    store = idem.Ledger.open(db, "store", options={"max_args_bytes": 240})
+    cases = [("big-int", {"id": 2 ** 60}, "the result cannot be stored: idem_settle: detail: integer 1152921504606846976 "
+              "at byte 6 is beyond 2^53-1 and would lose precision; send it as a string"),
+             ("lone-surrogate", {"s": "\ud800"}, None),
+             ("too-big", {"s": "x" * 300}, "the result cannot be stored: idem_settle: detail is 308 bytes in canonical "
+              "form, over the ledger's max_args_bytes of 240")]
+    for name, value, want in cases:
+        e = raised(lambda: store.call(T, C, "store", {"case": name}, lambda a: value))
+        row = store.row(T, e.key) if isinstance(e, idem.OutcomeUnknown) else None
+        report(isinstance(e, idem.OutcomeUnknown) and row is not None and row["status"] == "unknown"
+               and (want is None or (e.reason == want and row["error"] == {"reason": want})),
+               f"unstorable-result-{name}-unknown", f"got {e!r}, row {row!r}")
+    # a reason too long for the ledger: settled unknown without it
+    tiny = idem.Ledger.open(db, "tiny", options={"max_args_bytes": 16})
+    e = raised(lambda: tiny.call(T, C, "store", {}, lambda a: {"s": "x" * 20}))
+    row = tiny.row(T, e.key) if isinstance(e, idem.OutcomeUnknown) else None
+    report(row is not None and row["status"] == "unknown" and row["error"] is None
+           and e.reason.startswith("the result cannot be stored: idem_settle: detail is 28 bytes"),
+           "unstorable-reason-too-long-unknown", f"got {e!r}, row {row!r}")
+    tiny.close()
+    first = store.call(T, C, "store", {"case": "order"}, lambda a: {"b": 1, "a": 1.0, "c": [2.50]})
+    again = store.call(T, C, "store", {"case": "order"}, lambda a: None)
+    report(first.result == again.result and repr(first.result) == repr(again.result)
+           and repr(first.result) == "{'a': 1, 'b': 1, 'c': [2.5]}" and first.idempotent is False
+           and again.idempotent is True, "first-call-result-as-replayed", f"{first.result!r} / {again.result!r}")
+    f1 = store.call(T, C, "store", {"case": "fail"}, Counter(exc=idem.ToolFailed({"z": 1, "code": "x"})))
+    f2 = store.call(T, C, "store", {"case": "fail"}, Counter())
+    report(f1.status == "failed" and repr(f1.error) == repr(f2.error) == "{'code': 'x', 'z': 1}",
+           "first-call-error-as-replayed", f"{f1.error!r} / {f2.error!r}")
+
+    # An async function given to the synchronous call: its coroutine never
+    # ran, so nothing was sent; the claim is released and a TypeError says
+    # why (it was settled unknown, which blocked the key for good).
+    async def async_send(attempt):
+        return {"sent": True}
+
+    e = raised(lambda: store.call(T, C, "store", {"case": "async"}, async_send))
+    key = store.conn.execute("SELECT idem_key(?, ?, ?, ?)", (T, C, "store", '{"case":"async"}')).fetchone()[0]
+    row = store.row(T, key)
+    report(isinstance(e, TypeError) and str(e) == "Ledger.call: the action returned a coroutine that never ran "
+           "(an async function?); call runs a synchronous action: nothing was sent and the claim is released"
+           and row is not None and row["status"] == "released" and row["error"].get("sent") is False,
+           "async-action-released", f"got {e!r}, row {row!r}")
+    again = store.call(T, C, "store", {"case": "async"}, lambda a: {"sent": True})
+    report(again.status == "succeeded" and again.attempt == 2, "async-action-retry-runs", f"got {again!r}")
+    store.close()
+
+    # A ledger named with its schema ('aux.ledger', '"aux"."ledger"'), as
+    # every extension function takes it, beside a main ledger of the same
+    # name: created, claimed, read and called in the attached database.
+    conn = sqlite3.connect(os.path.join(tmp, "main-q.db"), isolation_level=None)
+    conn.execute("ATTACH ? AS aux", (os.path.join(tmp, "aux-q.db"),))
+    main_l = idem.Ledger.open(conn)
+    aux_l = idem.Ledger.open(conn, "aux.ledger", options={"lease_seconds": 60})
+    tables = conn.execute("SELECT schema, name FROM pragma_table_list WHERE name LIKE '%ledger%' "
+                          "AND schema IN ('main', 'aux') ORDER BY 1, 2").fetchall()
+    report(tables == [("aux", "ledger"), ("aux", "ledger_guards"), ("aux", "ledger_meta"), ("aux", "ledger_rows"),
+                      ("main", "ledger"), ("main", "ledger_guards"), ("main", "ledger_meta"), ("main", "ledger_rows")],
+           "qualified-name-created-in-schema", f"tables {tables}")
+    # the second Ledger.open loaded the extension into conn again: the first ledger still works
+    md = main_l.claim(T, C, "q", {"n": 0})
+    report(isinstance(md, idem.Admitted) and isinstance(main_l.claim(T, C, "q", {"n": 0}), idem.InProgress),
+           "two-ledgers-one-connection", f"got {md!r}")
+    d = aux_l.claim(T, C, "q", {"n": 1})
+    row = aux_l.row(T, d.key) if isinstance(d, idem.Admitted) else None
+    report(isinstance(d, idem.Admitted) and row is not None and main_l.row(T, d.key) is None,
+           "qualified-name-claim-row", f"got {d!r}, row {row!r}")
+    o = idem.Ledger(conn, '"aux"."ledger"').call(T, C, "q", {"n": 2}, lambda a: {"ok": 1})
+    n_aux = conn.execute("SELECT count(*) FROM aux.ledger").fetchone()[0]
+    n_main = conn.execute("SELECT count(*) FROM main.ledger").fetchone()[0]
+    report(o.status == "succeeded" and n_aux == 2 and n_main == 1, "qualified-name-call",
+           f"got {o!r}; rows aux {n_aux}, main {n_main}")
+    e = raised(lambda: idem.Ledger.open(conn, "aux.ledger", options={"lease_seconds": 30}))
+    report(isinstance(e, idem.IdempotencyError) and str(e) == "Ledger.create: ledger aux.ledger exists with "
+           "lease_seconds=60, not 30; options apply only when a ledger is created",
+           "qualified-name-options-checked", f"got {e!r}")
+    e = raised(lambda: idem.Ledger.open(conn, '"aux.ledger'))
+    report(isinstance(e, ValueError) and str(e) == "Ledger: malformed ledger name '\"aux.ledger': write ledger or "
+           "schema.ledger, a part in double quotes when it holds a '.' (\"a.b\".\"x\"\"y\")",
+           "qualified-name-malformed", f"got {e!r}")
+    conn.close()
     ledger.close()
 
 

@@ -196,18 +196,18 @@ SELECT 'loc-release-reclaim', json_extract(idem_claim('L', 't', 'c', 'tool', '{}
 SELECT 'loc-release-sent-true-ok', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'loc-rel'), 'released', '{"sent":true}'), '$.status') = 'released';
 
 -- ---------------------------------------------------------------- tokens
-SELECT 'tok-not-hex', errmsg('SELECT idem_settle(''L'', ''zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'', ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned';
+SELECT 'tok-not-hex', errmsg('SELECT idem_settle(''L'', ''zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'', ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"';
 SELECT 'tok-not-hex-code', errcode('SELECT idem_settle(''L'', ''zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz'', ''failed'', NULL)') = 19;
-SELECT 'tok-uppercase', errmsg('SELECT idem_settle(''L'', upper((SELECT token FROM L WHERE "key" = ''ext-bad'')) , ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned'
+SELECT 'tok-uppercase', errmsg('SELECT idem_settle(''L'', upper((SELECT token FROM L WHERE "key" = ''ext-bad'')) , ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got "' || upper((SELECT token FROM L WHERE "key" = 'ext-bad')) || '"'
        OR (SELECT token FROM L WHERE "key" = 'ext-bad') NOT GLOB '*[a-f]*';
-SELECT 'tok-short', errmsg('SELECT idem_settle(''L'', substr((SELECT token FROM L WHERE "key" = ''ext-bad''), 1, 31), ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned';
-SELECT 'tok-long', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE "key" = ''ext-bad'') || ''0'', ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned';
-SELECT 'tok-padded', errmsg('SELECT idem_settle(''L'', '' '' || (SELECT token FROM L WHERE "key" = ''ext-bad''), ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned';
-SELECT 'tok-null', errmsg('SELECT idem_settle(''L'', NULL, ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned';
-SELECT 'tok-integer', errmsg('SELECT idem_settle(''L'', 12345678901234567890123456789012, ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned';
-SELECT 'tok-integer-small', errmsg('SELECT idem_settle(''L'', 1, ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned';
+SELECT 'tok-short', errmsg('SELECT idem_settle(''L'', substr((SELECT token FROM L WHERE "key" = ''ext-bad''), 1, 31), ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got "' || substr((SELECT token FROM L WHERE "key" = 'ext-bad'), 1, 31) || '"';
+SELECT 'tok-long', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE "key" = ''ext-bad'') || ''0'', ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got "' || (SELECT token FROM L WHERE "key" = 'ext-bad') || '0"';
+SELECT 'tok-padded', errmsg('SELECT idem_settle(''L'', '' '' || (SELECT token FROM L WHERE "key" = ''ext-bad''), ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got " ' || (SELECT token FROM L WHERE "key" = 'ext-bad') || '"';
+SELECT 'tok-null', errmsg('SELECT idem_settle(''L'', NULL, ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got NULL';
+SELECT 'tok-integer', errmsg('SELECT idem_settle(''L'', 12345678901234567890123456789012, ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got REAL';
+SELECT 'tok-integer-small', errmsg('SELECT idem_settle(''L'', 1, ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got 1';
 -- a BLOB holding the token's bytes is not the TEXT token (no coercion)
-SELECT 'tok-blob', errmsg('SELECT idem_settle(''L'', CAST((SELECT token FROM L WHERE "key" = ''ext-blob'') AS BLOB), ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned';
+SELECT 'tok-blob', errmsg('SELECT idem_settle(''L'', CAST((SELECT token FROM L WHERE "key" = ''ext-blob'') AS BLOB), ''failed'', NULL)') = 'idem_settle: token must be the 32 lowercase hex digits idem_claim returned, got BLOB';
 SELECT 'tok-blob-changed-nothing', (SELECT status FROM L_rows WHERE "key" = 'ext-blob') = 'claimed';
 SELECT 'tok-nul-inside', errcode('SELECT idem_settle(''L'', substr((SELECT token FROM L WHERE "key" = ''ext-bad''), 1, 16) || char(0) || substr((SELECT token FROM L WHERE "key" = ''ext-bad''), 18), ''failed'', NULL)') = 19;
 SELECT 'tok-wrong', errmsg('SELECT idem_settle(''L'', ''0123456789abcdef0123456789abcdef'', ''failed'', NULL)')

@@ -177,12 +177,12 @@ SELECT sqltest_clock(1700001100000);
 SELECT 'purge-settle-later', json_extract(idem_settle('P', (SELECT token FROM P WHERE "key" = 'p-new'), 'succeeded', NULL), '$.status') = 'succeeded';
 SELECT 'purge-claimed-renewed', json_extract(idem_claim('P', 't', 'c', 'x', '{}', 'external', 'p-claimed'), '$.decision') = 'unknown';
 -- now = 1700001100000: p-succ (x2), p-fail, p-rel updated 100 s ago; p-new updated now
-SELECT 'purge-validation-negative', errmsg('SELECT idem_purge(''P'', -1)') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000';
+SELECT 'purge-validation-negative', errmsg('SELECT idem_purge(''P'', -1)') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000, got -1';
 SELECT 'purge-validation-code', errcode('SELECT idem_purge(''P'', -1)') = 19;
-SELECT 'purge-validation-real', errmsg('SELECT idem_purge(''P'', 1.5)') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000';
-SELECT 'purge-validation-real-integral', errmsg('SELECT idem_purge(''P'', 10.0)') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000';
-SELECT 'purge-validation-null', errmsg('SELECT idem_purge(''P'', NULL)') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000';
-SELECT 'purge-validation-text', errmsg('SELECT idem_purge(''P'', ''10'')') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000';
+SELECT 'purge-validation-real', errmsg('SELECT idem_purge(''P'', 1.5)') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000, got REAL';
+SELECT 'purge-validation-real-integral', errmsg('SELECT idem_purge(''P'', 10.0)') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000, got REAL';
+SELECT 'purge-validation-null', errmsg('SELECT idem_purge(''P'', NULL)') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000, got NULL';
+SELECT 'purge-validation-text', errmsg('SELECT idem_purge(''P'', ''10'')') = 'idem_purge: older_than_seconds must be an INTEGER from 0 to 315360000000, got "10"';
 SELECT 'purge-validation-blob', errcode('SELECT idem_purge(''P'', x''00'')') = 19;
 SELECT 'purge-validation-huge', errcode('SELECT idem_purge(''P'', 315360000001)') = 19;
 SELECT 'purge-unknown-ledger', errmsg('SELECT idem_purge(''nope'', 0)') = 'idem_purge: unknown ledger "nope": no table USING idempotency by that name';

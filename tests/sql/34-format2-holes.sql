@@ -77,7 +77,7 @@ SELECT 'meta-lease-huge', errmsg('SELECT idem_claim(''O'', ''t'', ''c'', ''x'', 
        = 'idem_claim: idempotency: ledger O has lease_seconds = 9223372036854775807 in O_meta; it must be an integer from 0 to 31536000';
 UPDATE O_meta SET v = '300' WHERE k = 'lease_seconds';
 PRAGMA writable_schema = RESET;
-SELECT 'meta-lease-text', errmsg('SELECT count(*) FROM O') = 'idempotency: ledger O has lease_seconds = 300 in O_meta; it must be an integer from 0 to 31536000';
+SELECT 'meta-lease-text', errmsg('SELECT count(*) FROM O') = 'idempotency: ledger O has lease_seconds = ''300'' (TEXT) in O_meta; it must be an integer from 0 to 31536000';
 UPDATE O_meta SET v = 0 WHERE k = 'max_attempts';
 UPDATE O_meta SET v = 300 WHERE k = 'lease_seconds';
 PRAGMA writable_schema = RESET;
@@ -89,7 +89,7 @@ SELECT 'meta-single-two', errmsg('SELECT count(*) FROM O') = 'idempotency: ledge
 UPDATE O_meta SET v = 0 WHERE k = 'single_tenant';
 DELETE FROM O_meta WHERE k = 'max_args_bytes';
 PRAGMA writable_schema = RESET;
-SELECT 'meta-missing', errmsg('SELECT count(*) FROM O') = 'idempotency: ledger O has incomplete options in O_meta';
+SELECT 'meta-missing', errmsg('SELECT count(*) FROM O') = 'idempotency: ledger O has no max_args_bytes in O_meta; it must be an integer from 2 to 16777216';
 INSERT INTO O_meta VALUES ('max_args_bytes', 100);
 PRAGMA writable_schema = OFF;
 PRAGMA writable_schema = RESET;

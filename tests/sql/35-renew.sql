@@ -32,10 +32,10 @@ SELECT 'settled-renew-code', errcode('SELECT idem_renew(''L'', (SELECT token FRO
 SELECT 'settled-unchanged', (SELECT lease_until FROM L WHERE key = 'k1') = 1700000010000 + 31536000000;
 
 -- ---------------------------------------------------------------- arguments
-SELECT 'bad-token', errmsg('SELECT idem_renew(''L'', ''xyz'')') = 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned';
-SELECT 'null-token', errmsg('SELECT idem_renew(''L'', NULL)') = 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned';
-SELECT 'upper-token', errmsg('SELECT idem_renew(''L'', upper((SELECT token FROM tok WHERE name = ''k1'')))') = 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned';
-SELECT 'blob-token', errmsg('SELECT idem_renew(''L'', CAST((SELECT token FROM tok WHERE name = ''k1'') AS BLOB))') = 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned';
+SELECT 'bad-token', errmsg('SELECT idem_renew(''L'', ''xyz'')') = 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned, got "xyz"';
+SELECT 'null-token', errmsg('SELECT idem_renew(''L'', NULL)') = 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned, got NULL';
+SELECT 'upper-token', errmsg('SELECT idem_renew(''L'', upper((SELECT token FROM tok WHERE name = ''k1'')))') = 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned, got "' || upper((SELECT token FROM tok WHERE name = 'k1')) || '"';
+SELECT 'blob-token', errmsg('SELECT idem_renew(''L'', CAST((SELECT token FROM tok WHERE name = ''k1'') AS BLOB))') = 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned, got BLOB';
 SELECT 'unknown-token', errmsg('SELECT idem_renew(''L'', ''00000000000000000000000000000000'')')
        = 'idem_renew: no claim of ledger L holds token "00000000000000000000000000000000": it was taken over by a later attempt, or the token is wrong; do not act on this claim';
 SELECT 'unknown-ledger', errmsg('SELECT idem_renew(''nope'', ''00000000000000000000000000000000'')') = 'idem_renew: unknown ledger "nope": no table USING idempotency by that name';

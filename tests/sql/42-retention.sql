@@ -139,7 +139,7 @@ ATTACH (SELECT file FROM pragma_database_list WHERE name = 'main') AS again;
 SELECT 'connect-out-of-range', errmsg('SELECT count(*) FROM again.R')
        = 'idempotency: ledger R has retention_seconds = 315360001 in R_meta; it must be an integer from 0 to 315360000';
 SELECT 'connect-not-integer', errmsg('SELECT count(*) FROM again.d')
-       = 'idempotency: ledger d has retention_seconds = ten in d_meta; it must be an integer from 0 to 315360000';
+       = 'idempotency: ledger d has retention_seconds = ''ten'' (TEXT) in d_meta; it must be an integer from 0 to 315360000';
 -- a file made before the option existed has no row for it: the default (keep forever)
 SELECT 'connect-missing-default', errmsg('SELECT count(*) FROM again.lo') IS NULL
        AND json_extract(idem_claim('again.lo', 't', 'c', 'x', '{}'), '$.decision') = 'admitted';

@@ -65,7 +65,7 @@ CREATE TABLE bad_guards(id INTEGER PRIMARY KEY);
 INSERT INTO bad_meta VALUES ('format', 99), ('id', '0123456789abcdef');
 SELECT 'adopt-format-refused', errmsg('CREATE VIRTUAL TABLE bad USING idempotency') = 'idempotency: ledger bad has format 99; this build reads format 2';
 UPDATE bad_meta SET v = 1 WHERE k = 'format';
-SELECT 'adopt-incomplete-refused', errmsg('CREATE VIRTUAL TABLE bad USING idempotency') = 'idempotency: ledger bad has incomplete options in bad_meta';
+SELECT 'adopt-incomplete-refused', errmsg('CREATE VIRTUAL TABLE bad USING idempotency') = 'idempotency: ledger bad has no lease_seconds in bad_meta; it must be an integer from 0 to 31536000';
 INSERT INTO bad_meta VALUES ('lease_seconds', 40000000), ('max_attempts', 5), ('max_args_bytes', 1000), ('single_tenant', 0);
 SELECT 'adopt-range-refused', errmsg('CREATE VIRTUAL TABLE bad USING idempotency')
        = 'idempotency: ledger bad has lease_seconds = 40000000 in bad_meta; it must be an integer from 0 to 31536000';

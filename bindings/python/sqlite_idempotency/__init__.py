@@ -22,6 +22,7 @@ unchanged (and the SQLite error name, e.g. ``SQLITE_CONSTRAINT``).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import os
 import random
@@ -29,7 +30,7 @@ import re
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 __version__ = "0.1.0"
 
@@ -366,6 +367,59 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _split_name(name: str) -> Tuple[Optional[str], str]:
+    """(schema or None, table) of a ledger argument, parsed as the extension parses it.
+
+    ``ledger``, ``aux.ledger``, ``"aux"."ledger"``: either part may be in
+    double quotes (a quote inside doubled), and must be when it holds a
+    ``.``. Anything else raises ValueError, as the extension refuses it.
+    """
+    bad = ValueError(f"Ledger: malformed ledger name {name!r}: write ledger or schema.ledger, "
+                     "a part in double quotes when it holds a '.' (\"a.b\".\"x\"\"y\")")
+    if not isinstance(name, str) or "\0" in name:
+        raise bad
+    parts: List[str] = []
+    i, n = 0, len(name)
+    while True:
+        if i < n and name[i] == '"':
+            buf, j = [], i + 1
+            while True:
+                k = name.find('"', j)
+                if k < 0:
+                    raise bad
+                buf.append(name[j:k])
+                if name[k + 1:k + 2] == '"':
+                    buf.append('"')
+                    j = k + 2
+                    continue
+                i = k + 1
+                break
+            if i < n and name[i] != ".":
+                raise bad
+            part = "".join(buf)
+        else:
+            k = name.find(".", i)
+            k = n if k < 0 else k
+            part, i = name[i:k], k
+        if part == "":
+            raise bad
+        parts.append(part)
+        if i >= n:
+            break
+        i += 1  # the '.'
+        if i >= n:
+            raise bad
+    if len(parts) > 2:
+        raise bad
+    return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+
+
+def _sql_name(name: str, suffix: str = "") -> str:
+    """The ledger argument ``name`` (or its shadow table ``suffix``) as a quoted SQL name."""
+    schema, table = _split_name(name)
+    return (f"{_quote(schema)}." if schema is not None else "") + _quote(table + suffix)
+
+
 _OPTION = re.compile(r"[a-z_]{1,64}")
 
 
@@ -434,20 +488,21 @@ class Ledger:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ValueError(f"Ledger.create: option {k} must be an integer, got {v!r}")
             parts.append(f"{k}={v}")
-        sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {_quote(self.name)} USING idempotency"
+        sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {_sql_name(self.name)} USING idempotency"
         if parts:
             sql += "(" + ", ".join(parts) + ")"
         try:
             self.conn.execute(sql)
         except sqlite3.Error as e:
             # A creator racing another waits on busy_timeout; if the other won, fine.
-            exists = self.conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                                       (self.name,)).fetchone()
+            schema, table = _split_name(self.name)
+            exists = self.conn.execute(f"SELECT 1 FROM {_quote(schema or 'main')}.sqlite_schema "
+                                       "WHERE type = 'table' AND name = ?", (table,)).fetchone()
             if not exists:
                 raise LedgerError.wrap(e) from e
         if options:
             try:
-                stored = dict(self.conn.execute(f"SELECT k, v FROM {_quote(self.name + '_meta')}").fetchall())
+                stored = dict(self.conn.execute(f"SELECT k, v FROM {_sql_name(self.name, '_meta')}").fetchall())
             except sqlite3.Error as e:
                 raise LedgerError.wrap(e) from e
             for k, v in options.items():
@@ -527,7 +582,7 @@ class Ledger:
     def row(self, tenant: str, key: str) -> Optional[Dict[str, Any]]:
         """The ledger row of a key as a dict (effective status), or None."""
         try:
-            cur = self.conn.execute(f"SELECT * FROM {_quote(self.name)} WHERE tenant = ? AND key = ?", (tenant, key))
+            cur = self.conn.execute(f"SELECT * FROM {_sql_name(self.name)} WHERE tenant = ? AND key = ?", (tenant, key))
             r = cur.fetchone()
         except sqlite3.Error as e:
             raise LedgerError.wrap(e) from e
@@ -647,31 +702,73 @@ class Ledger:
             e.args = (f"{d.key} was not sent ({e.reason}); the claim is released",)
             raise
         except ToolFailed as e:
-            error = self._storable(d, e.error, "the error")
-            s = self.settle(d.token, "failed", error)
+            error, s = self._settle_value(d, "failed", e.error, "the error")
             return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False)
         except OutcomeUnknown as e:
-            self.settle(d.token, "unknown", e.detail)
+            self._settle_unknown(d, e.detail)
             raise OutcomeUnknown(e.reason, key=d.key, detail=e.detail) from e
         except BaseException as e:
             reason = f"{type(e).__name__}: {e}"
-            self.settle(d.token, "unknown", {"reason": reason})
+            self._settle_unknown(d, {"reason": reason})
             if not isinstance(e, Exception):
                 raise  # KeyboardInterrupt, SystemExit: settled unknown, then propagated
             raise OutcomeUnknown(reason, key=d.key) from e
-        result = self._storable(d, result, "the result")
-        s = self.settle(d.token, "succeeded", result)
+        if inspect.iscoroutine(result) and inspect.getcoroutinestate(result) == inspect.CORO_CREATED:
+            # an async function: its coroutine never ran, so nothing was sent
+            result.close()
+            self.settle(d.token, "released", {"sent": False, "reason": "the action returned a coroutine"})
+            raise TypeError("Ledger.call: the action returned a coroutine that never ran (an async function?); "
+                            "call runs a synchronous action: nothing was sent and the claim is released")
+        result, s = self._settle_value(d, "succeeded", result, "the result")
         return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
 
-    def _storable(self, d: Admitted, value: Any, what: str) -> Any:
-        """value as stored JSON; a value that is not JSON leaves the call unknown.
+    def _settle_value(self, d: Admitted, status: str, value: Any, what: str) -> Tuple[Any, Dict[str, Any]]:
+        """Settles ``status`` with ``value``; returns (the value as stored, the settle's answer).
 
-        The action has run, so the call may have taken effect: it is settled
-        unknown (never resent) and `OutcomeUnknown` says why.
+        The value returned is the stored canonical JSON parsed, as a replay
+        returns it. A value the ledger cannot store (not JSON; not I-JSON,
+        such as an integer beyond 2^53-1 or a lone surrogate; over
+        max_args_bytes) leaves the call unknown: the action has run, so the
+        call may have taken effect; it is settled unknown (never resent)
+        and `OutcomeUnknown` says why.
         """
         try:
-            return json.loads(_json_text(value, what))
-        except (TypeError, ValueError) as e:
-            reason = str(e)
-            self.settle(d.token, "unknown", {"reason": reason})
-            raise OutcomeUnknown(reason, key=d.key) from e
+            text = None if value is None else _json_text(value, what)
+            answer = json.loads(self._one("SELECT idem_settle(?, ?, ?, ?)", (self.name, d.token, status, text)))
+        except LedgerError as e:
+            if not str(e).startswith("idem_settle: detail"):
+                raise
+            reason, cause = f"{what} cannot be stored: {e}", e
+        except (TypeError, ValueError) as e:  # not JSON; UnicodeEncodeError: a lone surrogate
+            reason, cause = str(e), e
+        else:
+            column = "result" if status == "succeeded" else "error"
+            stored = self._one(f"SELECT {column} FROM {_sql_name(self.name)} WHERE token = ?", (d.token,))
+            return (None if stored is None else json.loads(stored)), answer
+        self._settle_unknown(d, {"reason": reason})
+        raise OutcomeUnknown(reason, key=d.key) from cause
+
+    def _settle_unknown(self, d: Admitted, detail: Any) -> None:
+        """Settles the claim unknown; one whose lease ran out while the action ran is unknown already.
+
+        The extension refuses unknown -> unknown, so that refusal is taken
+        as done when the row the token names is (effectively) unknown; the
+        detail is then not recorded. A detail the ledger cannot store (over
+        its max_args_bytes) is dropped: the claim is settled unknown without
+        it. Any other error is raised.
+        """
+        try:
+            try:
+                self.settle(d.token, "unknown", detail)
+            except LedgerError as e:
+                if detail is None or not str(e).startswith("idem_settle: detail"):
+                    raise
+                self.settle(d.token, "unknown", None)
+        except LedgerError:
+            try:
+                row = self.conn.execute(f"SELECT status FROM {_sql_name(self.name)} WHERE token = ?",
+                                        (d.token,)).fetchone()
+            except sqlite3.Error:
+                row = None
+            if row is None or row[0] != "unknown":
+                raise
