@@ -777,6 +777,8 @@ struct Op {
   int nCycle;
   int64_t iNext;
   double aTxn[MAX_ROUND], aAuto[MAX_ROUND];
+  double *aCallUs; /* when set, each call's own time is appended here */
+  int nCallUs, nCallMax;
 };
 
 static int64_t iConvCounter; /* fresh conversations, unique across the run */
@@ -837,7 +839,7 @@ static const char zReplay[] = "{\"decision\":\"replay\"";
 ** returns microseconds per call. */
 static double op_batch(Op *p, int n, int bTxn) {
   char zConv[24], zKey[40], aToken[72];
-  double t0 = now_us();
+  double t0 = now_us(), tCall = 0;
   int i, rc;
   if (bTxn) exec_db(p->db, "BEGIN");
   for (i = 0; i < n; i++) {
@@ -853,6 +855,7 @@ static double op_batch(Op *p, int n, int bTxn) {
     }
     if (p->iToken) bind_token(p->pStmt, p->iToken, aToken);
     if (p->iNow) sqlite3_bind_int64(p->pStmt, p->iNow, wall_ms());
+    if (p->aCallUs) tCall = now_us();
     while ((rc = sqlite3_step(p->pStmt)) == SQLITE_ROW) {
       const char *z;
       nRow++;
@@ -882,6 +885,7 @@ static double op_batch(Op *p, int n, int bTxn) {
       die(p->zName, "no row");
     }
     sqlite3_reset(p->pStmt);
+    if (p->aCallUs && p->nCallUs < p->nCallMax) p->aCallUs[p->nCallUs++] = now_us() - tCall;
   }
   if (bTxn) exec_db(p->db, "COMMIT");
   return (now_us() - t0) / n;
@@ -1461,7 +1465,7 @@ static void bench_retention(void) {
   sqlite3 *aDb[2];
   Op aOp[2];
   int64_t nBefore, nAfter, nExpiredLeft;
-  double aUs[2];
+  double aUs[2], aP99[2];
   char *zErr = 0, zCreate[128];
 
   printf("\n6. retention: claims on a ledger with %d expired terminal rows\n", nRows);
@@ -1492,6 +1496,9 @@ static void bench_retention(void) {
     op_free(&fill);
     op_init(&aOp[w], w ? "idem_claim, no retention" : "idem_claim, retention", aDb[w], zClaimSql,
             &aFix[FIX_SMALL], CHECK_ADMITTED);
+    aOp[w].nCallMax = nRound * nCall;
+    aOp[w].aCallUs = malloc(sizeof(double) * (size_t)aOp[w].nCallMax);
+    if (aOp[w].aCallUs == 0) die("retention", "out of memory");
   }
   /* every settled row is now older than the retention window */
   iClockShiftMs += ((int64_t)nRetention + 60) * 1000;
@@ -1501,11 +1508,16 @@ static void bench_retention(void) {
   }
   nAfter = query_int(aDb[0], "SELECT count(*) FROM L");
   nExpiredLeft = query_int(aDb[0], "SELECT count(*) FROM L WHERE status='succeeded'");
-  for (w = 0; w < 2; w++) aUs[w] = median(aOp[w].aTxn, nRound);
-  printf("%-44s %12s\n", "(one transaction of 200 claims, small)", "us per claim");
-  printf("%-44s %12.3f\n", "idem_claim, retention_seconds=3600", aUs[0]);
-  printf("%-44s %12.3f\n", "idem_claim, no retention", aUs[1]);
-  printf("%-44s %11.2fx\n", "ratio", aUs[0] / aUs[1]);
+  for (w = 0; w < 2; w++) {
+    aUs[w] = median(aOp[w].aTxn, nRound);
+    /* the spread of single claims: purging must stay a bounded batch */
+    qsort(aOp[w].aCallUs, (size_t)aOp[w].nCallUs, sizeof(double), cmp_double);
+    aP99[w] = aOp[w].aCallUs[(aOp[w].nCallUs * 99) / 100];
+  }
+  printf("%-44s %12s %12s\n", "(transactions of 200 claims, small)", "us per claim", "p99 single");
+  printf("%-44s %12.3f %12.3f\n", "idem_claim, retention_seconds=3600", aUs[0], aP99[0]);
+  printf("%-44s %12.3f %12.3f\n", "idem_claim, no retention", aUs[1], aP99[1]);
+  printf("%-44s %11.2fx %11.2fx\n", "ratio", aUs[0] / aUs[1], aP99[0] / aP99[1]);
   printf(
       "rows purged per claim: %.2f (%lld claims, %lld rows before, %lld after;"
       " %lld expired rows left)\n",
@@ -1517,6 +1529,7 @@ static void bench_retention(void) {
         " BENCH_RETENTION_ROWS\n");
   }
   for (w = 0; w < 2; w++) {
+    free(aOp[w].aCallUs);
     op_free(&aOp[w]);
     sqlite3_close(aDb[w]);
   }
