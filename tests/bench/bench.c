@@ -1701,8 +1701,8 @@ int main(int argc, char **argv) {
     printf(" %.3f us in section 1 (bind, step, reset of SELECT ?1)", aHarnessUs[0]);
   }
   if (aHarnessUs[1] >= 0) {
-    printf(" %.3f us in section 3 (the plain row's values made and bound, step, check)",
-           aHarnessUs[1]);
+    printf("%s %.3f us in section 3 (the plain row's values made and bound, step, check)",
+           aHarnessUs[0] >= 0 ? " and" : "", aHarnessUs[1]);
   }
   if (aHarnessUs[0] >= 0 || aHarnessUs[1] >= 0) printf("\n");
   printf("\nsummary (small arguments unless named)\n");
