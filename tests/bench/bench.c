@@ -1465,7 +1465,7 @@ static void bench_retention(void) {
   sqlite3 *aDb[2];
   Op aOp[2];
   int64_t nBefore, nAfter, nExpiredLeft;
-  double aUs[2], aP99[2];
+  double aUs[2], aP50[2], aP99[2];
   char *zErr = 0, zCreate[128];
 
   printf("\n6. retention: claims on a ledger with %d expired terminal rows\n", nRows);
@@ -1512,12 +1512,17 @@ static void bench_retention(void) {
     aUs[w] = median(aOp[w].aTxn, nRound);
     /* the spread of single claims: purging must stay a bounded batch */
     qsort(aOp[w].aCallUs, (size_t)aOp[w].nCallUs, sizeof(double), cmp_double);
+    aP50[w] = aOp[w].aCallUs[aOp[w].nCallUs / 2];
     aP99[w] = aOp[w].aCallUs[(aOp[w].nCallUs * 99) / 100];
   }
-  printf("%-44s %12s %12s\n", "(transactions of 200 claims, small)", "us per claim", "p99 single");
-  printf("%-44s %12.3f %12.3f\n", "idem_claim, retention_seconds=3600", aUs[0], aP99[0]);
-  printf("%-44s %12.3f %12.3f\n", "idem_claim, no retention", aUs[1], aP99[1]);
-  printf("%-44s %11.2fx %11.2fx\n", "ratio", aUs[0] / aUs[1], aP99[0] / aP99[1]);
+  printf("%-40s %12s %12s %12s\n", "(transactions of 200 claims, small)", "us per claim",
+         "p50 single", "p99 single");
+  printf("%-40s %12.3f %12.3f %12.3f\n", "idem_claim, retention_seconds=3600", aUs[0], aP50[0],
+         aP99[0]);
+  printf("%-40s %12.3f %12.3f %12.3f\n", "idem_claim, no retention", aUs[1], aP50[1], aP99[1]);
+  printf("%-40s %11.2fx %11.2fx %11.2fx\n", "ratio", aUs[0] / aUs[1], aP50[0] / aP50[1],
+         aP99[0] / aP99[1]);
+  printf("  (us per claim includes the COMMIT; single claims are timed alone, without it)\n");
   printf(
       "rows purged per claim: %.2f (%lld claims, %lld rows before, %lld after;"
       " %lld expired rows left)\n",
