@@ -1671,6 +1671,14 @@ static void bench_growth(void) {
 /* main                                                                */
 /* ------------------------------------------------------------------ */
 
+/* Print how long the section that just ended took (wall clock). */
+static void section_done(const char *zName) {
+  static double tLast = -1;
+  double t = now_us();
+  if (tLast >= 0 && t - tLast >= 1e5) printf("[%s: %.1f s]\n", zName, (t - tLast) / 1e6);
+  tLast = t;
+}
+
 static void print_load(const char *zWhen) {
   FILE *f = fopen("/proc/loadavg", "r");
   char z[128];
@@ -1717,17 +1725,25 @@ int main(int argc, char **argv) {
   }
   print_load("at start");
   read_row_format();
+  section_done("start");
 
   if (section_on("calls")) bench_calls(db);
+  section_done("calls");
   if (section_on("grammar") || section_on("claim") || section_on("replay") ||
       section_on("growth")) {
     bench_grammar(db, zCases);
   }
+  section_done("grammar");
   if (section_on("claim")) bench_claim();
+  section_done("claim");
   if (section_on("replay")) bench_replay();
+  section_done("replay");
   if (section_on("race")) bench_race();
+  section_done("race");
   if (section_on("retention")) bench_retention();
+  section_done("retention");
   if (section_on("growth")) bench_growth();
+  section_done("growth");
 
   if (aHarnessUs[0] >= 0 || aHarnessUs[1] >= 0) printf("\nharness: an empty call costs");
   if (aHarnessUs[0] >= 0) {
