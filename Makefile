@@ -9,6 +9,7 @@
 #   make bench      ratios against plain SQLite, measured in one run
 #   make lint       clang-format drift, cppcheck, -Werror build
 #   make install    PREFIX=/usr/local DESTDIR= (LIBDIR, INCLUDEDIR); make uninstall
+#   make dist       build/dist/: a platform-tagged wheel and an npm tarball, each with the extension
 #   make sql-audit DB=app.db      the sql/ kit, run with sqlite3 -bail
 #     (also sql-operations, sql-migrate, sql-install)
 
@@ -33,7 +34,7 @@ ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -
 LDLIBS_EXT := -lcjson -lm $(EXTRA_LDFLAGS)
 
 EXT_SRC := $(wildcard ext/*.c)
-PURE_SRC := ext/canonical.c ext/grammar.c
+PURE_SRC := ext/canonical.c ext/grammar.c ext/shortest.c
 EXT_HDR := ext/idem_internal.h include/idempotency.h
 EXT := $(BUILD)/idempotency.$(SO)
 
@@ -90,6 +91,22 @@ install: all
 	install -d "$(DESTDIR)$(LIBDIR)/sqlite3" "$(DESTDIR)$(INCLUDEDIR)"
 	install -m 0755 $(EXT) "$(DESTDIR)$(LIBDIR)/sqlite3/idempotency.$(SO)"
 	install -m 0644 include/idempotency.h "$(DESTDIR)$(INCLUDEDIR)/idempotency.h"
+
+# make dist: the language packages (bindings/dist.sh), carrying an extension
+# linked with RPATH $ORIGIN so that a library copied beside it is found.
+DIST ?= $(BUILD)/dist
+DIST_LIB := $(DIST)/lib/idempotency.$(SO)
+ifeq ($(UNAME_S),Darwin)
+  DIST_RPATH := -Wl,-rpath,@loader_path
+else
+  DIST_RPATH := -Wl,-rpath,'$$ORIGIN'
+endif
+$(DIST_LIB): $(EXT_SRC) $(EXT_HDR) Makefile
+	mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(SOFLAGS) -o $@ $(EXT_SRC) $(LDLIBS_EXT) $(DIST_RPATH)
+dist: deps $(DIST_LIB)
+	@bash bindings/dist.sh "$(DIST)" "$(DIST_LIB)" $(DIST_PARTS)
+.PHONY: dist
 
 uninstall:
 	rm -f "$(DESTDIR)$(LIBDIR)/sqlite3/idempotency.$(SO)" "$(DESTDIR)$(INCLUDEDIR)/idempotency.h"

@@ -13,7 +13,9 @@
 ** UTF-16 code units of their decoded names and a duplicate name is an
 ** error. The tree is then printed through a small staging buffer into a
 ** sink (a growable buffer, or an XXH3 state that never holds the whole
-** text).
+** text). A number is read into a double and printed back in its shortest
+** ECMAScript form by shortest.c, exactly, without the C library's
+** formatting or the locale.
 **
 ** Input rules (each refusal names the rule and the byte offset):
 ** no leading BOM; RFC 8259 grammar; no trailing bytes; valid UTF-8 and no
@@ -25,16 +27,12 @@
 */
 #include "idem_internal.h"
 
-#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__APPLE__)
-#include <xlocale.h>
-#endif
 
 static void *libc_malloc(size_t n) { return malloc(n); }
 static void *libc_realloc(void *p, size_t n) { return realloc(p, n); }
@@ -90,108 +88,131 @@ void idem_buf_free(IdemBuf *b) {
 /* Number formatting (ECMAScript Number::toString, ES2019 7.1.12.1)    */
 /* ------------------------------------------------------------------ */
 
+static const uint64_t aPow10u64[20] = {1u,
+                                       10u,
+                                       100u,
+                                       1000u,
+                                       10000u,
+                                       100000u,
+                                       1000000u,
+                                       10000000u,
+                                       100000000u,
+                                       1000000000u,
+                                       10000000000u,
+                                       100000000000u,
+                                       1000000000000u,
+                                       10000000000000u,
+                                       100000000000000u,
+                                       1000000000000000u,
+                                       10000000000000000u,
+                                       100000000000000000u,
+                                       1000000000000000000u,
+                                       10000000000000000000u};
+
+/* The eight decimal digits of v (< 10^8, leading zeros kept) at z.
+** Little-endian hosts split v into two 4-digit lanes of one word, each
+** lane into two 2-digit lanes (x 5243 >> 19 is / 100 below 43699), each
+** of those into tens and ones (x 103 >> 10 is / 10 below 179), and add
+** '0' to every byte. Both bounds are exact (the first x where either
+** product is off is 43699, resp. 179), and every lane stays below them:
+** a 4-digit lane is below 10^4 < 43699, a 2-digit lane below 100 < 179. */
+static inline void put8(uint32_t v, char *z) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t y = (v / 10000) | ((uint64_t)(v % 10000) << 32);
+  uint64_t q = ((y * 5243) >> 19) & 0x0000007F0000007Fu;
+  uint64_t t = q | ((y - 100 * q) << 16);
+  uint64_t tens = ((t * 103) >> 10) & 0x000F000F000F000Fu;
+  uint64_t d = (tens | ((t - 10 * tens) << 8)) + 0x3030303030303030u;
+  memcpy(z, &d, 8);
+#else
+  static const char aDigitPairs[201] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  uint32_t hi = v / 10000, lo = v % 10000;
+  memcpy(z, aDigitPairs + 2 * (hi / 100), 2);
+  memcpy(z + 2, aDigitPairs + 2 * (hi % 100), 2);
+  memcpy(z + 4, aDigitPairs + 2 * (lo / 100), 2);
+  memcpy(z + 6, aDigitPairs + 2 * (lo % 100), 2);
+#endif
+}
+
+/* Room es_format may write into: the text (at most 27 bytes) plus the
+** tail of fixed-size copies. */
+#define ES_ROOM 64
+
 /*
-** Format the decimal 0.D x 10^n (D = zDig[0..k), no leading or trailing
-** zeros, k >= 1), negated if neg, the way ECMAScript prints the double
-** whose shortest digits are D. Writes at most 27 bytes plus a NUL.
+** Format s x 10^e (s > 0, at most 19 digits), negated if neg, the way
+** ECMAScript prints the double whose shortest digits those are, into
+** zOut, which must have ES_ROOM bytes: every copy below is of a fixed 24
+** bytes (no library call) and may write past the text. Returns the length
+** of the text (at most 27; not NUL-terminated).
 */
-static int es_format(int neg, const char *zDig, int k, int n, char *zOut) {
-  char *z = zOut;
-  int i;
+static int es_format(int neg, uint64_t s, int e, char *zOut) {
+  char a[64], *zDig, *z = zOut;
+  int k, n;
+  /* k = the number of digits of s: about bits x log10(2), then one
+  ** comparison to settle it */
+  k = ((64 - __builtin_clzll(s)) * 1233) >> 12;
+  k += k < 19 && s >= aPow10u64[k];
+  /* the digits of s right-aligned in a[8..32), 8 at a time, then zeros */
+  put8((uint32_t)(s % 100000000), a + 24);
+  if (k > 8) put8((uint32_t)(s / 100000000 % 100000000), a + 16);
+  if (k > 16) put8((uint32_t)(s / 10000000000000000u), a + 8);
+  memset(a + 32, '0', 32);
+  zDig = a + 32 - k;
+  while (zDig[k - 1] == '0') { /* trailing zeros go to the exponent */
+    k--;
+    e++;
+  }
+  n = k + e; /* the value is 0.zDig x 10^n */
   if (neg) *z++ = '-';
   if (k <= n && n <= 21) {
-    memcpy(z, zDig, k);
-    z += k;
-    for (i = k; i < n; i++) *z++ = '0';
-  } else if (0 < n && n <= 21) {
-    memcpy(z, zDig, n);
+    memcpy(z, zDig, 24); /* k digits, then the zeros after a[32] */
     z += n;
-    *z++ = '.';
-    memcpy(z, zDig + n, k - n);
-    z += k - n;
+  } else if (0 < n && n <= 21) {
+    memcpy(z, zDig, 24);
+    z[n] = '.';
+    memcpy(z + n + 1, zDig + n, 24);
+    z += k + 1;
   } else if (-6 < n && n <= 0) {
-    *z++ = '0';
-    *z++ = '.';
-    for (i = 0; i < -n; i++) *z++ = '0';
-    memcpy(z, zDig, k);
-    z += k;
+    memcpy(z, "0.000000", 8);
+    memcpy(z + 2 - n, zDig, 24);
+    z += 2 - n + k;
   } else {
-    int e = n - 1;
-    *z++ = zDig[0];
+    int x = n - 1;
+    z[0] = zDig[0];
     if (k > 1) {
-      *z++ = '.';
-      memcpy(z, zDig + 1, k - 1);
-      z += k - 1;
+      z[1] = '.';
+      memcpy(z + 2, zDig + 1, 24);
+      z += k + 1;
+    } else {
+      z++;
     }
     *z++ = 'e';
-    *z++ = e < 0 ? '-' : '+';
-    z += sprintf(z, "%d", e < 0 ? -e : e);
+    *z++ = x < 0 ? '-' : '+';
+    if (x < 0) x = -x;
+    if (x >= 100) *z++ = (char)('0' + x / 100);
+    if (x >= 10) *z++ = (char)('0' + x / 10 % 10);
+    *z++ = (char)('0' + x % 10);
   }
-  *z = 0;
   return (int)(z - zOut);
 }
 
-/* A "C" locale for strtod/snprintf, so that a host that called
-** setlocale(LC_NUMERIC, ...) does not change the canonical text. Made
-** once and kept for the life of the process. */
-static locale_t c_locale(void) {
-  static locale_t loc = (locale_t)0;
-  locale_t l = __atomic_load_n(&loc, __ATOMIC_ACQUIRE);
-  if (l == (locale_t)0) {
-    locale_t expected = (locale_t)0;
-    l = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-    if (l == (locale_t)0) return (locale_t)0;
-    if (!__atomic_compare_exchange_n(&loc, &expected, l, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      freelocale(l);
-      l = expected;
-    }
-  }
-  return l;
-}
-
-/* Shortest round-trip digits of finite, non-zero, positive v, as
-** printf("%.*e") gives the nearest decimal of each length: for a normal
-** double 15 digits round-trip whenever any shorter form does (DBL_DIG),
-** so at most three tries; a subnormal has fewer bits and tries upward. */
-static int shortest_digits(double v, char *zDig, int *pN) {
-  char zTmp[40];
-  int p, pStart, k = 0, e;
-  char *zE;
-  pStart = (v >= 2.2250738585072014e-308) ? 14 : 0;
-  for (p = pStart; p <= 16; p++) {
-    snprintf(zTmp, sizeof(zTmp), "%.*e", p, v);
-    if (strtod(zTmp, 0) == v) break;
-  }
-  /* zTmp is d[.ddd]e[+-]XX */
-  zE = strchr(zTmp, 'e');
-  e = atoi(zE + 1);
-  for (char *z = zTmp; z < zE; z++) {
-    if (*z >= '0' && *z <= '9') zDig[k++] = *z;
-  }
-  while (k > 1 && zDig[k - 1] == '0') k--;
-  zDig[k] = 0;
-  *pN = e + 1;
-  return k;
-}
-
 int idem_jcs_number(double v, char *zOut) {
-  char zDig[24];
-  int k, n, neg = 0;
-  locale_t loc, old;
+  char zBuf[ES_ROOM];
+  int e, n;
+  uint64_t s;
   if (v == 0.0) {
     zOut[0] = '0';
     zOut[1] = 0;
     return 1;
   }
-  if (v < 0) {
-    neg = 1;
-    v = -v;
-  }
-  loc = c_locale();
-  old = loc ? uselocale(loc) : (locale_t)0;
-  k = shortest_digits(v, zDig, &n);
-  if (loc) uselocale(old);
-  return es_format(neg, zDig, k, n, zOut);
+  s = idem_shortest(fabs(v), &e);
+  n = es_format(v < 0, s, e, zBuf);
+  memcpy(zOut, zBuf, (size_t)n);
+  zOut[n] = 0;
+  return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -236,6 +257,35 @@ struct Parser {
 };
 
 #define IDEM_INLINE static inline __attribute__((always_inline))
+
+/* Copy n <= 32 bytes with fixed-size moves (two overlapping ones of the
+** largest size that fits), reading and writing only [0, n). */
+IDEM_INLINE void copy_small(char *zTo, const char *zFrom, size_t n) {
+  uint64_t a, b, c, d;
+  uint32_t e, f;
+  if (n >= 16) {
+    memcpy(&a, zFrom, 8);
+    memcpy(&b, zFrom + 8, 8);
+    memcpy(&c, zFrom + n - 16, 8);
+    memcpy(&d, zFrom + n - 8, 8);
+    memcpy(zTo, &a, 8);
+    memcpy(zTo + 8, &b, 8);
+    memcpy(zTo + n - 16, &c, 8);
+    memcpy(zTo + n - 8, &d, 8);
+  } else if (n >= 8) {
+    memcpy(&a, zFrom, 8);
+    memcpy(&b, zFrom + n - 8, 8);
+    memcpy(zTo, &a, 8);
+    memcpy(zTo + n - 8, &b, 8);
+  } else if (n >= 4) {
+    memcpy(&e, zFrom, 4);
+    memcpy(&f, zFrom + n - 4, 4);
+    memcpy(zTo, &e, 4);
+    memcpy(zTo + n - 4, &f, 4);
+  } else {
+    while (n--) *zTo++ = *zFrom++;
+  }
+}
 
 static int fail(Parser *p, size_t off, const char *zFmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(Parser *p, size_t off, const char *zFmt, ...) {
@@ -533,14 +583,151 @@ static const char *clip(const unsigned char *z, size_t n, char *zOut) {
   return zOut;
 }
 
-/* Parse a number at p->i into node iNode, computing its canonical text. */
+/* The number r (0..8) of ASCII digits z[0..8) starts with, their value
+** into *pV. The caller guarantees eight readable bytes. Little-endian
+** hosts read them as one word: x = word ^ '0' per byte holds each digit's
+** value, and a byte is a digit exactly when x < 10 there, that is when
+** neither x nor x + 0x76 reaches 0x80 (a carry out of a byte only starts
+** at a byte that is itself not a digit, and only moves to later bytes, so
+** the first non-digit is found exactly). Shifting the r digits to the top
+** of the word drops the rest and puts zeros (leading zero digits) below;
+** then pairs, quads and halves are combined (three multiplications). */
+IDEM_INLINE int digits8(const unsigned char *z, uint32_t *pV) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t v, x, m;
+  int r;
+  memcpy(&v, z, 8);
+  x = v ^ 0x3030303030303030u;
+  m = ((x + 0x7676767676767676u) | x) & 0x8080808080808080u;
+  r = m ? __builtin_ctzll(m) >> 3 : 8;
+  if (r == 0) {
+    *pV = 0;
+    return 0;
+  }
+  x <<= 8 * (8 - r); /* digit d0 in byte 8 - r */
+  /* each multiplication adds a lane times 10, 100 or 10000 to the lane
+  ** above it; the shift brings the sums down to the lower lane, the mask
+  ** drops the odd lanes (every sum fits its doubled lane: 99, 9999) */
+  x = ((x * (10 * 256 + 1)) >> 8) & 0x00FF00FF00FF00FFu;           /* d0d1, d2d3, ... */
+  x = ((x * (100 * 65536 + 1)) >> 16) & 0x0000FFFF0000FFFFu;       /* d0..d3, d4..d7 */
+  *pV = (uint32_t)((x * (10000 * ((uint64_t)1 << 32) + 1)) >> 32); /* d0..d7 */
+  return r;
+#else
+  uint32_t v = 0;
+  int r = 0;
+  while (r < 8 && z[r] >= '0' && z[r] <= '9') v = v * 10 + (uint32_t)(z[r++] - '0');
+  *pV = v;
+  return r;
+#endif
+}
+
+/*
+** Whether the literal z[start..end) is spelled the way es_format spells
+** its own value, given that the caller has checked that its significant
+** digits are all counted in w (no bMore), that w has no trailing zero
+** (checked here through the literal's last digit), and that w x 10^dExp is
+** the shortest-nearest decimal of the double (s == w, e10 == dExp). Then
+** the value has k = nd digits, the first and the last non-zero, and its
+** decimal point position is n = nd + dExp (the value is 0.D x 10^n). The
+** literal has a fraction or an exponent (integer literals are handled
+** before). es_format writes, for such a value:
+**   fixed, -6 < n <= 21 and k > n: "D{n}.D{k-n}" when n >= 1, and
+**     "0." then -n zeros then "D{k}" when n <= 0;
+**   exponent, n <= -6 or n > 21: "D" then ".D{k-1}" if k > 1, then "e",
+**     the sign of n-1 ('+' or '-'), and n-1 without leading zeros;
+**   integer, k <= n <= 21: the digits and zeros, no point, which a literal
+**     with a fraction whose last digit is non-zero, or with an exponent,
+**     never is (so that shape is never accepted here).
+** A JSON literal with a fraction and no exponent whose last byte is a
+** non-zero digit is "I.F": if I starts with a non-zero digit, I has n
+** digits (all significant) and F the remaining k - n >= 1, the first
+** fixed shape (n <= k - 1 <= 18 <= 21). If I is "0", the zeros after the
+** point are -n and the shape is the second one exactly when n > -6. A
+** literal with an exponent has the exponent shape when its mantissa is
+** one non-zero digit, optionally "." and digits ending in a non-zero one,
+** its exponent is written 'e', an explicit sign and no leading zero, and
+** n <= -6 or n > 21 (the exponent x then equals n - 1, since the mantissa
+** is D.DDD). Anything else goes through es_format and a comparison.
+*/
+/* Whether the mantissa z[intStart..ePos) of a literal with an exponent
+** is "D" or "D.D...D", its first and last digit non-zero. */
+static int mantissa_in_es_shape(const unsigned char *z, size_t intStart, size_t ePos) {
+  if (z[intStart] == '0' || z[ePos - 1] == '0') return 0;
+  return ePos - intStart == 1 || z[intStart + 1] == '.';
+}
+
+static int literal_in_es_shape(const unsigned char *z, size_t intStart, size_t ePos, size_t end,
+                               int nPoint) {
+  if (ePos == 0) {
+    if (z[end - 1] == '0') return 0;  /* a trailing zero, or no fraction */
+    if (z[intStart] != '0') return 1; /* "D{n}.D{k-n}" */
+    return nPoint > -6;               /* "0.000D{k}" */
+  }
+  if (!mantissa_in_es_shape(z, intStart, ePos)) return 0;
+  if (z[ePos] != 'e' || (z[ePos + 1] != '+' && z[ePos + 1] != '-') || z[ePos + 2] == '0') {
+    return 0;
+  }
+  return nPoint <= -6 || nPoint > 21;
+}
+
+/* Room es_from_mantissa may write into: a sign, the mantissa (at most
+** 20 digits and a point, which the caller checks), 'e', a sign and three
+** digits, and the tail of copy_small's moves (none past the text). */
+#define ES_MANT_MAX 21
+
+/*
+** The canonical text of a literal with an exponent whose digits are the
+** printed ones (the caller has checked what literal_in_es_shape assumes)
+** and whose mantissa z[intStart..ePos) is "D" or "D.D...D", its first and
+** last digit non-zero, for a value printed as "0.000D...D" (-6 < n <= 0)
+** or as an exponent form (n <= -6 or n > 21): es_format would write the
+** same digits, and in the exponent form the same mantissa, then "e", the
+** sign and n - 1 without leading zeros. So the digits are copied from the
+** literal ("7.5e-05" -> "0.000075", "1.5e-07" or "1.5E-7" -> "1.5e-7")
+** and only the rest written. Returns the length.
+*/
+static int es_from_mantissa(const unsigned char *z, int neg, size_t intStart, size_t ePos,
+                            int nPoint, char *zOut) {
+  char *o = zOut;
+  int x = nPoint - 1;
+  size_t nMant = ePos - intStart;
+  if (neg) *o++ = '-';
+  if (nPoint > -6 && nPoint <= 0) {
+    memcpy(o, "0.000000", 8);
+    o += 2 - nPoint;
+    *o++ = (char)z[intStart];
+    if (nMant > 2) {
+      copy_small(o, (const char *)z + intStart + 2, nMant - 2);
+      o += nMant - 2;
+    }
+    return (int)(o - zOut);
+  }
+  copy_small(o, (const char *)z + intStart, nMant);
+  o += nMant;
+  *o++ = 'e';
+  *o++ = x < 0 ? '-' : '+';
+  if (x < 0) x = -x;
+  if (x >= 100) *o++ = (char)('0' + x / 100);
+  if (x >= 10) *o++ = (char)('0' + x / 10 % 10);
+  *o++ = (char)('0' + x % 10);
+  return (int)(o - zOut);
+}
+
+/* Parse a number at p->i into node iNode, computing its canonical text.
+** One pass over the literal collects its value as w x 10^dExp, w being
+** the first 19 significant digits (bMore: non-zero digits follow). */
 static int parse_number(Parser *p, uint32_t iNode) {
   const unsigned char *z = p->z;
   size_t n = p->nIn, i = p->i, start = i;
-  size_t intStart, intEnd, fracStart = 0, fracEnd = 0;
-  int neg = 0, hasFrac = 0, hasExp = 0;
-  long exp = 0;
-  char zClip[44];
+  size_t intStart, nInt, ePos = 0;
+  int neg = 0, hasFrac = 0, hasExp = 0, nd = 0, bMore = 0, rc, len;
+  long exp = 0, dExp = 0;
+  uint64_t w = 0;
+  uint32_t d8;
+  char zClip[44], *zOut;
+  uint64_t s, c;
+  int e10, q;
+  IdemParseInfo info;
   Node *pN;
 
   if (i < n && z[i] == '-') {
@@ -551,18 +738,56 @@ static int parse_number(Parser *p, uint32_t iNode) {
   if (i < n && z[i] == '0') {
     i++;
   } else if (i < n && z[i] >= '1' && z[i] <= '9') {
-    while (i < n && z[i] >= '0' && z[i] <= '9') i++;
+    /* up to 8 digits a word while 19 are not reached (nd + r <= 19) */
+    while (nd <= 11 && n - i >= 8) {
+      int r = digits8(z + i, &d8);
+      w = w * aPow10u64[r] + d8;
+      nd += r;
+      i += r;
+      if (r < 8) goto int_done; /* z[i] is not a digit */
+    }
+    while (i < n && z[i] >= '0' && z[i] <= '9') {
+      unsigned d = z[i++] - '0';
+      if (nd < 19) {
+        w = w * 10 + d;
+        nd++;
+      } else {
+        dExp++;
+        bMore |= d != 0;
+      }
+    }
+  int_done:;
   } else {
     p->i = i;
     return unexpected(p, "a digit");
   }
-  intEnd = i;
+  nInt = i - intStart;
   if (i < n && z[i] == '.') {
-    i++;
-    fracStart = i;
-    while (i < n && z[i] >= '0' && z[i] <= '9') i++;
-    fracEnd = i;
-    if (fracEnd == fracStart) {
+    size_t fracStart = ++i;
+    if (w == 0) {
+      while (i < n && z[i] == '0') i++; /* not significant: only move the point */
+      dExp -= (long)(i - fracStart);
+    }
+    while (nd <= 11 && n - i >= 8) {
+      int r = digits8(z + i, &d8);
+      w = w * aPow10u64[r] + d8;
+      nd += r;
+      dExp -= r;
+      i += r;
+      if (r < 8) goto frac_done; /* z[i] is not a digit */
+    }
+    while (i < n && z[i] >= '0' && z[i] <= '9') {
+      unsigned d = z[i++] - '0';
+      if (nd < 19) {
+        w = w * 10 + d;
+        nd++;
+        dExp--;
+      } else {
+        bMore |= d != 0;
+      }
+    }
+  frac_done:
+    if (i == fracStart) {
       p->i = i;
       return unexpected(p, "a digit after the decimal point");
     }
@@ -571,6 +796,7 @@ static int parse_number(Parser *p, uint32_t iNode) {
   if (i < n && (z[i] == 'e' || z[i] == 'E')) {
     int eneg = 0;
     size_t eStart;
+    ePos = i;
     i++;
     if (i < n && (z[i] == '+' || z[i] == '-')) eneg = z[i++] == '-';
     eStart = i;
@@ -590,15 +816,14 @@ static int parse_number(Parser *p, uint32_t iNode) {
 
   if (!hasFrac && !hasExp) {
     /* An integer literal: exact below 2^53, and printed as written. */
-    size_t nd = intEnd - intStart;
-    if (nd > 16 || (nd == 16 && memcmp(z + intStart, IDEM_SAFE_INT_DIGITS, 16) > 0)) {
+    if (nInt > 16 || (nInt == 16 && memcmp(z + intStart, IDEM_SAFE_INT_DIGITS, 16) > 0)) {
       return fail(p, start,
                   "integer %s at byte %zu is beyond 2^53-1 and would lose precision; "
                   "send it as a string",
                   clip(z + start, i - start, zClip), start);
     }
-    if (neg && nd == 1 && z[intStart] == '0') {
-      int rc = idem_buf_sink(&p->aux, "0", 1);
+    if (neg && w == 0) {
+      rc = idem_buf_sink(&p->aux, "0", 1);
       if (rc) return rc;
       pN->inAux = 1;
       pN->off = (uint32_t)(p->aux.n - 1);
@@ -611,92 +836,98 @@ static int parse_number(Parser *p, uint32_t iNode) {
     return IDEM_JCS_OK;
   }
 
-  {
-    /* Significant digits D and decimal exponent n: value = 0.D x 10^n. */
-    char zDig[24], zOut[40];
-    int k = 0, lead = 1, many = 0;
-    long pos, nExp; /* integer digits after leading zeros; the exponent n */
-    size_t j;
-    int len, rc;
-    for (j = intStart; j < intEnd; j++) {
-      if (lead && z[j] == '0') continue;
-      lead = 0;
-      if (k < 17) zDig[k++] = (char)z[j];
-      else many = 1;
-    }
-    {
-      /* number of integer digits after leading zeros */
-      size_t a = intStart;
-      while (a < intEnd && z[a] == '0') a++;
-      pos = (long)(intEnd - a);
-    }
-    if (hasFrac) {
-      for (j = fracStart; j < fracEnd; j++) {
-        if (lead && z[j] == '0') {
-          pos--;
-          continue;
-        }
-        lead = 0;
-        if (k < 17) zDig[k++] = (char)z[j];
-        else if (z[j] != '0') many = 1;
-        else many = many ? many : 2; /* trailing zeros beyond 17 digits */
-      }
-    }
-    if (lead) {
-      /* every digit is zero */
-      rc = idem_buf_sink(&p->aux, "0", 1);
-      if (rc) return rc;
-      pN->inAux = 1;
-      pN->off = (uint32_t)(p->aux.n - 1);
-      pN->n = 1;
-      return IDEM_JCS_OK;
-    }
-    while (k > 1 && zDig[k - 1] == '0') k--;
-    nExp = pos + exp;
-    if (many != 1 && k <= 15 && nExp > -290 && nExp < 290) {
-      /* At most 15 significant digits in the normal range: the double's
-      ** shortest round-trip digits are exactly these (DBL_DIG). Digits
-      ** dropped above were zeros only when many != 1. */
-      zDig[k] = 0;
-      len = es_format(neg, zDig, k, (int)nExp, zOut);
+  if (w == 0) {
+    /* every digit is zero (bMore cannot be set before a non-zero digit) */
+    rc = idem_buf_sink(&p->aux, "0", 1);
+    if (rc) return rc;
+    pN->inAux = 1;
+    pN->off = (uint32_t)(p->aux.n - 1);
+    pN->n = 1;
+    return IDEM_JCS_OK;
+  }
+  dExp += exp;
+  if (!bMore && (unsigned long)(nd + dExp + 289) < 579 && /* -290 < nd + dExp < 290 */
+      (w < 1000000000000000u || idem_parse_mant(w, (int)dExp, &info))) {
+    /* At most 15 significant digits in the normal range: the double's
+    ** shortest round-trip digits are exactly these (DBL_DIG). Else the
+    ** double's significand (10^290 is far from overflowing and from
+    ** subnormals), and the literal is its printed digits when shortest.c
+    ** can prove it (significand strictly between 2^52 and 2^53), or
+    ** Schubfach finds them. */
+    if (w < 1000000000000000u || (info.mant - ((uint64_t)1 << 52) - 1 < ((uint64_t)1 << 52) - 1 &&
+                                  idem_literal_is_shortest(w, &info))) {
+      s = w;
+      e10 = (int)dExp;
     } else {
+      idem_parse_exp(&info, (int)dExp, &c, &q);
+      s = idem_schubfach(c, q, &e10);
+    }
+  } else {
+    size_t nLit = i - start;
+    double v;
+    int bDone = 0;
+    /* the value is below 10^(nd + dExp): exponents this far out overflow
+    ** or underflow whatever the digits */
+    if (nd + dExp > 400) {
+      v = INFINITY;
+    } else if (nd + dExp < -400) {
+      v = 0.0;
+    } else if (!bMore && (bDone = idem_decimal_shortest(w, (int)dExp, &s, &e10)) != 0) {
+      /* both directions at once (s, e10 are set): only an overflow is left */
+      v = bDone == 2 ? INFINITY : 1.0;
+    } else if (bMore ? !idem_decimal_to_double(w, (int)dExp, bMore, &v) : 1) {
+      /* the product could not decide: the C library reads the literal */
       char zLit[64], *zBuf = zLit;
-      size_t nLit = i - start;
-      double v;
-      locale_t loc = c_locale(), old;
       if (nLit >= sizeof(zLit)) {
         zBuf = p->pMem->xMalloc(nLit + 1);
         if (zBuf == 0) return IDEM_JCS_NOMEM;
       }
       memcpy(zBuf, z + start, nLit);
       zBuf[nLit] = 0;
-      old = loc ? uselocale(loc) : (locale_t)0;
-      v = strtod(zBuf, 0);
-      if (loc) uselocale(old);
+      rc = idem_strtod(zBuf, &v);
       if (zBuf != zLit) p->pMem->xFree(zBuf);
-      if (isinf(v)) {
-        return fail(p, start, "number %s at byte %zu overflows a double",
-                    clip(z + start, nLit, zClip), start);
-      }
-      if (v == 0.0) {
-        return fail(p, start, "number %s at byte %zu underflows to zero",
-                    clip(z + start, nLit, zClip), start);
-      }
-      len = idem_jcs_number(v, zOut);
-    }
-    if ((size_t)len == i - start && memcmp(zOut, z + start, len) == 0) {
-      pN->inAux = 0;
-      pN->off = (uint32_t)start;
-      pN->n = (uint32_t)len;
-    } else {
-      rc = idem_buf_sink(&p->aux, zOut, len);
       if (rc) return rc;
-      pN->inAux = 1;
-      pN->off = (uint32_t)(p->aux.n - len);
-      pN->n = (uint32_t)len;
     }
+    if (isinf(v)) {
+      return fail(p, start, "number %s at byte %zu overflows a double",
+                  clip(z + start, nLit, zClip), start);
+    }
+    if (v == 0.0) {
+      return fail(p, start, "number %s at byte %zu underflows to zero",
+                  clip(z + start, nLit, zClip), start);
+    }
+    if (!bDone) s = idem_shortest(fabs(v), &e10);
+  }
+  if (s == w && e10 == dExp && !bMore &&
+      literal_in_es_shape(z, intStart, ePos, i, nd + (int)dExp)) {
+    pN->inAux = 0;
+    pN->off = (uint32_t)start;
+    pN->n = (uint32_t)(i - start);
     return IDEM_JCS_OK;
   }
+  /* the canonical text goes straight to the end of aux, and stays there
+  ** only if it differs from the literal */
+  if (p->aux.nAlloc - p->aux.n < ES_ROOM) {
+    rc = buf_reserve(&p->aux, ES_ROOM);
+    if (rc) return rc;
+  }
+  zOut = p->aux.z + p->aux.n;
+  if (s == w && e10 == dExp && !bMore && ePos && ePos - intStart <= ES_MANT_MAX &&
+      (nd + dExp <= 0 || nd + dExp > 21) && mantissa_in_es_shape(z, intStart, ePos)) {
+    len = es_from_mantissa(z, neg, intStart, ePos, nd + (int)dExp, zOut);
+  } else {
+    len = es_format(neg, s, e10, zOut);
+  }
+  if ((size_t)len == i - start && memcmp(zOut, z + start, len) == 0) {
+    pN->inAux = 0;
+    pN->off = (uint32_t)start;
+  } else {
+    pN->inAux = 1;
+    pN->off = (uint32_t)p->aux.n;
+    p->aux.n += len;
+  }
+  pN->n = (uint32_t)len;
+  return IDEM_JCS_OK;
 }
 
 static const unsigned char *node_text(const Parser *p, const Node *pN) {
@@ -949,7 +1180,11 @@ static int out_flush(Out *o) {
 IDEM_INLINE int out_put(Out *o, const char *z, size_t n) {
   int rc;
   if (n <= sizeof(o->a) - o->n) {
-    memcpy(o->a + o->n, z, n);
+    if (n <= 32) {
+      copy_small(o->a + o->n, z, n);
+    } else {
+      memcpy(o->a + o->n, z, n);
+    }
     o->n += n;
     return IDEM_JCS_OK;
   }
@@ -1028,8 +1263,15 @@ static int print_node(const Parser *p, Out *o, uint32_t iNode) {
     case N_ARR:
       rc = out_byte(o, '[');
       for (k = 0; rc == IDEM_JCS_OK && k < pN->n; k++) {
+        uint32_t iKid = p->aKid[pN->off + k];
+        const Node *pK = &p->aNode[iKid];
         if (k) rc = out_byte(o, ',');
-        if (rc == IDEM_JCS_OK) rc = print_node(p, o, p->aKid[pN->off + k]);
+        if (rc != IDEM_JCS_OK) break;
+        if (pK->type == N_NUM) { /* arrays of numbers: no call per element */
+          rc = out_put(o, (const char *)node_text(p, pK), pK->n);
+        } else {
+          rc = print_node(p, o, iKid);
+        }
       }
       if (rc == IDEM_JCS_OK) rc = out_byte(o, ']');
       return rc;

@@ -87,8 +87,8 @@ static int guard_install(sqlite3 *db, const char *zSql, char **pzErr) {
 ** triggers so that they name the ledger by its new name. A guard whose
 ** table is gone (its trigger with it) is left as it is.
 */
-int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
-                      const char *zLedgerId) {
+static int guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
+                        const char *zLedgerId) {
   sqlite3_stmt *pS = 0;
   char *zSql = sqlite3_mprintf(
       "SELECT g.tbl, g.key_column, g.tenant_column, g.token_column, t.tbl_name"
@@ -138,6 +138,9 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   int rc = SQLITE_OK, i, bSave = 0;
 
   if (p == 0) return;
+  /* a ledger missing a shadow table takes no new guard */
+  rc = idem_ledger_usable(p, zFunc, &zErr);
+  if (rc) goto done;
   for (i = 1; i < argc; i++) {
     int t = sqlite3_value_type(argv[i]);
     if (t == SQLITE_NULL && (i == 3 || i == 4)) continue;
@@ -158,7 +161,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     rc = SQLITE_NOMEM;
     goto done;
   }
-  if (zTenCol == 0 && !p->aOpt[3]) {
+  if (zTenCol == 0 && !p->aOpt[IDEM_OPT_SINGLE]) {
     zErr = sqlite3_mprintf(
         "%s: tenant_column is NULL, but ledger %s was not created with "
         "single_tenant=1",
@@ -423,7 +426,7 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  if (p->aOpt[3] == 0 && sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
+  if (p->aOpt[IDEM_OPT_SINGLE] == 0 && sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
     zErr =
         sqlite3_mprintf("%s: insert into \"%s\" needs a tenant; got %s", zFunc, zTable,
                         sqlite3_value_type(argv[3]) == SQLITE_NULL ? "NULL" : "a non-text value");
@@ -460,6 +463,19 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
   idem_result_error(ctx, rc, zErr);
 }
 
+/* Each function runs between idem_conn_enter and idem_conn_leave (see
+** ledger.c): a ledger disconnected meanwhile is finished after it. */
+#define IDEM_GUARDED(f)                                                           \
+  static void f##_guarded(sqlite3_context *ctx, int argc, sqlite3_value **argv) { \
+    void *pConn = sqlite3_user_data(ctx);                                         \
+    idem_conn_enter(pConn);                                                       \
+    f(ctx, argc, argv);                                                           \
+    idem_conn_leave(pConn);                                                       \
+  }
+IDEM_GUARDED(idem_guard_func)
+IDEM_GUARDED(idem_unguard_func)
+IDEM_GUARDED(idem_guard_check_func)
+
 static const struct {
   const char *zName;
   int nArg, flags;
@@ -467,15 +483,15 @@ static const struct {
 } aFn[] = {
     /* they write the schema: DIRECTONLY, so a planted view or trigger
       ** cannot install or remove a guard */
-    {"idem_guard", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
-    {"idem_guard", 5, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func},
-    {"idem_unguard", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_unguard_func},
+    {"idem_guard", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func_guarded},
+    {"idem_guard", 5, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_guard_func_guarded},
+    {"idem_unguard", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, idem_unguard_func_guarded},
     /* it only reads, and must run inside the guard's trigger, also
       ** under trusted_schema=OFF: innocuous */
     {"idem_guard_check", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-     idem_guard_check_func},
+     idem_guard_check_func_guarded},
     {"idem_guard_check", 6, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-     idem_guard_check_func},
+     idem_guard_check_func_guarded},
 };
 
 void idem_unregister_guard(sqlite3 *db) {
@@ -499,5 +515,6 @@ int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
       return rc;
     }
   }
+  idem_ledger_on_rename(pConn, guard_rename);
   return SQLITE_OK;
 }

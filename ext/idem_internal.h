@@ -81,6 +81,222 @@ int idem_buf_sink(void *pBuf, const char *p, size_t n);
 void idem_buf_free(IdemBuf *p);
 
 /* ------------------------------------------------------------------ */
+/* shortest.c: exact double <-> decimal conversion (no SQLite)          */
+/* ------------------------------------------------------------------ */
+
+/*
+** The shortest decimal s x 10^(*pE10) that reads back as the finite,
+** positive double v, nearest to v when several are shortest, even on a
+** tie: the digits ECMAScript Number::toString prints. Returns s (at most
+** 17 digits; it may end in zeros, which the caller strips).
+*/
+uint64_t idem_shortest(double v, int *pE10);
+
+/*
+** The double nearest to the decimal w x 10^e, ties to even, into *pV; w
+** (non-zero) holds the first 19 significant digits, and bMore says that
+** non-zero digits follow them (then the value is above w x 10^e). Returns
+** 1, or 0 when w and e cannot decide (rare: within 2^-72 of a tie, a
+** subnormal result, e outside the table, or digits beyond the 19th that
+** matter); then call idem_strtod on the whole literal. May give an
+** infinity.
+*/
+int idem_decimal_to_double(uint64_t w, int e, int bMore, double *pV);
+
+/*
+** Both directions at once for the decimal w x 10^e, w (non-zero) being
+** all its significant digits: the shortest digits of the double nearest
+** to it, as idem_shortest gives them, into *pS and *pE10. Returns 1; 2
+** when the double overflows; 0 when w and e cannot decide the double
+** (idem_decimal_to_double's rare cases: call idem_strtod).
+*/
+int idem_decimal_shortest(uint64_t w, int e, uint64_t *pS, int *pE10);
+
+/*
+** strtod_l in the "C" locale (correctly rounded in glibc, musl and the
+** BSDs; no setlocale() of the host changes it): zLit is a NUL-terminated
+** JSON number. Returns IDEM_JCS_OK, or IDEM_JCS_NOMEM when the locale
+** object cannot be made.
+*/
+int idem_strtod(const char *zLit, double *pV);
+
+/* For the unit tests: the table of powers of ten and the fixed-point
+** logarithms behind both conversions. */
+#define IDEM_POW10_MIN (-342)
+#define IDEM_POW10_MAX 324
+extern const uint64_t idem_pow10_128[IDEM_POW10_MAX - IDEM_POW10_MIN + 1][2];
+int idem_flog10_pow2(int e);                /* floor(e log10 2), |e| <= 1100 */
+int idem_flog10_three_quarters_pow2(int e); /* floor(log10(3/4 2^e)) */
+int idem_flog2_pow10(int e);                /* floor(e log2 10), |e| <= 400 */
+
+/*
+** The parts of shortest.c that canonical.c runs inline for every number
+** with 16 or 17 significant digits (see shortest.c's header): the parse
+** by one 128-bit product, and the proof that the literal is already the
+** shortest. idem_schubfach is the shortest search for c 2^q itself.
+*/
+uint64_t idem_schubfach(uint64_t c, int q, int *pE10);
+
+/* The 128-bit product of a and b: returns the low half, *pHi the high. */
+static inline uint64_t idem_umul128(uint64_t a, uint64_t b, uint64_t *pHi) {
+#if defined(__SIZEOF_INT128__)
+  unsigned __int128 p = (unsigned __int128)a * b;
+  *pHi = (uint64_t)(p >> 64);
+  return (uint64_t)p;
+#else
+  uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+  *pHi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+  return (mid << 32) | (uint32_t)p00;
+#endif
+}
+
+/* floor(x g / 2^64) for a 128-bit g = {hi, lo}: the high half into *pHi,
+** the low half returned (x g < 2^192, so the result fits 128 bits). */
+static inline uint64_t idem_mul_shift64(uint64_t x, const uint64_t *g, uint64_t *pHi) {
+  uint64_t tHi, bHi, bLo;
+  idem_umul128(x, g[1], &tHi);
+  bLo = idem_umul128(x, g[0], &bHi);
+  bLo += tHi;
+  *pHi = bHi + (bLo < tHi);
+  return bLo;
+}
+
+/* What idem_parse_mant learns, for idem_parse_exp and idem_literal_is_shortest. */
+typedef struct IdemParseInfo IdemParseInfo;
+struct IdemParseInfo {
+  const uint64_t *g; /* the table entry for 10^e */
+  uint64_t mHi, mLo; /* m = floor((w << lz) g / 2^64) */
+  uint64_t mant;     /* m's top 53 bits rounded: 2^52..2^53 inclusive */
+  int lz, sh;        /* w's shift; the bits of m below the significand */
+  int up;            /* m was rounded up to the double */
+};
+
+/*
+** The significand of the double nearest to w 10^e (w > 0, -342 <= e <=
+** 324) into pI: returns 1, or 0 when the product cannot decide it (see
+** shortest.c's header). With w shifted left until its top bit is set,
+** and g the table entry for 10^e, m = floor(w g / 2^64) is a 128-bit
+** number in [2^126, 2^128), and the exact w 10^e / 2^(r+64) lies in
+** (m - 1, m + 1). The significand is m's top 53 bits, rounded to nearest
+** by the sh = 74 or 75 bits below them (frac), ties to even; it may carry
+** out to 2^53 (idem_parse_exp renormalises).
+*/
+static inline int idem_parse_mant(uint64_t w, int e, IdemParseInfo *pI) {
+  const uint64_t *g;
+  uint64_t mHi, mLo, fracHi, halfHi;
+  int lz, sh;
+  if (e < IDEM_POW10_MIN || e > IDEM_POW10_MAX) return 0;
+  g = idem_pow10_128[e - IDEM_POW10_MIN];
+  lz = __builtin_clzll(w);
+  w <<= lz;
+  mLo = idem_mul_shift64(w, g, &mHi);
+  sh = (int)(mHi >> 63) + 74;
+  /* frac against half a unit: fracHi:mLo vs halfHi:0 */
+  fracHi = mHi & ((((uint64_t)1) << (sh - 64)) - 1);
+  halfHi = (uint64_t)1 << (sh - 65);
+  if ((fracHi == halfHi && mLo <= 1) || (fracHi == halfHi - 1 && mLo == ~(uint64_t)0)) {
+    return 0; /* frac is within one unit of half: too near a tie */
+  }
+  pI->up = fracHi >= halfHi; /* frac > half + 1, else frac < half - 1 */
+  pI->mant = (mHi >> (sh - 64)) + (uint64_t)pI->up;
+  pI->g = g;
+  pI->mHi = mHi;
+  pI->mLo = mLo;
+  pI->lz = lz;
+  pI->sh = sh;
+  return 1;
+}
+
+/* After idem_parse_mant(w, e, pI): the double as c 2^q (2^52 <= c <
+** 2^53, or q > 971 for an overflow, q < -1074 for a result that is
+** subnormal or zero, which this path does not round). */
+static inline void idem_parse_exp(const IdemParseInfo *pI, int e, uint64_t *pC, int *pQ) {
+  int e2 = pI->sh + 64 - pI->lz + (int)(((int64_t)e * 913124641741LL) >> 38) - 127;
+  uint64_t mant = pI->mant; /* floor(e log2 10) above, as flog2_pow10 */
+  if (mant == ((uint64_t)1 << 53)) {
+    mant >>= 1;
+    e2++;
+  }
+  *pC = mant;
+  *pQ = e2;
+}
+
+/* Both: the double nearest to w 10^e as c 2^q (see idem_parse_exp);
+** returns 1, or 0 when the product cannot decide it or the result is
+** subnormal or zero. */
+static inline int idem_parse_bits(uint64_t w, int e, uint64_t *pC, int *pQ, IdemParseInfo *pI) {
+  if (!idem_parse_mant(w, e, pI)) return 0;
+  idem_parse_exp(pI, e, pC, pQ);
+  return *pQ >= -1074;
+}
+
+/*
+** Whether w 10^e, the exact value of a literal of 16 or 17 significant
+** digits that idem_parse_mant read as the double v = c 2^q (normal and
+** finite; 2^52 < c < 2^53 before any renormalisation, pI->mant strictly
+** between), is the decimal ECMAScript prints for v: then the shortest
+** search is not needed. Returns 1 only when that is proven below; 0 says
+** nothing (the caller runs Schubfach).
+**
+** Work in the units of m (idem_parse_mant): the exact decimal D = w 10^e is
+** X, with m - 1 < X < m + 1; one unit of w (u = 10^e) is
+** U = 2^lz G / 2^64 for the exact G = 10^e / 2^r, g - 1 <= G < g; v is
+** V = c 2^sh, its ulp 2^sh, half a ulp H = 2^(sh-1). With f = m mod
+** 2^sh, v is below D by about a = f (rounded down: X - V in (a-1, a+1))
+** or above it by about a = 2^sh - f (rounded up: V - X in (a-1, a+1)).
+**
+** ECMAScript prints the fewest digits whose decimal rounds to v, and of
+** those the nearest to v (ties even). The decimals that round to v lie
+** in [V - H, V + H] (ends included or not with the parity of c: every
+** test below is strict with a margin, so that does not matter). D rounds
+** to v, so it is a candidate, and it is the one printed if:
+**  (1) no decimal with fewer digits rounds to v. Let N = 10^(nd-1) <= w
+**      (nd = 16 or 17). A decimal y >= N u with k < nd significant
+**      digits is s' 10^t with 10^(k+t) > y >= 10^(nd-1) u, so t > e: a
+**      multiple of 10u. The nearest multiples of 10u around D are
+**      D - d u and D + (10 - d) u, d being the last digit of w (d > 0);
+**      both are outside [V - H, V + H] when d U > (X - V) + H and
+**      (10 - d) U > H - (X - V). Nothing below N u rounds to v: since
+**      |D - v| <= H, v - H >= D - 2H, and 2H = ulp(v) <= 2^-52 v <
+**      2^-52 10^17 u (1 + 2^-53) < 23 u, so with w >= N + 32 the interval
+**      stays above (N + 9) u.
+**  (2) D is strictly the nearest to v of the decimals with nd digits:
+**      those at or above N u have unit u (D + j u, the nearest being D
+**      when |X - V| < U / 2) or are multiples of 10u (excluded by (1)).
+**
+** The tests run on 64-bit values in units of 2^s, s = sh - 56 (18 or
+** 19): F = floor(f / 2^s), A from F as a from f, H' = 2^55, and
+** UG = floor(g.hi 2^lz / 2^(64+s)) (lz <= 14 < s). Each is within 3
+** units of its exact counterpart (m against X: 1 unit of m; g against
+** G: below 2^lz units of m; the dropped bits: below 1 unit of 2^s), so
+** d UG is within 30 of d U / 2^s, and a margin of 64 units in each test
+** makes a pass imply the exact inequality. U / 2^s <= 2^56 c / w < 2^56
+** 2^53 / 10^15 < 10 2^56, so 10 UG, A + H' and the margins fit 64 bits.
+** At c = 2^52 the gap below v is half as wide and the tests do not
+** apply (the caller excludes it).
+*/
+static inline int idem_literal_is_shortest(uint64_t w, const IdemParseInfo *pI) {
+  const uint64_t N16 = 1000000000000000u, N17 = 10000000000000000u;
+  const uint64_t H = (uint64_t)1 << 55, M = 64;
+  uint64_t d, F, A, UG, lo, hi;
+  int s;
+  if (w - (N16 + 32) >= 10 * N17 - (N16 + 32) || w - N17 < 32) return 0;
+  d = w % 10;
+  if (d == 0) return 0;
+  s = pI->sh - 56;
+  F = ((pI->mHi & ((((uint64_t)1) << (pI->sh - 64)) - 1)) << (64 - s)) | (pI->mLo >> s);
+  A = pI->up ? ((uint64_t)1 << 56) - F : F;
+  UG = pI->g[0] >> (s - pI->lz);
+  if (2 * A + M >= UG) return 0; /* (2) */
+  lo = d * UG;                   /* (1): the multiples of 10u below and above */
+  hi = (10 - d) * UG;
+  if (pI->up) return lo + A > H + M && hi > H + A + M;
+  return lo > A + H + M && hi + A > H + M;
+}
+
+/* ------------------------------------------------------------------ */
 /* grammar.c: key grammar and key derivation (no SQLite)               */
 /* ------------------------------------------------------------------ */
 
@@ -153,6 +369,17 @@ int idem_key_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char
 int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v, IdemBuf *pBuf,
                          const char *zPrefix, size_t nPrefix, char *zHexOut, char **pzErr);
 
+/*
+** For text that SQLite holds as UTF-16 (a UTF-16 database): returns
+** SQLITE_OK when v is not TEXT or its UTF-16 form has no lone surrogate;
+** else SQLITE_ERROR with *pzErr = "<zFunc>: <zLabel>: lone surrogate
+** U+D800 at UTF-16 code unit N of the text" (sqlite3_mprintf; SQLITE_NOMEM
+** and NULL when out of memory). Call it before anything reads v as UTF-8:
+** SQLite's conversion merges a lone surrogate with the next unit.
+** Reading a UTF-8 value this way converts it, so only UTF-16 variants do.
+*/
+int idem_utf16_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char **pzErr);
+
 /* "<zFunc>: <message>" for an SQLite error rc: the connection's message
 ** when it describes rc, else SQLite's text for rc (sqlite3_malloc). */
 char *idem_db_error(sqlite3 *db, const char *zFunc, int rc);
@@ -160,40 +387,120 @@ char *idem_db_error(sqlite3 *db, const char *zFunc, int rc);
 /* Report rc/zErr on ctx and free zErr. */
 void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
 
-/* ledger.c: the "idempotency" module and the claim/settle functions. */
-typedef struct IdemLedger IdemLedger;
-struct IdemLedger {
-  sqlite3_vtab base;
-  sqlite3 *db;
-  void *pConn;           /* the connection's registry (IdemConn) */
-  char *zDb, *zName;     /* one allocation: zName follows zDb */
-  int nRef;              /* 1 while connected, +1 per cached reference */
-  int bDead;             /* disconnected; statements finalized */
-  IdemLedger *pNext;     /* registry list */
-  sqlite3_int64 aOpt[4]; /* lease_seconds, max_attempts, max_args_bytes, single_tenant */
-  sqlite3_stmt *aStmt[24];
-  unsigned mBusy; /* aStmt slots lent to an open cursor */
-  int bChecked, iSchemaVersion, iTempSchemaVersion;
-  char *zForeign;   /* why operations are refused, or NULL */
-  char zId[17];     /* random identity, kept in <name>_meta: guards name it */
-  char *zLastClaim; /* idem_last_claim(): zLastClaimBuf or NULL */
-  char zLastClaimBuf[512];
+/* ------------------------------------------------------------------ */
+/* json_writer.c: the one builder every JSON answer goes through       */
+/* ------------------------------------------------------------------ */
+
+/*
+** An answer object under construction. Members are added in order; text
+** values are escaped, stored JSON is checked before it is written (never
+** pasted unchecked). The first failure sticks in rc and later calls do
+** nothing, so a builder is used without checking each call; idem_json_finish
+** says what happened.
+*/
+typedef struct IdemJson IdemJson;
+struct IdemJson {
+  char *z;           /* aInline, or sqlite3_malloc'd once it outgrows it */
+  size_t n, nAlloc;  /* bytes written; room (one kept for the final NUL) */
+  int nMember;       /* members written so far */
+  int rc;            /* SQLITE_OK, SQLITE_NOMEM, or SQLITE_CORRUPT for bad stored JSON */
+  const char *zBad;  /* the member whose stored JSON was refused */
+  char aInline[512]; /* most answers fit: no allocation until finish */
 };
+void idem_json_begin(IdemJson *j);
+void idem_json_text(IdemJson *j, const char *zName, const char *zValue); /* escaped string */
+void idem_json_int(IdemJson *j, const char *zName, sqlite3_int64 v);
+void idem_json_bool(IdemJson *j, const char *zName, int b);
+void idem_json_null(IdemJson *j, const char *zName);
+/* Stored JSON zJson (from the rows table) as a member value: NULL gives
+** zIfNull (a JSON literal); text that is not one JSON value of the kind
+** eKind (IDEM_JSON_ANY, IDEM_JSON_ARRAY) is refused (rc SQLITE_CORRUPT). */
+#define IDEM_JSON_ANY 0
+#define IDEM_JSON_ARRAY 1
+void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
+                      int eKind);
+/* A literal the caller vouches for: a JSON text constant of the source. */
+void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral);
+/* Close the object and hand it over (sqlite3_malloc); NULL with *pRc set
+** on failure. */
+char *idem_json_finish(IdemJson *j, int *pRc);
 
 /* A JSON string literal for UTF-8 text z (sqlite3_malloc; NULL on OOM). */
 char *idem_json_string(const char *z);
 
-/* Register the module, the ledger functions and the guard functions. */
-int idem_register_ledger(sqlite3 *db, char **pzErr);
+/* ------------------------------------------------------------------ */
+/* The ledger, as guard.c and the entry point see it                   */
+/* ------------------------------------------------------------------ */
+
+/* A ledger's options: one table in ledger_storage.c (name, range,
+** default); these are their indexes. A new option adds a row there and
+** an index here. */
+#define IDEM_OPT_LEASE 0
+#define IDEM_OPT_ATTEMPTS 1
+#define IDEM_OPT_ARGS_BYTES 2
+#define IDEM_OPT_SINGLE 3
+#define IDEM_OPT_RETENTION 4   /* retention_seconds (ledger_retention.c) */
+#define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
+#define IDEM_N_OPT 6
+
+typedef struct IdemLedger IdemLedger;
+struct IdemLedger {
+  sqlite3_vtab base;
+  sqlite3 *db;
+  void *pConn;                    /* the connection's registry (IdemConn) */
+  char *zDb, *zName;              /* one allocation: zName follows zDb */
+  int nRef;                       /* 1 while connected, +1 per cached reference */
+  int bDead;                      /* disconnected; statements finalized */
+  IdemLedger *pNext;              /* registry list */
+  sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
+  sqlite3_stmt *aStmt[24];
+  unsigned mBusy; /* aStmt slots lent to an open cursor */
+  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
+  int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
+  int bChecked, iSchemaVersion, iTempSchemaVersion;
+  sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
+  int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
+  char *zForeign;            /* why operations are refused, or NULL */
+  char zId[17];              /* random identity, kept in <name>_meta: guards name it */
+  /* retention_seconds (ledger_retention.c): its statements and where the
+  ** next walk over old rows starts */
+  sqlite3_stmt *pRetScan, *pRetDelete;
+  sqlite3_int64 iRetCursor;
+  char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
+};
+
+/* Register the module and the ledger functions; *ppConn receives the
+** connection's registry, which guard functions take as user data. */
+int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
 
 /*
-** Resolve function argument iArg (a ledger name) like an unqualified table
-** name: temp, main, then attached schemas; it must be a table USING
-** idempotency. Cached per statement. On failure the error is reported on
-** ctx (messages start with zFunc) and NULL is returned.
+** The one call the ledger makes into guard.c, through a pointer the guards
+** hand it at registration (so the two files do not call each other in a
+** circle): after a ledger is renamed, rebuild its guards' triggers.
+*/
+/* Bracket every ledger and guard function (user data pConn): a ledger
+** disconnected meanwhile is finished when the outermost call leaves. */
+void idem_conn_enter(void *pConn);
+void idem_conn_leave(void *pConn);
+
+typedef int (*IdemGuardRename)(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
+                               const char *zLedgerId);
+void idem_ledger_on_rename(void *pConn, IdemGuardRename xHook);
+
+/*
+** Resolve function argument iArg (a ledger name) like a table name:
+** "schema.ledger" (either part may be double-quoted) in that schema, an
+** unqualified name in temp, main, then attached schemas; it must be a
+** table USING idempotency. Cached per statement and per connection. On
+** failure the error is reported on ctx (messages start with zFunc) and
+** NULL is returned.
 */
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                 const char *zFunc);
+
+/* SQLITE_OK when ledger p has all its shadow tables, else an error
+** "<zFunc>: ledger L is missing its shadow table ..." in *pzErr. */
+int idem_ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
 ** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
@@ -210,14 +517,296 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
 char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zLedgerId,
                      const char *zTrigBase, const char *zTable, const char *zKeyCol,
                      const char *zTenCol, const char *zTokCol);
-int idem_guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
-                      const char *zLedgerId);
+/* Register the guard functions with user data pConn (the ledger registry)
+** and hand the ledger its rename hook. */
 int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
 
 /* Remove what registration added (after a failed init: SQLite unloads the
 ** library, so nothing of it may stay registered). */
 void idem_unregister_ledger(sqlite3 *db);
 void idem_unregister_guard(sqlite3 *db);
+
+/* ------------------------------------------------------------------ */
+/* Inside the ledger: ledger.c, ledger_storage.c, ledger_state.c       */
+/* ------------------------------------------------------------------ */
+#if defined(IDEM_LEDGER_INTERNAL)
+
+/* ledger_storage.c: the shadow-table format ---------------------------*/
+
+#define LEDGER_FORMAT 2
+
+/* One option: its name, the range CREATE accepts (and connect checks),
+** its default, and whether a file may lack it (an option added later:
+** an older file then gets the default). */
+typedef struct LedgerOption LedgerOption;
+struct LedgerOption {
+  const char *zName;
+  sqlite3_int64 iMin, iMax, iDefault;
+  int bOptional; /* added later: a file without it gets the default */
+};
+extern const LedgerOption ledger_options[IDEM_N_OPT];
+
+/* Parse CREATE's "name=value" arguments (argv[3..]) into aVal; bDqlite
+** makes require_transaction default to 1. */
+int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3_int64 *aVal,
+                         char **pzErr);
+/* Read and check the format, identity and options from zName_meta. */
+int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
+                     char *zId, int *piFormat, char **pzErr);
+/* Create the shadow tables, meta rows, indexes and triggers. */
+int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const sqlite3_int64 *aVal,
+                         const char *zId, char **pzErr);
+/* After xRename: move the shadow tables, triggers and indexes to zNew. */
+int ledger_rename_schema(IdemLedger *p, const char *zNew);
+/*
+** idem_upgrade: a format-1 ledger is rebuilt as format 2 (rows copied;
+** a live claim's old token still finds its row); a format-2 ledger gets
+** its own triggers back where they are missing or altered. Refused while
+** a foreign trigger is on the shadow tables. *pzJson: what was done.
+*/
+int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr);
+/* Drop the shadow tables (xDestroy). */
+int ledger_drop_schema(IdemLedger *p);
+/*
+** Fail when the triggers on the shadow tables are not exactly the
+** ledger's own (by name and stored SQL). Re-read only when a schema
+** version changed. Returns SQLITE_OK, or an error with *pzErr
+** ("<zFunc>: ...", sqlite3_malloc).
+*/
+int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
+/*
+** The same check, for a claim outside a transaction once its read pass has
+** run the row lookup (ST_GET): SQLite prepares a statement again when the
+** schema it reads has changed, so an unchanged lookup statement stands for
+** an unchanged main schema and only temp's version is read. This spares
+** the claim the read transaction that PRAGMA schema_version would open.
+*/
+int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr);
+
+/* Prepared statements of a ledger, made on first use. */
+enum {
+  ST_INSERT,
+  ST_GET,
+  ST_BY_TOKEN,
+  ST_RECLAIM,
+  ST_SETTLE,
+  ST_PURGE,
+  ST_DELETE,
+  ST_SCHEMA_VERSION,
+  ST_TEMP_SCHEMA_VERSION,
+  ST_GUARDS,
+  ST_COUNT_LIVE,
+  ST_GET_KEY,
+  ST_SYNCHRONOUS,
+  ST_SAVEPOINT,
+  ST_RELEASE,
+  ST_ROLLBACK_TO,
+  ST_ROLLBACK,
+  ST_WRITE_LOCK,
+  ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
+  ST_CUR_KEY,
+  ST_CUR_TENANT,
+  ST_CUR_TOKEN,
+  N_STMT
+};
+/* Column numbers of the cursor statements (ST_CUR_*): ROW_COLUMNS then created_at. */
+#define RC_ID 0
+#define RC_CONV 1
+#define RC_TOOL 2
+#define RC_ARGS 3
+#define RC_EFFECT 4
+#define RC_STATUS 5
+#define RC_RESULT 6
+#define RC_ERROR 7
+#define RC_ATTEMPT 8
+#define RC_TOKEN 9
+#define RC_LEASE 10
+#define RC_MEMBERS 11
+#define RC_MARKS 12
+#define RC_TENANT 13
+#define RC_KEY 14
+#define RC_UPDATED 15
+#define RC_EXPIRATIONS 16
+#define RC_CREATED 17
+
+/* Statement i of ledger p, prepared on first use (owned by p). */
+int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
+/* A new statement of kind i (a second cursor of a plan): the caller finalizes. */
+int ledger_stmt_new(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
+/* Run statement i of p to completion (a savepoint command). */
+int ledger_exec(IdemLedger *p, int i);
+/* Finalize p's statements, leaving one lent to a cursor to the cursor. */
+void ledger_finalize_all(IdemLedger *p);
+/* Step pS once, reset it; SQLITE_OK for a row or done. */
+int ledger_step_done(sqlite3_stmt *pS);
+/* synchronous >= FULL on a file database: a power loss keeps the claim. */
+int ledger_durable(IdemLedger *p);
+/* 1 when database zDb of db is served by dqlite's VFS ("dqlite-<n>"). */
+int ledger_under_dqlite(sqlite3 *db, const char *zDb);
+/* A nested write that did not change exactly one row is an error. */
+int ledger_write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr);
+
+/* Tokens: 32 lowercase hex digits, the row id then the random part that
+** the column token holds. Parse returns 0 when zHex is malformed. */
+void ledger_token_hex(sqlite3_int64 id, sqlite3_int64 rnd, char *zOut);
+int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd);
+
+/* A ledger row, copied out of the statement that read it, so the
+** statement can be reset before anything is written. */
+typedef struct LedgerRow LedgerRow;
+struct LedgerRow {
+  sqlite3_int64 id, attempt, leaseUntil, updatedAt, expirations;
+  const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError;
+  const char *zMembers, *zMarks, *zTenant, *zKey;
+  int nArgs;
+  sqlite3_int64 tokenRnd; /* the column token */
+  char zToken[33];        /* the token as shown (hex) */
+  char *pBuf;             /* owns the text above (sqlite3_malloc) */
+};
+void ledger_row_free(LedgerRow *r);
+/* Run row query pS (bound by the caller), load its row; pS is reset. */
+int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound);
+
+/* ledger_state.c: the claim/settle/resolve state machine --------------*/
+
+/* Unix milliseconds from the VFS clock of the ledger's database. */
+sqlite3_int64 ledger_now(IdemLedger *p);
+
+/* A row's effective status (stored status seen at time now). */
+#define EFF_CLAIMED 1 /* claimed, lease live */
+#define EFF_EXPIRED 2 /* claimed, lease passed, local, no guarded rows: re-claimable */
+#define EFF_UNKNOWN 3 /* unknown, or an expired claim that may have acted */
+#define EFF_SUCCEEDED 4
+#define EFF_FAILED 5
+#define EFF_RELEASED 6
+/*
+** The one rule for a row's effective status: a claimed row whose lease
+** has passed is unknown when external, or when local and guarded rows of
+** its key landed above its marks; else it stays claimed (expired). When
+** pzMembers is not NULL and the members were read, *pzMembers gets them
+** (JSON array, sqlite3_malloc) and *pnMember their count.
+*/
+int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
+                     sqlite3_int64 leaseUntil, const char *zTenant, const char *zKey,
+                     const char *zMarks, sqlite3_int64 now, int *peEff, char **pzMembers,
+                     int *pnMember);
+/* The name an effective status shows as ("claimed" for EFF_EXPIRED). */
+const char *ledger_effective_name(int eEff);
+
+/* A validated request. */
+typedef struct LedgerReq LedgerReq;
+struct LedgerReq {
+  const char *zTenant, *zConv, *zTool, *zEffect;
+  char zKey[IDEM_KEY_MAX_CHARS + 1];
+  IdemBuf args;   /* canonical */
+  char *zMarks;   /* marks read before the write pass, or NULL */
+  int bMarksRead; /* zMarks was read (NULL then means: no guards) */
+  char *zTaken;   /* why a first INSERT was refused (the key is held), or NULL */
+};
+int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
+                     sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,
+                     sqlite3_value *pOpId, LedgerReq *q, char **pzErr);
+void ledger_req_free(LedgerReq *q);
+
+#define DEC_ADMITTED 1
+#define DEC_REPLAY 2
+#define DEC_IN_PROGRESS 3
+#define DEC_UNKNOWN 4
+#define DEC_MISMATCH 5
+
+/* The outcome of one decision, built in full before anything commits. */
+typedef struct LedgerDecision LedgerDecision;
+struct LedgerDecision {
+  int eDec;
+  char *zJson;           /* the idem_claim result */
+  char *zWhy;            /* for INSERT: why the key is taken */
+  sqlite3_int64 id;      /* row id (admitted) */
+  sqlite3_int64 attempt; /* admitted: the attempt */
+  char zToken[33];       /* admitted: the token */
+  int bFresh;            /* read pass: no row holds the key */
+};
+
+/* Decide (and write) a claim. bWrite: 0 the read pass, 1 insert first,
+** 2 the insert was just refused (q->zTaken): read the row and decide. */
+int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
+                        int bCommitted, LedgerDecision *d, char **pzErr);
+/* Inside a transaction that holds no lock on p's schema yet, take the
+** write lock first (a statement that writes nothing). */
+int ledger_write_first(IdemLedger *p);
+/* idem_claim: the read pass, the savepoint and the write pass. */
+int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr);
+/* idem_settle (pToken) or idem_resolve (pTenant, pKey): *pzJson answer. */
+int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
+                   sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
+                   char **pzJson, char **pzErr);
+
+/* ledger_last.c: idem_last_claim(ledger) ------------------------------*/
+/* The claims of the last INSERT statement into each ledger, kept by the
+** connection (not the ledger object, which SQLite disconnects when a
+** schema change is rolled back), each tagged with its ledger's identity. */
+typedef struct LedgerLastClaim LedgerLastClaim;
+typedef struct LedgerLastList LedgerLastList;
+struct LedgerLastList {
+  LedgerLastClaim *a;
+  int n, nAlloc;
+};
+/* The connection's list (ledger.c owns it). */
+LedgerLastList *ledger_last_list(IdemLedger *p);
+/* At each INSERT row: start a new list for p when a new statement runs,
+** and make room for one more claim (so that adding it cannot fail). */
+int ledger_last_begin(IdemLedger *p);
+/* Remember an admitted INSERT row (after its write; never fails). */
+void ledger_last_add(IdemLedger *p, const char *zKey, const char *zTenant, const char *zToken,
+                     sqlite3_int64 id, sqlite3_int64 attempt, const char *zEffect);
+void ledger_last_free(LedgerLastList *pList);
+/* The idem_last_claim answer (claims still in the database), or NULL. */
+int ledger_last_answer(IdemLedger *p, char **pz);
+void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
+/* ledger_renew.c: idem_renew(ledger, token [, seconds]) --------------*/
+void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
+/* ledger_retention.c: retention_seconds --------------------------------*/
+
+/*
+** After an admitted claim (inside its savepoint or INSERT statement):
+** purge a bounded batch of terminal rows whose updated_at is older than
+** the ledger's retention_seconds (nothing when it is 0). Returns
+** SQLITE_OK, or an error (with *pzErr when there is a message) that
+** fails the claim.
+*/
+int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
+/* Finalize the retention statements (disconnect, rename). */
+void ledger_retention_finalize(IdemLedger *p);
+
+/* ledger_lifecycle.c: adoption and missing shadow tables --------------*/
+
+#define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
+/* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
+int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
+/* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
+char *ledger_shadow_message(const char *zName, int mMissing);
+/*
+** xCreate: when all three shadow tables of argv[2] exist in argv[1], check
+** L_meta and the options given (argv, parsed into aVal) against it and
+** adopt them: *pbAdopted = 1, aVal, zId and *piFormat the stored ones. When none
+** exists, *pbAdopted = 0 (create them). Anything else is an error.
+*/
+int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
+                 int *piFormat, int *pbAdopted, char **pzErr);
+/* SQLITE_OK when p has all its shadow tables (checked again each call:
+** call it when the schema changed); else an error "<zFunc>: ledger ...
+** is missing ..." and p stays refused until it is reconnected. */
+int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
+/* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
+** tables that exist. */
+int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
+/* For idem_ledger_live_claim: when p is broken, or rc (an error reading
+** the rows) comes from a shadow table dropped since, *pzWhy says so and
+** SQLITE_OK is returned; otherwise rc. */
+int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
+
+#endif /* IDEM_LEDGER_INTERNAL */
 
 #endif /* SQLITE3EXT_H */
 

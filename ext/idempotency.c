@@ -29,23 +29,41 @@ SQLITE_EXTENSION_INIT1
 ** in schemas under trusted_schema=OFF. */
 #define IDEM_PURE (SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
 
+/* The functions that read JSON are registered a second and third time for
+** UTF-16 databases (SQLite calls the variant of the database's encoding),
+** marked by their user data. A UTF-8 function gets UTF-16 text converted
+** by SQLite first, and that conversion merges a lone surrogate with the
+** next code unit into one character; the UTF-16 variants look at the text
+** before it is converted and refuse lone surrogates (keyfuncs.c). */
+#define IDEM_PURE16LE (SQLITE_UTF16LE | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
+#define IDEM_PURE16BE (SQLITE_UTF16BE | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
+static char idem_utf16_variant; /* its address is the UTF-16 variants' user data */
+
 static const struct {
   const char *zName;
   int nArg;
   int flags;
   void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
+  int bUtf16; /* user data = &idem_utf16_variant */
 } aFunc[] = {
-    {"idem_version", 0, IDEM_PURE, idem_version_func},
-    {"idem_valid_key", 1, IDEM_PURE, idem_valid_key_func},
-    {"idem_check_key", 2, IDEM_PURE, idem_check_key_func},
-    {"idem_canonical", 1, IDEM_PURE, idem_canonical_func},
-    {"idem_fingerprint", 1, IDEM_PURE, idem_fingerprint_func},
-    {"idem_key", 4, IDEM_PURE, idem_key_func},
+    {"idem_version", 0, IDEM_PURE, idem_version_func, 0},
+    {"idem_valid_key", 1, IDEM_PURE, idem_valid_key_func, 0},
+    {"idem_check_key", 2, IDEM_PURE, idem_check_key_func, 0},
+    {"idem_canonical", 1, IDEM_PURE, idem_canonical_func, 0},
+    {"idem_fingerprint", 1, IDEM_PURE, idem_fingerprint_func, 0},
+    {"idem_key", 4, IDEM_PURE, idem_key_func, 0},
+    {"idem_canonical", 1, IDEM_PURE16LE, idem_canonical_func, 1},
+    {"idem_fingerprint", 1, IDEM_PURE16LE, idem_fingerprint_func, 1},
+    {"idem_key", 4, IDEM_PURE16LE, idem_key_func, 1},
+    {"idem_canonical", 1, IDEM_PURE16BE, idem_canonical_func, 1},
+    {"idem_fingerprint", 1, IDEM_PURE16BE, idem_fingerprint_func, 1},
+    {"idem_key", 4, IDEM_PURE16BE, idem_key_func, 1},
 };
 
 int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
   size_t i;
   int rc = SQLITE_OK;
+  void *pConn = 0; /* the ledger registry, shared with the guard functions */
   SQLITE_EXTENSION_INIT2(pApi);
   if (sqlite3_libversion_number() < IDEM_MIN_SQLITE_VERSION_NUMBER) {
     if (pzErrMsg) {
@@ -57,20 +75,22 @@ int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rou
     return SQLITE_ERROR;
   }
   for (i = 0; rc == SQLITE_OK && i < sizeof(aFunc) / sizeof(aFunc[0]); i++) {
-    rc = sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, aFunc[i].flags, 0,
-                                 aFunc[i].xFunc, 0, 0);
+    rc = sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, aFunc[i].flags,
+                                 aFunc[i].bUtf16 ? &idem_utf16_variant : 0, aFunc[i].xFunc, 0, 0);
     if (rc != SQLITE_OK && pzErrMsg) {
       *pzErrMsg = sqlite3_mprintf("idempotency: cannot register function %s: %s", aFunc[i].zName,
                                   sqlite3_errstr(rc));
     }
   }
-  if (rc == SQLITE_OK) rc = idem_register_ledger(db, pzErrMsg);
+  if (rc == SQLITE_OK) rc = idem_register_ledger(db, &pConn, pzErrMsg);
+  if (rc == SQLITE_OK) rc = idem_register_guard(db, pConn, pzErrMsg);
   if (rc != SQLITE_OK) {
     /* SQLite unloads the library after a failed init: leave nothing of it
     ** registered (a function or module pointing into unloaded code) */
+    idem_unregister_guard(db);
     idem_unregister_ledger(db);
     for (i = 0; i < sizeof(aFunc) / sizeof(aFunc[0]); i++) {
-      sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, SQLITE_UTF8, 0, 0, 0, 0);
+      sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, aFunc[i].flags & 7, 0, 0, 0, 0);
     }
   }
   return rc;

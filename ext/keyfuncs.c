@@ -135,6 +135,42 @@ int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v
   return n > IDEM_JCS_MAX_BYTES ? SQLITE_TOOBIG : SQLITE_ERROR;
 }
 
+int idem_utf16_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char **pzErr) {
+  const uint16_t *z;
+  int n, i;
+  *pzErr = 0;
+  if (sqlite3_value_type(v) != SQLITE_TEXT) return SQLITE_OK;
+  z = (const uint16_t *)sqlite3_value_text16(v);
+  if (z == 0) return SQLITE_NOMEM;
+  n = sqlite3_value_bytes16(v) / 2;
+  for (i = 0; i < n; i++) {
+    unsigned c = z[i];
+    if (c < 0xD800 || c > 0xDFFF) continue;
+    if (c <= 0xDBFF && i + 1 < n && z[i + 1] >= 0xDC00 && z[i + 1] <= 0xDFFF) {
+      i++; /* a pair */
+      continue;
+    }
+    *pzErr = sqlite3_mprintf("%s: %s: lone surrogate U+%04X at UTF-16 code unit %d of the text",
+                             zFunc, zLabel, c, i);
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  return SQLITE_OK;
+}
+
+/* The UTF-16 variant of a JSON function (see idempotency.c): refuse a lone
+** surrogate in v before SQLite converts the text. 0 when the call may go
+** on; otherwise the error has been set on ctx. */
+static int utf16_refused(sqlite3_context *ctx, const char *zFunc, const char *zLabel,
+                         sqlite3_value *v) {
+  char *zErr = 0;
+  int rc;
+  if (sqlite3_user_data(ctx) == 0) return 0;
+  rc = idem_utf16_error(zFunc, zLabel, v, &zErr);
+  if (rc == SQLITE_OK) return 0;
+  idem_result_error(ctx, rc, zErr);
+  return 1;
+}
+
 void idem_version_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   (void)argv;
@@ -191,6 +227,7 @@ void idem_canonical_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   char *zErr = 0;
   int rc;
   (void)argc;
+  if (utf16_refused(ctx, "idem_canonical", "json", argv[0])) return;
   rc = idem_canonical_value("idem_canonical", "json", argv[0], &buf, 0, 0, 0, &zErr);
   if (rc) {
     idem_buf_free(&buf);
@@ -207,6 +244,7 @@ void idem_fingerprint_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
   char *zErr = 0;
   int rc;
   (void)argc;
+  if (utf16_refused(ctx, "idem_fingerprint", "json", argv[0])) return;
   rc = idem_canonical_value("idem_fingerprint", "json", argv[0], 0, 0, 0, zHex, &zErr);
   if (rc) {
     idem_result_error(ctx, rc, zErr);
@@ -238,6 +276,7 @@ void idem_key_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     nPrefix += (size_t)n;
     zPrefix[nPrefix++] = ':';
   }
+  if (utf16_refused(ctx, "idem_key", "args", argv[3])) return;
   memcpy(zKey, IDEM_KEY_PREFIX, 6);
   rc = idem_canonical_value("idem_key", "args", argv[3], 0, zPrefix, nPrefix, zKey + 6, &zErr);
   if (rc) {
@@ -245,4 +284,13 @@ void idem_key_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     return;
   }
   sqlite3_result_text(ctx, zKey, IDEM_KEY_LEN, SQLITE_TRANSIENT);
+}
+
+/* A message for an SQLite error rc met by zFunc: the connection's
+** message when it describes rc, else SQLite's text for rc. */
+char *idem_db_error(sqlite3 *db, const char *zFunc, int rc) {
+  if ((sqlite3_errcode(db) & 0xff) == (rc & 0xff)) {
+    return sqlite3_mprintf("%s: %s", zFunc, sqlite3_errmsg(db));
+  }
+  return sqlite3_mprintf("%s: %s", zFunc, sqlite3_errstr(rc));
 }

@@ -61,6 +61,9 @@ static int nPass = 0, nFail = 0;
 /* ------------------------------------------------------------------ */
 
 static sqlite3_vfs clockVfs;
+/* The same VFS under a dqlite-like name, for URIs "?vfs=dqlite-sqltest":
+** the extension recognises dqlite by its VFS name ("dqlite-<n>"). */
+static sqlite3_vfs dqliteNamedVfs;
 static sqlite3_vfs *pRealVfs;
 static sqlite3_int64 iClockMs; /* 0: the real clock */
 
@@ -90,6 +93,9 @@ static int clock_install(void) {
   clockVfs.pNext = 0;
   clockVfs.xCurrentTime = clock_time;
   clockVfs.xCurrentTimeInt64 = clock_time64;
+  dqliteNamedVfs = clockVfs;
+  dqliteNamedVfs.zName = "dqlite-sqltest";
+  if (sqlite3_vfs_register(&dqliteNamedVfs, 0) != SQLITE_OK) return SQLITE_ERROR;
   return sqlite3_vfs_register(&clockVfs, 1);
 }
 
@@ -260,7 +266,8 @@ static void idset_free(IdSet *p) {
 static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) {
   sqlite3 *db = 0;
   char *zErr = 0;
-  int rc = sqlite3_open_v2(zPath, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 0);
+  int rc =
+      sqlite3_open_v2(zPath, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, 0);
   if (rc != SQLITE_OK) {
     report_fail(zName, "open", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);

@@ -1,146 +1,72 @@
-// An idempotent tool-call adapter over sqlite-idempotency for Node, with
-// better-sqlite3 (12.x) and Node's built-in http/https.
+// An HTTP tool-call adapter over the sqlite-idempotency npm package.
 //
-//   import Database from 'better-sqlite3';
-//   import { IdemAdapter, OutcomeUnknown, NotSent } from './idem_adapter.mjs';
-//   const idem = IdemAdapter.open(Database, 'agent.db', 'build/idempotency');
+//   npm install sqlite-idempotency better-sqlite3     (the tarball of `make dist`)
+//   import Database from 'better-sqlite3';             // or libsql, or node:sqlite
+//   import { IdemAdapter } from './idem_adapter.mjs';
+//   const idem = IdemAdapter.open(new Database('agent.db'));
 //   const out = await idem.callHttpTool(tenant, conversation, 'send_email', { to: 'a@b.c' },
 //                                       'https://mail.example/send', { timeoutMs: 5000 });
 //
-// The rules it follows (README, "The adapter pattern"):
+// The claim, the commit check, the renewal before sending, settling and
+// replaying are the package's Ledger.call; this file only says what an HTTP
+// exchange means (README, "The adapter pattern"):
 //
-// * claim first, with a bare `SELECT idem_claim(...)` on a connection that
-//   has no transaction open (better-sqlite3 autocommits each statement), so
-//   the claim is committed as it returns; `synchronous=FULL` (a power loss
-//   cannot undo the claim) and a `busy_timeout` (concurrent claimers wait);
-// * act only on `admitted` with `committed` true; every other decision is
-//   returned as is and nothing runs: `replay` (the first outcome,
-//   `"idempotent": true`), `in_progress`, `unknown`, `mismatch`;
-// * send the key as the `Idempotency-Key` header, an RFC 8941 sf-string (the
-//   key in double quotes), so the target can deduplicate too;
-// * settle what is known:
-//     - 2xx: `succeeded` with the response body (JSON, else {status, text});
-//     - 4xx: `failed` with {status, body}: the target answered and refused,
-//       so retries replay that failure;
-//     - any other status, a timeout or an error after the connection was
-//       made: `unknown` (the target may have acted), throw OutcomeUnknown;
-//       never retried here: reconcile with the target, then idem_resolve;
-//     - the connection could not be made (refused, unreachable, connect
-//       timeout): nothing was sent, so `released` with {"sent": false},
-//       throw NotSent; a retry is admitted again.
+// * the connection could not be made (refused, unreachable, connect
+//   timeout): nothing was sent: throw NotSent (released with
+//   {"sent": false}; a retry is admitted again);
+// * 2xx: the result is the response body (JSON, else {text});
+// * 4xx: the target answered and refused: throw ToolFailed({status, body})
+//   (settled failed; retries replay that failure);
+// * any other status, a timeout or an error after the connection was made:
+//   the target may have acted: throw OutcomeUnknown (settled unknown, never
+//   retried: reconcile with the target, then resolve).
 //
-// better-sqlite3 is synchronous: a claim blocks the event loop for at most
-// busy_timeout while another process holds the write lock.
 // The tenant must come from trusted authentication, never from the model.
 import http from 'node:http';
 import https from 'node:https';
+import { Ledger, NotSent, OutcomeUnknown, ToolFailed } from 'sqlite-idempotency';
 
-export class OutcomeUnknown extends Error {
-  constructor(key, reason) {
-    super(`outcome of ${key} is unknown (${reason}); it will not be retried: reconcile with the target, then idem_resolve`);
-    this.name = 'OutcomeUnknown';
-    this.key = key;
-    this.reason = reason;
+// POSTs args as JSON to url; resolves to the answer's JSON, or throws as above.
+export async function postJson(url, args, headers, timeoutMs) {
+  let res;
+  try {
+    res = await post(url, JSON.stringify(args), headers, timeoutMs);
+  } catch (e) {
+    if (!e.connected) throw new NotSent(`connect: ${e.timedOut ? 'timeout' : e.code || e.message}`);
+    if (e.timedOut) throw new OutcomeUnknown('timeout', { detail: { reason: 'timeout', timeout_ms: timeoutMs } });
+    throw new OutcomeUnknown(`${e.code || e.name}: ${e.message}`);
   }
-}
-
-export class NotSent extends Error {
-  constructor(key, reason) {
-    super(`${key} was not sent (${reason}); the claim is released`);
-    this.name = 'NotSent';
-    this.key = key;
-    this.reason = reason;
+  let payload;
+  try {
+    payload = JSON.parse(res.body);
+  } catch {
+    payload = { text: res.body };
   }
-}
-
-// RFC 8941 sf-string: printable ASCII in double quotes, with \ and " escaped.
-export function sfString(value) {
-  if (!/^[\x20-\x7e]*$/.test(value)) throw new RangeError(`${JSON.stringify(value)} cannot be an sf-string (only printable ASCII)`);
-  return `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
-}
-
-function quoteIdent(name) {
-  return `"${String(name).replace(/"/g, '""')}"`;
+  if (res.status >= 200 && res.status < 300) return payload;
+  if (res.status >= 400 && res.status < 500) throw new ToolFailed({ status: res.status, body: payload });
+  throw new OutcomeUnknown(`http ${res.status}`, { detail: { reason: `http ${res.status}`, body: payload } });
 }
 
 export class IdemAdapter {
-  // db: a better-sqlite3 Database with the extension loaded (see open()).
-  constructor(db, { ledger = 'ledger' } = {}) {
-    this.db = db;
+  constructor(ledger) {
     this.ledger = ledger;
-    this.claimStmt = db.prepare('SELECT idem_claim(?, ?, ?, ?, ?)').pluck();
-    this.settleStmt = db.prepare('SELECT idem_settle(?, ?, ?, ?)').pluck();
   }
 
-  // Opens a connection the way the adapter needs it.
-  static open(Database, file, extension, { ledger = 'ledger', busyTimeoutMs = 10000, create = true } = {}) {
-    const db = new Database(file, { timeout: busyTimeoutMs });
-    // better-sqlite3 keeps SQLITE_DBCONFIG_DEFENSIVE on; the extension
-    // works with it (on SQLite 3.44+ the ledger's rows table is not declared
-    // a shadow table, since SQLite refuses triggers on one in defensive mode).
-    db.loadExtension(extension);
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
-    if (create) db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS ${quoteIdent(ledger)} USING idempotency`);
-    return new IdemAdapter(db, { ledger });
+  // db: a better-sqlite3, libsql or node:sqlite connection (Ledger.open
+  // loads the extension and sets WAL, synchronous=FULL, busy_timeout).
+  static open(db, options) {
+    return new IdemAdapter(Ledger.open(db, options));
   }
 
   close() {
-    this.db.close();
+    this.ledger.close();
   }
 
-  claim(tenant, conversation, tool, args) {
-    return JSON.parse(this.claimStmt.get(this.ledger, tenant, conversation, tool, JSON.stringify(args)));
-  }
-
-  settle(token, status, detail) {
-    return JSON.parse(this.settleStmt.get(this.ledger, token, status, detail == null ? null : JSON.stringify(detail)));
-  }
-
-  // Runs the tool call at most once: POST args as JSON to url. Resolves to the
-  // claim decision for anything but admitted (nothing ran), or for admitted
-  // {decision: 'admitted', key, attempt, status: 'succeeded'|'failed', result|error}.
-  async callHttpTool(tenant, conversation, tool, args, url, { timeoutMs = 5000 } = {}) {
-    const d = this.claim(tenant, conversation, tool, args);
-    if (d.decision !== 'admitted') return d;
-    const { key, token, attempt } = d;
-    if (d.committed !== true) {
-      // Someone opened a transaction on this connection: never act on a claim
-      // that could still roll back.
-      this.settle(token, 'released', { sent: false, reason: 'claim not committed' });
-      throw new Error('idem_claim was not committed; commit before acting on an external claim');
-    }
-    let res;
-    try {
-      res = await post(url, JSON.stringify(args), { 'Idempotency-Key': sfString(key) }, timeoutMs);
-    } catch (e) {
-      if (e.connected) {
-        const reason = e.timedOut ? 'timeout' : `${e.code || e.name}: ${e.message}`;
-        this.settle(token, 'unknown', e.timedOut ? { reason: 'timeout', timeout_ms: timeoutMs } : { reason });
-        throw new OutcomeUnknown(key, reason);
-      }
-      const reason = `connect: ${e.timedOut ? 'timeout' : e.code || e.message}`;
-      this.settle(token, 'released', { sent: false, reason });
-      throw new NotSent(key, reason);
-    }
-    let payload;
-    try {
-      payload = JSON.parse(res.body);
-    } catch {
-      payload = { text: res.body };
-    }
-    if (res.status >= 200 && res.status < 300) {
-      this.settle(token, 'succeeded', payload);
-      return { decision: 'admitted', key, attempt, status: 'succeeded', result: payload };
-    }
-    if (res.status >= 400 && res.status < 500) {
-      const error = { status: res.status, body: payload };
-      this.settle(token, 'failed', error);
-      return { decision: 'admitted', key, attempt, status: 'failed', error };
-    }
-    this.settle(token, 'unknown', { reason: `http ${res.status}`, body: payload });
-    throw new OutcomeUnknown(key, `http ${res.status}`);
+  // Runs the tool call at most once; resolves to the package's Outcome.
+  // waitMs: how long to wait while another caller holds the key.
+  callHttpTool(tenant, conversation, tool, args, url, { timeoutMs = 5000, waitMs = 0 } = {}) {
+    return this.ledger.call(tenant, conversation, tool, args,
+      (attempt) => postJson(url, args, attempt.headers, timeoutMs), { waitMs });
   }
 }
 

@@ -1,7 +1,9 @@
 // The extension from Node's better-sqlite3 (version 12, pinned in
-// tests/bindings/package.json; it bundles its own SQLite).
+// tests/bindings/package.json; it bundles its own SQLite), or from the npm
+// package libsql (libSQL's prebuilt binary, its own SQLite fork, with the
+// same API).
 //
-// Usage: node test_node.mjs EXTENSION_PATH
+// Usage: node test_node.mjs EXTENSION_PATH [better-sqlite3|libsql]
 //
 // On a database file in a temporary directory: load the extension, create a
 // ledger, claim (admitted, with a token), settle succeeded, claim again
@@ -10,16 +12,25 @@
 // extension's exact message with nothing written, and the SQL-native claim
 // (INSERT INTO ledger, idem_last_claim, a taken key refused).
 //
+// A claim inside BEGIN IMMEDIATE ... COMMIT (the way a libSQL replica
+// routes a claim to its primary) is admitted uncommitted and lands with the
+// COMMIT.
+//
 // Prints one line per check: PASS <name> / FAIL <name>: <why>, and one
-// non-check line with the Node, better-sqlite3 and SQLite versions.
+// non-check line with the Node, driver and SQLite versions.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import Database from 'better-sqlite3';
 
 const require = createRequire(import.meta.url);
-const PREFIX = 'bindings.node';
+const DRIVER = process.argv[3] || 'better-sqlite3';
+if (DRIVER !== 'better-sqlite3' && DRIVER !== 'libsql') {
+  console.error(`test_node.mjs: driver must be better-sqlite3 or libsql, got ${DRIVER}`);
+  process.exit(2);
+}
+const Database = require(DRIVER);
+const PREFIX = DRIVER === 'libsql' ? 'bindings.libsql' : 'bindings.node';
 let failures = 0;
 
 function report(ok, name, why = '') {
@@ -31,8 +42,15 @@ function report(ok, name, why = '') {
   }
 }
 
+// col0: the first column of a row from .pluck().get(): better-sqlite3
+// returns the value itself, libsql ignores pluck() in get() and returns the
+// row object (with its own _metadata member after the columns).
+function col0(row) {
+  return row !== null && typeof row === 'object' && !Buffer.isBuffer(row) ? row[Object.keys(row)[0]] : row;
+}
+
 function one(db, sql, ...args) {
-  return db.prepare(sql).pluck().get(...args);
+  return col0(db.prepare(sql).pluck().get(...args));
 }
 
 function expectError(name, fn, message, code = 'SQLITE_CONSTRAINT') {
@@ -55,9 +73,10 @@ function expectError(name, fn, message, code = 'SQLITE_CONSTRAINT') {
 }
 
 function run(ext, file) {
-  const pkg = require('better-sqlite3/package.json');
+  // libsql's "exports" hide package.json: read the file beside this test
+  const pkg = JSON.parse(fs.readFileSync(new URL(`./node_modules/${DRIVER}/package.json`, import.meta.url), 'utf8'));
   const db = new Database(file);
-  console.log(`   ${PREFIX}: Node ${process.version}, better-sqlite3 ${pkg.version} with its bundled SQLite ${one(db, 'SELECT sqlite_version()')}`);
+  console.log(`   ${PREFIX}: Node ${process.version}, ${DRIVER} ${pkg.version} with its bundled SQLite ${one(db, 'SELECT sqlite_version()')}`);
   try {
     db.loadExtension(ext);
     const version = one(db, 'SELECT idem_version()');
@@ -71,7 +90,9 @@ function run(ext, file) {
   db.pragma('busy_timeout = 10000');
   db.exec('CREATE VIRTUAL TABLE ledger USING idempotency');
 
-  const claim = db.prepare("SELECT idem_claim('ledger', ?, ?, ?, ?)").pluck();
+  // Prepared per call: libsql 0.5.29 does not reset a statement that
+  // raised, so its next run fails again with the old error.
+  const claim = { get: (...a) => one(db, "SELECT idem_claim('ledger', ?, ?, ?, ?)", ...a) };
   const args = JSON.stringify({ to: 'a@example.com', subject: 'hi' });
   const d = JSON.parse(claim.get('tenant-a', 'conv-1', 'send_email', args));
   report(d.decision === 'admitted' && /^[0-9a-f]{32}$/.test(d.token || '') && d.committed === true &&
@@ -118,22 +139,33 @@ function run(ext, file) {
     .run('tenant-a', 'conv-1', 'migrate', '{"step":3}');
   report(info.changes === 0 && one(db, 'SELECT count(*) FROM ledger') === 2,
          'insert-or-ignore-skips', `changes ${info.changes}`);
+
+  db.exec('BEGIN IMMEDIATE');
+  const t = JSON.parse(claim.get('tenant-a', 'conv-1', 'send_email', JSON.stringify({ to: 'b@example.com' })));
+  db.exec('COMMIT');
+  const landed = one(db, 'SELECT token FROM ledger WHERE tenant = ? AND key = ?', 'tenant-a', t.key || '');
+  report(t.decision === 'admitted' && t.committed === false && landed === t.token,
+         'claim-in-write-transaction', `got ${JSON.stringify(t)}, row token after COMMIT ${landed}`);
   const sqliteVersion = one(db, 'SELECT sqlite_version()');
   db.close();
 
   // A new connection on the existing file, loading the extension before the
   // schema is read. better-sqlite3 turns SQLITE_DBCONFIG_DEFENSIVE on for
-  // every connection; unsafeMode(true) turns it off.
-  for (const [name, unsafe] of [['reopen-defensive', false], ['reopen-defensive-off', true]]) {
+  // every connection; unsafeMode(true) turns it off (libsql has the same
+  // method).
+  // libsql 0.5.29's unsafeMode() throws "not implemented": it reopens once,
+  // with its defaults.
+  const reopens = DRIVER === 'libsql' ? [['reopen', false]] : [['reopen-defensive', false], ['reopen-defensive-off', true]];
+  for (const [name, unsafe] of reopens) {
     let db2;
     try {
       db2 = new Database(file);
       if (unsafe) db2.unsafeMode(true);
       db2.loadExtension(ext);
-      const r2 = JSON.parse(db2.prepare("SELECT idem_claim('ledger', ?, ?, ?, ?)").pluck().get('tenant-a', 'conv-1', 'send_email', args));
+      const r2 = JSON.parse(one(db2, "SELECT idem_claim('ledger', ?, ?, ?, ?)", 'tenant-a', 'conv-1', 'send_email', args));
       report(r2.decision === 'replay' && JSON.stringify(r2.result) === JSON.stringify(result), name, `got ${JSON.stringify(r2)}`);
     } catch (e) {
-      report(false, name, `${e.code}: ${e.message} (a fresh connection${unsafe ? ' in unsafe mode' : ' with better-sqlite3 defaults, defensive on'}, ` +
+      report(false, name, `${e.code}: ${e.message} (a fresh connection${unsafe ? ' in unsafe mode' : ` with ${DRIVER} defaults${DRIVER === 'better-sqlite3' ? ', defensive on' : ''}`}, ` +
              `extension loaded before the schema was read, SQLite ${sqliteVersion})`);
     } finally {
       if (db2) db2.close();
@@ -141,13 +173,49 @@ function run(ext, file) {
   }
 }
 
-if (process.argv.length !== 3) {
-  console.error('usage: node test_node.mjs EXTENSION_PATH');
+// The hole of the first format on a defensive connection with the
+// extension loaded (SQLite 3.44+ does not declare the rows table a shadow
+// table there): "reset stuck rows" by plain SQL must not release a live
+// external claim. Format 2's triggers refuse it.
+function defensiveHoles(ext, file) {
+  const db = new Database(file);
+  try {
+    db.loadExtension(ext);
+    const c = JSON.parse(one(db, "SELECT idem_claim('ledger', 't', 'c', 'send', '{}', 'external', 'hole-ext')"));
+    report(c.decision === 'admitted', 'defensive-hole-claim', `got ${JSON.stringify(c)}`);
+    try {
+      db.prepare("UPDATE ledger_rows SET status = 'released' WHERE status = 'claimed'").run();
+      report(false, 'defensive-reset-stuck-refused', 'the UPDATE released live claims');
+    } catch (e) {
+      report(e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_TRIGGER' &&
+             e.message.startsWith('idempotency: illegal change of a ledger row'),
+             'defensive-reset-stuck-refused', `${e.code}: ${e.message}`);
+    }
+    try {
+      db.prepare("REPLACE INTO ledger_rows(tenant, \"key\", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) VALUES ('t', 'hole-ext', 'c', 'x', '{}', 'external', 'claimed', 1, random(), 0, 0, 0)").run();
+      report(false, 'defensive-replace-refused', 'the REPLACE erased the live claim');
+    } catch (e) {
+      report(e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_TRIGGER' &&
+             e.message.startsWith('idempotency: only a fresh claim may be inserted'),
+             'defensive-replace-refused', `${e.code}: ${e.message}`);
+    }
+    const again = JSON.parse(one(db, "SELECT idem_claim('ledger', 't', 'c', 'send', '{}', 'external', 'hole-ext')"));
+    report(again.decision === 'in_progress', 'defensive-live-claim-kept', `got ${JSON.stringify(again)}`);
+  } catch (e) {
+    report(false, 'defensive-holes', `${e.code}: ${e.message}`);
+  } finally {
+    db.close();
+  }
+}
+
+if (process.argv.length < 3 || process.argv.length > 4) {
+  console.error('usage: node test_node.mjs EXTENSION_PATH [better-sqlite3|libsql]');
   process.exit(2);
 }
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-node-'));
 try {
   run(path.resolve(process.argv[2]), path.join(tmp, 'ledger.db'));
+  defensiveHoles(path.resolve(process.argv[2]), path.join(tmp, 'ledger.db'));
 } catch (e) {
   report(false, 'unexpected', e && e.stack ? e.stack : e);
 } finally {

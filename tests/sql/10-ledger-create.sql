@@ -11,7 +11,7 @@ SELECT 'shadow-guards', (SELECT count(*) FROM sqlite_schema WHERE type = 'table'
 SELECT 'shadow-trigger-update', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = 'L_rows_update' AND tbl_name = 'L_rows') = 1;
 SELECT 'shadow-trigger-delete', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = 'L_rows_delete' AND tbl_name = 'L_rows') = 1;
 SELECT 'vtab-entry', (SELECT sql FROM sqlite_schema WHERE name = 'L') LIKE 'CREATE VIRTUAL TABLE L USING idempotency%';
-SELECT 'no-other-objects', (SELECT count(*) FROM sqlite_schema WHERE name LIKE 'L%' AND name NOT LIKE 'sqlite_autoindex_%') = 6;
+SELECT 'no-other-objects', (SELECT count(*) FROM sqlite_schema WHERE name LIKE 'L%' AND name NOT LIKE 'sqlite_autoindex_%') = 7;
 SELECT 'meta-is-without-rowid', (SELECT sql FROM sqlite_schema WHERE name = 'L_meta') LIKE '%WITHOUT ROWID%';
 SELECT 'rows-unique-tenant-key', (SELECT sql FROM sqlite_schema WHERE name = 'L_rows') LIKE '%UNIQUE(tenant,"key")%';
 SELECT 'rows-no-extension-function', (SELECT count(*) FROM sqlite_schema WHERE tbl_name IN ('L_rows', 'L_meta', 'L_guards') AND instr(sql, 'idem_') > 0) = 0;
@@ -28,16 +28,18 @@ SELECT 'rows-columns', (SELECT group_concat(name, ',') FROM pragma_table_info('L
 SELECT 'guards-columns', (SELECT group_concat(name, ',') FROM pragma_table_info('L_guards')) = 'id,tbl,key_column,tenant_column,token_column';
 
 -- defaults, read back from L_meta
-SELECT 'meta-row-count', (SELECT count(*) FROM L_meta) = 6;
+SELECT 'meta-row-count', (SELECT count(*) FROM L_meta) = 8;
 SELECT 'meta-id', (SELECT length(v) = 16 AND v NOT GLOB '*[^0-9a-f]*' FROM L_meta WHERE k = 'id');
-SELECT 'meta-format', (SELECT v FROM L_meta WHERE k = 'format') = 1;
+SELECT 'meta-format', (SELECT v FROM L_meta WHERE k = 'format') = 2;
 SELECT 'meta-format-integer', (SELECT typeof(v) FROM L_meta WHERE k = 'format') = 'integer';
 SELECT 'default-lease', (SELECT v FROM L_meta WHERE k = 'lease_seconds') = 300;
 SELECT 'default-attempts', (SELECT v FROM L_meta WHERE k = 'max_attempts') = 5;
 SELECT 'default-args-bytes', (SELECT v FROM L_meta WHERE k = 'max_args_bytes') = 1048576;
 SELECT 'default-single-tenant', (SELECT v FROM L_meta WHERE k = 'single_tenant') = 0;
+SELECT 'default-retention', (SELECT v FROM L_meta WHERE k = 'retention_seconds') = 0;
+SELECT 'default-require-transaction', (SELECT v FROM L_meta WHERE k = 'require_transaction') = 0;
 SELECT 'meta-keys', (SELECT group_concat(k, ',') FROM (SELECT k FROM L_meta ORDER BY k))
-       = 'format,id,lease_seconds,max_args_bytes,max_attempts,single_tenant';
+       = 'format,id,lease_seconds,max_args_bytes,max_attempts,require_transaction,retention_seconds,single_tenant';
 
 -- the default lease is 300 s: lease_until - created_at
 SELECT sqltest_clock(1700000000000);
@@ -49,25 +51,25 @@ SELECT sqltest_clock(NULL);
 -- empty parentheses: same as no options
 CREATE VIRTUAL TABLE E USING idempotency();
 SELECT 'empty-parens-defaults', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM E_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=300,max_args_bytes=1048576,max_attempts=5,single_tenant=0';
+       = 'format=2,lease_seconds=300,max_args_bytes=1048576,max_attempts=5,require_transaction=0,retention_seconds=0,single_tenant=0';
 
 -- every option at its bounds
-CREATE VIRTUAL TABLE lo USING idempotency(lease_seconds=0, max_attempts=1, max_args_bytes=2, single_tenant=0);
+CREATE VIRTUAL TABLE lo USING idempotency(lease_seconds=0, max_attempts=1, max_args_bytes=2, single_tenant=0, retention_seconds=0, require_transaction=0);
 SELECT 'lower-bounds', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM lo_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=0,max_args_bytes=2,max_attempts=1,single_tenant=0';
-CREATE VIRTUAL TABLE hi USING idempotency(lease_seconds=31536000, max_attempts=1000, max_args_bytes=16777216, single_tenant=1);
+       = 'format=2,lease_seconds=0,max_args_bytes=2,max_attempts=1,require_transaction=0,retention_seconds=0,single_tenant=0';
+CREATE VIRTUAL TABLE hi USING idempotency(lease_seconds=31536000, max_attempts=1000, max_args_bytes=16777216, single_tenant=1, retention_seconds=315360000, require_transaction=1);
 SELECT 'upper-bounds', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM hi_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=31536000,max_args_bytes=16777216,max_attempts=1000,single_tenant=1';
+       = 'format=2,lease_seconds=31536000,max_args_bytes=16777216,max_attempts=1000,require_transaction=1,retention_seconds=315360000,single_tenant=1';
 SELECT 'upper-bounds-integers', (SELECT count(*) FROM hi_meta WHERE k <> 'id' AND typeof(v) <> 'integer') = 0;
 SELECT 'single-tenant-unique-key-index', (SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'hi_rows' AND sql LIKE 'CREATE UNIQUE INDEX%') = 1;
 SELECT 'multi-tenant-no-key-index', (SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'L_rows' AND sql IS NOT NULL) = 0;
 -- order of options does not matter; whitespace around '=' is tolerated
 CREATE VIRTUAL TABLE ord USING idempotency(single_tenant=1, max_args_bytes=100, lease_seconds=7, max_attempts=3);
 SELECT 'any-order', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM ord_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=7,max_args_bytes=100,max_attempts=3,single_tenant=1';
+       = 'format=2,lease_seconds=7,max_args_bytes=100,max_attempts=3,require_transaction=0,retention_seconds=0,single_tenant=1';
 CREATE VIRTUAL TABLE one USING idempotency(max_attempts=2);
 SELECT 'one-option-rest-default', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM one_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=1,lease_seconds=300,max_args_bytes=1048576,max_attempts=2,single_tenant=0';
+       = 'format=2,lease_seconds=300,max_args_bytes=1048576,max_attempts=2,require_transaction=0,retention_seconds=0,single_tenant=0';
 
 -- out of range, each bound
 SELECT 'lease-below', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(lease_seconds=-1)')
@@ -78,6 +80,14 @@ SELECT 'attempts-below', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(max_a
        = 'idempotency: max_attempts must be an integer from 1 to 1000, got "0"';
 SELECT 'attempts-above', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(max_attempts=1001)')
        = 'idempotency: max_attempts must be an integer from 1 to 1000, got "1001"';
+SELECT 'retention-below', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(retention_seconds=-1)')
+       = 'idempotency: retention_seconds must be an integer from 0 to 315360000, got "-1"';
+SELECT 'retention-above', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(retention_seconds=315360001)')
+       = 'idempotency: retention_seconds must be an integer from 0 to 315360000, got "315360001"';
+SELECT 'require-transaction-above', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(require_transaction=2)')
+       = 'idempotency: require_transaction must be an integer from 0 to 1, got "2"';
+SELECT 'require-transaction-word', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(require_transaction=yes)')
+       = 'idempotency: require_transaction must be an integer from 0 to 1, got "yes"';
 SELECT 'args-bytes-below', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(max_args_bytes=1)')
        = 'idempotency: max_args_bytes must be an integer from 2 to 16777216, got "1"';
 SELECT 'args-bytes-above', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(max_args_bytes=16777217)')
@@ -114,14 +124,14 @@ SELECT 'quoted-value', errcode('CREATE VIRTUAL TABLE x1 USING idempotency(lease_
 
 -- unknown option, case matters
 SELECT 'unknown-option', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(foo=1)')
-       = 'idempotency: unknown option "foo"; the options are lease_seconds, max_attempts, max_args_bytes, single_tenant';
+       = 'idempotency: unknown option "foo"; the options are lease_seconds, max_attempts, max_args_bytes, single_tenant, retention_seconds, require_transaction';
 SELECT 'unknown-option-code', errcode('CREATE VIRTUAL TABLE x1 USING idempotency(foo=1)') = 1;
 SELECT 'unknown-option-uppercase', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(LEASE_SECONDS=5)')
-       = 'idempotency: unknown option "LEASE_SECONDS"; the options are lease_seconds, max_attempts, max_args_bytes, single_tenant';
+       = 'idempotency: unknown option "LEASE_SECONDS"; the options are lease_seconds, max_attempts, max_args_bytes, single_tenant, retention_seconds, require_transaction';
 SELECT 'unknown-option-prefix', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(lease=5)')
-       = 'idempotency: unknown option "lease"; the options are lease_seconds, max_attempts, max_args_bytes, single_tenant';
+       = 'idempotency: unknown option "lease"; the options are lease_seconds, max_attempts, max_args_bytes, single_tenant, retention_seconds, require_transaction';
 SELECT 'unknown-option-after-good', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(lease_seconds=5, tenant=1)')
-       = 'idempotency: unknown option "tenant"; the options are lease_seconds, max_attempts, max_args_bytes, single_tenant';
+       = 'idempotency: unknown option "tenant"; the options are lease_seconds, max_attempts, max_args_bytes, single_tenant, retention_seconds, require_transaction';
 
 -- repeated option
 SELECT 'repeated-option', errmsg('CREATE VIRTUAL TABLE x1 USING idempotency(lease_seconds=1, lease_seconds=2)')
@@ -143,10 +153,10 @@ SELECT 'refused-leaves-nothing', (SELECT count(*) FROM sqlite_schema WHERE name 
 
 -- the created ledgers are usable: lease 0 is expired at once, args cap 100
 SELECT 'lo-args-cap', errmsg('SELECT idem_claim(''lo'', ''t'', ''c'', ''tool'', ''[1]'')')
-       = 'idem_claim: args is 3 bytes, over the ledger''s max_args_bytes of 2';
+       = 'idem_claim: args is 3 bytes in canonical form, over the ledger''s max_args_bytes of 2';
 SELECT 'lo-args-at-cap', json_extract(idem_claim('lo', 't', 'c', 'tool', '{}'), '$.decision') = 'admitted';
 SELECT 'ord-args-cap', errmsg('SELECT idem_claim(''ord'', ''t'', ''c'', ''tool'', ''"' || printf('%.99c', 'a') || '"'')')
-       = 'idem_claim: args is 101 bytes, over the ledger''s max_args_bytes of 100';
+       = 'idem_claim: args is 101 bytes in canonical form, over the ledger''s max_args_bytes of 100';
 SELECT 'ord-args-at-cap', json_extract(idem_claim('ord', 't', 'c', 'tool', '"' || printf('%.98c', 'a') || '"'), '$.decision') = 'admitted';
 
 -- a second CREATE of the same name fails like any table
@@ -155,17 +165,18 @@ SELECT 'create-if-not-exists', errmsg('CREATE VIRTUAL TABLE IF NOT EXISTS L USIN
 SELECT 'meta-unchanged', (SELECT v FROM L_meta WHERE k = 'lease_seconds') = 300;
 -- a name that collides with an existing shadow-like table
 CREATE TABLE taken_rows(x);
-SELECT 'shadow-name-taken', errmsg('CREATE VIRTUAL TABLE taken USING idempotency') = 'table "taken_rows" already exists';
+SELECT 'shadow-name-taken', errmsg('CREATE VIRTUAL TABLE taken USING idempotency')
+       = 'idempotency: cannot create ledger taken: its shadow table taken_rows exists but tables taken_meta, taken_guards are missing; restore what is missing from a backup, or drop what is left to start an empty ledger';
 SELECT 'shadow-name-taken-no-vtab', (SELECT count(*) FROM sqlite_schema WHERE name IN ('taken', 'taken_meta', 'taken_guards')) = 0;
 
 -- format check on connect: another format is refused (reconnect via a fresh schema load)
 CREATE VIRTUAL TABLE F USING idempotency;
 PRAGMA writable_schema = ON;
-UPDATE F_meta SET v = 2 WHERE k = 'format';
+UPDATE F_meta SET v = 3 WHERE k = 'format';
 PRAGMA writable_schema = OFF;
-SELECT 'format-row-changed', (SELECT v FROM F_meta WHERE k = 'format') = 2;
+SELECT 'format-row-changed', (SELECT v FROM F_meta WHERE k = 'format') = 3;
 PRAGMA writable_schema = RESET;
-SELECT 'format-refused-on-connect', errmsg('SELECT * FROM F') = 'idempotency: ledger F has format 2; this build reads format 1';
+SELECT 'format-refused-on-connect', errmsg('SELECT * FROM F') = 'idempotency: ledger F has format 3; this build reads format 2';
 SELECT 'format-refused-claim', errmsg('SELECT idem_claim(''F'', ''t'', ''c'', ''x'', ''{}'')') GLOB 'idem_claim: *';
 SELECT 'format-refused-claim-nothing-written', (SELECT count(*) FROM F_rows) = 0;
 SELECT 'other-ledgers-still-work', (SELECT count(*) FROM L) = 1;

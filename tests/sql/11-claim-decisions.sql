@@ -264,7 +264,7 @@ SELECT 'effect-blob-nothing-written', (SELECT count(*) FROM G_rows WHERE tenant 
 SELECT 'effect-code', errcode('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'', ''{}'', ''Local'')') = 19;
 -- size cap of the ledger (default 1 MiB)
 SELECT 'args-over-cap', errmsg('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'', ''"'' || printf(''%.1048575c'', ''a'') || ''"'')')
-       = 'idem_claim: args is 1048577 bytes, over the ledger''s max_args_bytes of 1048576';
+       = 'idem_claim: args is 1048577 bytes in canonical form, over the ledger''s max_args_bytes of 1048576';
 SELECT 'args-over-cap-code', errcode('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'', ''"'' || printf(''%.1048575c'', ''a'') || ''"'')') = 18;
 -- arity
 SELECT 'arity-4', errmsg('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'')') = 'wrong number of arguments to function idem_claim()';
@@ -278,7 +278,7 @@ SELECT 'ledger-plain-table', errmsg('SELECT idem_claim(''plain'', ''t'', ''c'', 
 SELECT 'ledger-view', errmsg('SELECT idem_claim(''plainv'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "plainv": no table USING idempotency by that name';
 SELECT 'ledger-shadow', errmsg('SELECT idem_claim(''G_rows'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "G_rows": no table USING idempotency by that name';
 SELECT 'ledger-json-each', errmsg('SELECT idem_claim(''json_each'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "json_each": no table USING idempotency by that name';
-SELECT 'ledger-qualified-name', errmsg('SELECT idem_claim(''main.G'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "main.G": no table USING idempotency by that name';
+SELECT 'ledger-qualified-name-elsewhere', errmsg('SELECT idem_claim(''temp.G'', ''t'', ''c'', ''tool'', ''{}'')') = 'idem_claim: unknown ledger "temp.G": no table USING idempotency by that name';
 SELECT 'ledger-null', errcode('SELECT idem_claim(NULL, ''t'', ''c'', ''tool'', ''{}'')') = 1;
 SELECT 'ledger-integer', errcode('SELECT idem_claim(1, ''t'', ''c'', ''tool'', ''{}'')') = 1;
 SELECT 'ledger-case-insensitive', json_extract(idem_claim('g', 'ci', 'c', 'tool', '{}'), '$.decision') = 'admitted';

@@ -249,10 +249,10 @@ SELECT 'detail-errors-changed-nothing', (SELECT status = 'claimed' AND result IS
 -- detail over max_args_bytes (S: 20 bytes)
 SELECT 's-claim', json_extract(idem_claim('S', 't', 'c', 'tool', '{}', 'external', 'k'), '$.decision') = 'admitted';
 SELECT 'detail-over-cap', errmsg('SELECT idem_settle(''S'', (SELECT token FROM S), ''succeeded'', ''{"m":"0123456789abc"}'')')
-       = 'idem_settle: detail is 21 bytes, over the ledger''s max_args_bytes of 20';
+       = 'idem_settle: detail is 21 bytes in canonical form, over the ledger''s max_args_bytes of 20';
 SELECT 'detail-over-cap-code', errcode('SELECT idem_settle(''S'', (SELECT token FROM S), ''succeeded'', ''{"m":"0123456789abc"}'')') = 18;
 SELECT 'detail-over-cap-resolve', errmsg('SELECT idem_resolve(''S'', ''t'', ''k'', ''succeeded'', ''{"m":"0123456789abc"}'')')
-       = 'idem_resolve: detail is 21 bytes, over the ledger''s max_args_bytes of 20';
+       = 'idem_resolve: detail is 21 bytes in canonical form, over the ledger''s max_args_bytes of 20';
 SELECT 'detail-over-cap-unchanged', (SELECT status FROM S_rows) = 'claimed';
 SELECT 'detail-at-cap', json_extract(idem_settle('S', (SELECT token FROM S), 'succeeded', '{"m":"0123456789ab"}'), '$.status') = 'succeeded';
 

@@ -20,7 +20,7 @@ SELECT 'last-claim-token-hex', length(json_extract(idem_last_claim('L'), '$.toke
 SELECT 'last-claim-attempt', json_type(idem_last_claim('L'), '$.attempt') = 'integer' AND json_extract(idem_last_claim('L'), '$.attempt') = 1;
 SELECT 'last-claim-effect', json_extract(idem_last_claim('L'), '$.effect') = 'external';
 SELECT 'last-claim-committed', json_type(idem_last_claim('L'), '$.committed') = 'true';
-SELECT 'last-claim-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(idem_last_claim('L')) ORDER BY key)) = 'attempt,committed,effect,key,tenant,token';
+SELECT 'last-claim-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(idem_last_claim('L')) ORDER BY key)) = 'attempt,claims,committed,effect,key,tenant,token';
 SELECT 'last-claim-stable', idem_last_claim('L') = idem_last_claim('L');
 SELECT 'last-claim-unknown-ledger', errmsg('SELECT idem_last_claim(''nope'')') = 'idem_last_claim: unknown ledger "nope": no table USING idempotency by that name';
 -- the claim settles like any other

@@ -23,7 +23,7 @@ SELECT 'count', (SELECT count(*) FROM L) = 6;
 SELECT 'columns-match-rows', (SELECT count(*) FROM L v JOIN L_rows r ON r.id = v.rowid
        WHERE v.tenant IS r.tenant AND v.key IS r."key" AND v.conversation IS r.conversation AND v.tool IS r.tool
          AND v.args IS r.args AND v.effect IS r.effect AND v.status IS r.status AND v.result IS r.result
-         AND v.error IS r.error AND v.attempt IS r.attempt AND v.token IS lower(hex(r.token)) AND v.created_at IS r.created_at
+         AND v.error IS r.error AND v.attempt IS r.attempt AND v.token IS printf('%016x%016x', r.id, r.token) AND v.created_at IS r.created_at
          AND v.updated_at IS r.updated_at AND v.lease_until IS r.lease_until AND v.members IS r.members) = 6;
 SELECT 'rowid-is-id', (SELECT group_concat(rowid, ',') FROM L) = (SELECT group_concat(id, ',') FROM (SELECT id FROM L_rows ORDER BY id));
 SELECT 'args-canonical', (SELECT args FROM L WHERE tenant = 'ta' AND key = 'op-a') = '{"n":3}';
@@ -62,7 +62,7 @@ SELECT 'plan-tenant-key', (SELECT (SELECT count(*) FROM sqlite_stmt WHERE sql LI
        FROM L WHERE tenant = 'ta' AND key = 'op-a') = 1;
 SELECT 'plan-tenant', (SELECT (SELECT count(*) FROM sqlite_stmt WHERE sql LIKE '%FROM "main"."L_rows" WHERE tenant=?1 ORDER BY id')
        FROM L WHERE tenant = 'tc') = 1;
-SELECT 'plan-token', (SELECT (SELECT count(*) FROM sqlite_stmt WHERE sql LIKE '%FROM "main"."L_rows" WHERE token=?1 ORDER BY id')
+SELECT 'plan-token', (SELECT (SELECT count(*) FROM sqlite_stmt WHERE sql LIKE '%,created_at FROM "main"."L_rows" WHERE id=?1 AND token=?2')
        FROM L WHERE token = (SELECT token FROM L WHERE "key" = 'op-c')) = 1;
 SELECT 'plan-no-full-scan', (SELECT (SELECT nscan FROM sqlite_stmt WHERE sql LIKE '%FROM "main"."L_rows" WHERE tenant=?1 AND "key"=?2 ORDER BY id')
        FROM L WHERE tenant = 'ta' AND key = 'op-a') = 0;

@@ -1,6 +1,6 @@
 -- Guards outside the plain case: a ledger and its guarded table in an
 -- attached schema (the guard must keep checking that ledger, also once a
--- ledger of the same name appears in main or temp), and what happens to
+-- ledger of the same name appears in main), and what happens to
 -- local claims when a guarded table is dropped or renamed.
 
 -- ==== an attached schema
@@ -29,14 +29,17 @@ SELECT json_extract(idem_claim('ledger', 't1', 'c1', 'create_order', '{}', 'loca
 SELECT 'shadowed-settled-key-refused', errcode('INSERT INTO aux.orders(tenant, op_key, claim_token, item) VALUES (''t1'', ''op-1'', (SELECT token FROM main.ledger WHERE key = ''op-1''), ''again'')') = 19;
 SELECT 'shadowed-aux-rows', (SELECT count(*) FROM aux.orders) = 1;
 
--- the same with a TEMP ledger shadowing a guard of main
+-- main's ledger is reached from outside by its qualified name: a claim
+-- held in aux.ledger (claimed as 'aux.ledger') does not admit main's guard
 CREATE TABLE main.notes(id INTEGER PRIMARY KEY, tenant, op_key, body);
-CREATE VIRTUAL TABLE main.books USING idempotency(lease_seconds=60);
-SELECT idem_guard('books', 'notes', 'op_key', 'tenant');
-CREATE VIRTUAL TABLE temp.books USING idempotency(lease_seconds=60);
-SELECT json_extract(idem_claim('books', 't1', 'c1', 'note', '{}', 'local', 'op-n'), '$.decision');
-SELECT 'temp-claim-taken', (SELECT count(*) FROM temp.books WHERE key = 'op-n') = 1 AND (SELECT count(*) FROM main.books WHERE key = 'op-n') = 0;
-SELECT 'temp-claim-does-not-admit-main', errcode('INSERT INTO main.notes(tenant, op_key, body) VALUES (''t1'', ''op-n'', ''wrong ledger'')') = 19;
+SELECT 'qualified-guard-main', idem_guard('main.ledger', 'notes', 'op_key', 'tenant') = 1;
+SELECT 'qualified-guard-main-triggers', (SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND name GLOB 'notes_idem_ledger_*') = 2;
+SELECT json_extract(idem_claim('aux.ledger', 't1', 'c1', 'note', '{}', 'local', 'op-n'), '$.decision');
+SELECT 'aux-claim-taken', (SELECT count(*) FROM aux.ledger WHERE key = 'op-n') = 1 AND (SELECT count(*) FROM main.ledger WHERE key = 'op-n') = 0;
+SELECT 'aux-claim-does-not-admit-main', errmsg('INSERT INTO main.notes(tenant, op_key, body) VALUES (''t1'', ''op-n'', ''wrong ledger'')')
+       = 'idem_guard: insert into "notes" refused: key "op-n" needs a live claim of ledger ledger; there is no claim for it';
+SELECT 'qualified-unguard-main', idem_unguard('"main"."ledger"', 'notes') = 1
+       AND (SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND name GLOB 'notes_idem_ledger_*') = 0;
 
 -- ==== a guarded table dropped: the guard's record stays behind; local
 -- claims must still work, or fail with an error that says what is wrong

@@ -223,12 +223,11 @@ static void ledger_scan(int iRound, Check *c) {
     fmt_str(c->zIntegrity, sizeof(c->zIntegrity), "round %d: %s", iRound, sqlite3_errmsg(db));
   }
   sqlite3_finalize(pI);
-  if (sqlite3_prepare_v2(
-          db,
-          "SELECT CASE typeof(token) WHEN 'blob' THEN lower(hex(token)) ELSE token END,"
-          " status, attempt FROM L_rows WHERE tenant='t1' AND "
-          "\"key\"=?1",
-          -1, &pRow, 0) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(db,
+                         "SELECT printf('%016x%016x', id, token),"
+                         " status, attempt FROM L_rows WHERE tenant='t1' AND "
+                         "\"key\"=?1",
+                         -1, &pRow, 0) != SQLITE_OK) {
     if (c->nLost++ == 0) {
       fmt_str(c->zLost, sizeof(c->zLost), "round %d: %s", iRound, sqlite3_errmsg(db));
     }

@@ -177,6 +177,25 @@ static const Op aOp[] = {
     {"last-claim", K_SQL, 0,
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}')",
      "SELECT idem_last_claim('L')"},
+    {"insert-multi-row", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+     "INSERT OR IGNORE INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":3}'),"
+     "('t1','c1','send','{\"n\":1}'),('t1','c1','send','{\"n\":4}'),('t1','c1','send','{\"n\":5}'),"
+     "('t1','c1','send','{\"n\":6}'),('t1','c1','send','{\"n\":7}')"},
+    {"insert-deferred-txn", K_SQL, F_TXN, "CREATE TABLE other(x); BEGIN",
+     "INSERT INTO L(tenant,conversation,tool,args,effect) VALUES('t1','c1','send','{\"n\":2003}',"
+     "'local')"},
+    {"settle-deferred-txn", K_SQL, F_TXN,
+     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}'); BEGIN",
+     "SELECT idem_settle('L',?1,'succeeded','{\"ok\":1}')"},
+    {"last-claim-multi", K_SQL, 0,
+     "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}'),"
+     "('t1','c1','send','{\"n\":2001}')",
+     "SELECT idem_last_claim('L')"},
+    {"last-claim-rolled-back", K_SQL, F_TXN,
+     "CREATE TABLE other(x); BEGIN; SAVEPOINT s;"
+     " INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}');"
+     " ROLLBACK TO s",
+     "SELECT idem_last_claim('L')"},
     {"settle-succeeded", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
      "SELECT "
      "idem_settle('L',?1,'succeeded','{\"id\":42,\"note\":\"caf\\u00e9\",\"v\":[1.0,2e3]}')"},
@@ -228,8 +247,52 @@ static const Op aOp[] = {
      "SELECT idem_settle('L',?1,'succeeded',NULL)",
      "DELETE FROM L WHERE status='succeeded'"},
     {"drop-ledger", K_SQL, 0, "CREATE VIRTUAL TABLE L3 USING idempotency", "DROP TABLE L3"},
+    {"upgrade-restore-trigger", K_SQL, 0, "DROP TRIGGER L_rows_delete", "SELECT idem_upgrade('L')"},
+    {"release-external", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+     "SELECT idem_settle('L',?1,'released','{\"why\":\"no route\",\"sent\":false}')"},
     {"rename-ledger", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
      "ALTER TABLE L RENAME TO L9"},
+    {"renew", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+     "SELECT idem_renew('L',?1,600)"},
+    {"renew-default", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}','local')",
+     "SELECT idem_renew('L',?1)"},
+    {"renew-settled", K_SQL, 0,
+     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
+     "SELECT idem_settle('L',?1,'succeeded',NULL)",
+     "SELECT idem_renew('L',?1)"},
+    {"renew-expired", K_SQL, 0,
+     "CREATE VIRTUAL TABLE L0 USING idempotency(lease_seconds=0);"
+     "SELECT idem_claim('L0','t1','c1','send','{\"n\":1}')",
+     "SELECT idem_renew('L0',?1)"},
+    {"renew-in-txn", K_SQL, F_TXN, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}'); BEGIN",
+     "SELECT idem_renew('L',?1,60)"},
+    {"claim-local-deferred-txn", K_SQL, F_TXN,
+     "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k);"
+     "SELECT idem_guard('L','o','k','tenant'); BEGIN",
+     "SELECT idem_claim('L','t1','c1','send','{\"n\":7}','local')"},
+    {"claim-require-txn-refused", K_SQL, 0,
+     "CREATE VIRTUAL TABLE R USING idempotency(require_transaction=1)",
+     "SELECT idem_claim('R','t1','c1','send','{\"n\":1}')"},
+    {"claim-require-txn-in-txn", K_SQL, F_TXN,
+     "CREATE VIRTUAL TABLE R USING idempotency(require_transaction=1); BEGIN",
+     "SELECT idem_claim('R','t1','c1','send','{\"n\":1}')"},
+    {"claim-qualified", K_SQL, 0,
+     "ATTACH ':memory:' AS aux; CREATE VIRTUAL TABLE aux.L USING idempotency",
+     "SELECT idem_claim('\"aux\".L','t1','c1','send','{\"n\":1}')"},
+    {"claim-retention", K_SQL, 0,
+     /* two succeeded rows made (and settled) at Unix ms 1: due for purging */
+     "CREATE VIRTUAL TABLE LR USING idempotency(retention_seconds=1);"
+     "INSERT INTO LR_rows(tenant,\"key\",conversation,tool,args,effect,status,attempt,token,"
+     "created_at,updated_at,lease_until) VALUES"
+     "('t1','old-1','c1','send','{}','external','claimed',1,7,1,1,1),"
+     "('t1','old-2','c1','send','{}','external','claimed',1,8,1,1,1);"
+     "UPDATE LR_rows SET status='succeeded'",
+     "SELECT idem_claim('LR','t1','c1','send','{\"n\":3}')"},
+    {"claim-missing-shadow", K_SQL, 0,
+     "CREATE VIRTUAL TABLE LB USING idempotency; DROP TABLE LB_guards",
+     "SELECT idem_claim('LB','t1','c1','send','{\"n\":1}')"},
+    {"drop-missing-shadow", K_SQL, 0,
+     "CREATE VIRTUAL TABLE LB USING idempotency; DROP TABLE LB_meta", "DROP TABLE LB"},
     {"file-select", K_FILE, 0, "", "SELECT count(*) FROM L"},
     {"file-claim-new", K_FILE, 0, "", "SELECT idem_claim('L','t1','c1','send','{\"n\":5000}')"},
     {"file-claim-in-progress", K_FILE, 0, "",

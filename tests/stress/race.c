@@ -35,6 +35,11 @@
 **   ledger        N rows, attempt 1, status and token of the admitter
 **   replays       (settle) every replay carries the admitter's result
 **   integrity     PRAGMA integrity_check is ok
+**   schema-change-mid-call  (claim variant) a claim statement prepared
+**                 before another connection changes the schema runs again:
+**                 the ledger is disconnected while its own lookup is
+**                 prepared again; the claim answers and sqlite3_close
+**                 then succeeds (no statement of the old ledger is left)
 */
 #define STRESS_CHECKS
 #include "stress.h"
@@ -401,7 +406,7 @@ static void verify(void) {
     sqlite3_finalize(pCount);
     if (sqlite3_prepare_v2(db,
                            "SELECT attempt, status,"
-                           " CASE typeof(token) WHEN 'blob' THEN lower(hex(token)) ELSE token END,"
+                           " printf('%016x%016x', id, token),"
                            " result FROM L_rows"
                            " WHERE tenant='t1' AND \"key\"=?1",
                            -1, &pRow, 0) != SQLITE_OK) {
@@ -456,6 +461,41 @@ static void verify(void) {
   }
   sqlite3_close(db);
   free(aAdmitter);
+}
+
+/* The schema-change-mid-call check (see the header). */
+static void schema_change_mid_call(void) {
+  sqlite3 *a = 0, *b = 0;
+  sqlite3_stmt *pC = 0;
+  char *zErr = 0, zGot[300] = "";
+  int rc, rcClose = -1, nOk = 0, i;
+  rc = sqlite3_open(zDb, &a);
+  if (rc == SQLITE_OK) rc = stress_load(a, stress_ext_path(zExt), &zErr);
+  sqlite3_free(zErr);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_prepare_v2(a, "SELECT idem_claim('L','t1','c1','send','{\"mid\":1}')", -1, &pC, 0);
+  }
+  for (i = 0; rc == SQLITE_OK && i < 2; i++) {
+    if (i == 1) {
+      /* another connection changes the schema between the two runs */
+      rc = sqlite3_open(zDb, &b);
+      if (rc == SQLITE_OK) rc = sqlite3_exec(b, "CREATE TABLE mid_call(x)", 0, 0, 0);
+      sqlite3_close(b);
+      if (rc) break;
+    }
+    if (sqlite3_step(pC) == SQLITE_ROW) {
+      const char *z = (const char *)sqlite3_column_text(pC, 0);
+      fmt_str(zGot, sizeof(zGot), "%s", z ? z : "NULL");
+      if (z && strstr(z, i == 0 ? "\"admitted\"" : "\"in_progress\"")) nOk++;
+    } else {
+      fmt_str(zGot, sizeof(zGot), "%s", sqlite3_errmsg(a));
+    }
+    sqlite3_reset(pC);
+  }
+  sqlite3_finalize(pC);
+  if (a) rcClose = sqlite3_close(a);
+  check(rc == SQLITE_OK && nOk == 2 && rcClose == SQLITE_OK, "schema-change-mid-call",
+        "rc %d, %d of 2 answers right (last: %s), sqlite3_close %d", rc, nOk, zGot, rcClose);
 }
 
 static int usage(void) {
@@ -550,6 +590,7 @@ int main(int argc, char **argv) {
   printf("  %s: %.2f s\n", zName, now_s() - t0);
   check(nBadChild == 0, "children", "%d children failed; first: %s", nBadChild, zFirstChild);
   verify();
+  if (iVariant == V_CLAIM) schema_change_mid_call();
   free(aPid);
   munmap(aSlot, nMap);
   return nFail ? 1 : 0;

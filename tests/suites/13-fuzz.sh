@@ -34,7 +34,7 @@ rc=0
 for t in $TARGETS; do
   bin="$OUT/fuzz_$t"
   # shellcheck disable=SC2086
-  if ! "$CLANG" $FLAGS -o "$bin" "tests/fuzz/fuzz_$t.c" ext/canonical.c ext/grammar.c -lm \
+  if ! "$CLANG" $FLAGS -o "$bin" "tests/fuzz/fuzz_$t.c" ext/canonical.c ext/grammar.c ext/shortest.c -lm \
        >"$scratch/build_$t.log" 2>&1; then
     echo "FAIL fuzz.$t.build: $(head -n 5 "$scratch/build_$t.log" | tr '\n' ' ')"
     rc=1

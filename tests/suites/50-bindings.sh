@@ -2,7 +2,8 @@
 # The extension from four language bindings (tests/bindings/): Debian's
 # /usr/bin/python3 sqlite3, Node better-sqlite3 12 (pinned in
 # tests/bindings/package.json; 13 crashes on Node 20), Tcl (libsqlite3-tcl)
-# and Perl DBI + DBD::SQLite (libdbd-sqlite3-perl). Each loads the
+# and Perl DBI + DBD::SQLite (libdbd-sqlite3-perl); and libSQL through the
+# npm package libsql (its prebuilt binary, libSQL 3.45), with the Node test. Each loads the
 # extension into a database file, claims, settles, replays, surfaces a
 # refused key as that binding's error type with the extension's message,
 # and uses INSERT INTO ledger + idem_last_claim. A binding whose runtime is
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/../.." || exit 1
 DIR=tests/bindings
 
 . tests/lib/interp.sh
-plain_ext bindings python node tcl perl
+plain_ext bindings python node libsql tcl perl
 
 rc=0
 
@@ -26,46 +27,30 @@ if ! python_skip bindings; then
 fi
 
 # --- Node: better-sqlite3 12 from tests/bindings/node_modules ----------------
-node_ready=0
-if ! command -v node >/dev/null 2>&1; then
-  echo "SKIP bindings.node: node is not installed"
-elif ! node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)'; then
-  echo "SKIP bindings.node: node $(node --version) is older than better-sqlite3 12 supports (20+)"
-elif [ ! -f "$DIR/node_modules/better-sqlite3/package.json" ]; then
-  if ! command -v npm >/dev/null 2>&1; then
-    echo "SKIP bindings.node: npm is not installed (needed to install better-sqlite3 in $DIR)"
-  elif (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1); then
-    node_ready=1
-  else
-    echo "FAIL bindings.node: npm ci could not install better-sqlite3 in $DIR"
-    rc=1
-  fi
-else
-  node_ready=1
-fi
+node_bsql bindings node "$DIR"
 if [ "$node_ready" = 1 ]; then
-  v=$(cd "$DIR" && node -p 'require("better-sqlite3/package.json").version' 2>/dev/null)
-  case "$v" in
-    12.*) run_checked bindings node node "$DIR/test_node.mjs" "$ext" ;;
-    *) echo "FAIL bindings.node: $DIR/node_modules has better-sqlite3 '${v}', not 12.x (run npm ci in $DIR)"; rc=1 ;;
-  esac
+  run_checked bindings node node "$DIR/test_node.mjs" "$ext"
+fi
+
+# --- libSQL: the npm package libsql (prebuilt per platform) -------------------
+if [ "$node_ready" != 1 ]; then
+  echo "SKIP bindings.libsql: needs node and $DIR/node_modules, as bindings.node (see above)"
+elif [ ! -f "$DIR/node_modules/libsql/package.json" ]; then
+  echo "FAIL bindings.libsql: $DIR/node_modules lacks libsql (run npm ci in $DIR)"
+  rc=1
+elif ! (cd "$DIR" && node -e 'require("libsql")') >/dev/null 2>&1; then
+  echo "SKIP bindings.libsql: libsql has no prebuilt binary for $(node -p 'process.platform + "-" + process.arch') here: $(cd "$DIR" && node -e 'require("libsql")' 2>&1 | grep -m1 Error)"
+else
+  run_checked bindings libsql node "$DIR/test_node.mjs" "$ext" libsql
 fi
 
 # --- Tcl: package require sqlite3 (libsqlite3-tcl) ------------------------------
-if ! command -v tclsh >/dev/null 2>&1; then
-  echo "SKIP bindings.tcl: tclsh is not installed (Debian: apt-get install tcl libsqlite3-tcl)"
-elif ! echo 'package require sqlite3' | tclsh >/dev/null 2>&1; then
-  echo "SKIP bindings.tcl: Tcl's sqlite3 package is not installed (Debian: apt-get install libsqlite3-tcl)"
-else
+if ! tcl_skip bindings; then
   run_checked bindings tcl tclsh "$DIR/test_tcl.tcl" "$ext"
 fi
 
 # --- Perl: DBI + DBD::SQLite -------------------------------------------------
-if ! command -v perl >/dev/null 2>&1; then
-  echo "SKIP bindings.perl: perl is not installed"
-elif ! perl -MDBI -MDBD::SQLite -MJSON::PP -e 1 >/dev/null 2>&1; then
-  echo "SKIP bindings.perl: DBI or DBD::SQLite is not installed (Debian: apt-get install libdbd-sqlite3-perl)"
-else
+if ! perl_skip bindings; then
   run_checked bindings perl perl "$DIR/test_perl.pl" "$ext"
 fi
 

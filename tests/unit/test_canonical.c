@@ -11,6 +11,7 @@
 #include "check.h"
 
 #include <float.h>
+#include <locale.h>
 #include <math.h>
 
 /* Every accepted output must also re-canonicalise to itself, except
@@ -163,6 +164,56 @@ static void test_numbers(void) {
   OK("number.subnormal-rounds-up", "2.4703282292062328e-324", "5e-324");
   OK("number.zero-with-huge-exponent", "[0e-400,0.0e999]", "[0,0]");
   OK("number.huge-exponent-digits", "1e00000000000000000000000000000000000000002", "100");
+  /* shortest digits where the nearest 16-digit decimal does not read back */
+  OK("number.shortest-2^-24", "5.9604644775390625e-8", "5.960464477539063e-8");
+  OK("number.shortest-2^-44", "5.684341886080802e-14", "5.684341886080802e-14");
+  /* one digit when one is enough, also in the subnormals */
+  OK("number.one-digit-subnormal", "[8.893e-323,4.9406564584124654e-324,1e23]",
+     "[9e-323,5e-324,1e+23]");
+  /* the parser: ties go to even, a digit far past the 19th decides */
+  OK_ONCE("number.tie-2^53+1", "9007199254740993.0", "9007199254740992");
+  OK("number.tie-past-19-digits",
+     "[1.00000000000000011102230246251565404236316680908203125,"
+     "1.00000000000000011102230246251565404236316680908203126,"
+     "1.00000000000000011102230246251565404236316680908203124]",
+     "[1,1.0000000000000002,1]");
+  OK("number.tie-odd-rounds-up", "1.00000000000000033306690738754696212708950042724609375",
+     "1.0000000000000004");
+  OK("number.famous-slow-strtod", "[2.2250738585072011e-308,2.2250738585072012e-308]",
+     "[2.225073858507201e-308,2.2250738585072014e-308]");
+  OK("number.subnormal-parse", "[2.4703282292062328e-324,7.4109846876186982e-324,1e-320]",
+     "[5e-324,1e-323,1e-320]");
+  OK("number.max-rounds-down", "1.797693134862315708e308", "1.7976931348623157e+308");
+  /* a literal already spelled canonically is kept; one with the printed
+  ** digits but another spelling keeps its digits (mantissa copied) */
+  OK("number.kept-as-written", "[7.956664371524663,-0.009425017643751196,1.5e-7,-2.5e+25]",
+     "[7.956664371524663,-0.009425017643751196,1.5e-7,-2.5e+25]");
+  OK("number.exponent-respelled",
+     "[1.3884873469718519e-07,1.5E-7,1.5e-0007,-9.4710762054721414e+024,5e21,5E+21,1e-7]",
+     "[1.3884873469718519e-7,1.5e-7,1.5e-7,-9.471076205472142e+24,5e+21,5e+21,1e-7]");
+  OK("number.exponent-to-fixed",
+     "[7.682441873718716e-05,7.5E-5,-1.2e-6,1e-6,1.2e-1,1.25e0,1.5e3,-3.25e+2]",
+     "[0.00007682441873718716,0.000075,-0.0000012,0.000001,0.12,1.25,1500,-325]");
+  OK("number.fixed-to-exponent", "[0.00000012,0.0000001234567890123456,0.000001]",
+     "[1.2e-7,1.234567890123456e-7,0.000001]");
+  /* 16- and 17-digit literals: kept when they are the printed digits,
+  ** else the shortest (a shorter one reads back, or a nearer one exists) */
+  OK("number.17-digits-kept", "[0.30000000000000004,1.0000000000000002,-1.7976931348623157e+308]",
+     "[0.30000000000000004,1.0000000000000002,-1.7976931348623157e+308]");
+  OK("number.17-digits-shorter", "[0.30000000000000001,0.10000000000000001,1.0000000000000001]",
+     "[0.3,0.1,1]");
+  OK("number.17-digits-nearer", "[0.30000000000000003,1.0000000000000003,1.0000000000000001e-5]",
+     "[0.30000000000000004,1.0000000000000002,0.00001]");
+  OK("number.16-digits-near-power-of-ten",
+     "[1000000000000000.1,1.000000000000001,9.999999999999998]",
+     "[1000000000000000.1,1.000000000000001,9.999999999999998]");
+  /* digits read a word at a time: every length of the last partial word,
+  ** ended by each byte that may follow a number */
+  OK("number.digit-runs", "[1.2,12.34,123.456,1234.5678,12345.67891,123456.789123,1234567.8912345]",
+     "[1.2,12.34,123.456,1234.5678,12345.67891,123456.789123,1234567.8912345]");
+  OK("number.digit-runs-ends",
+     "{\"a\":0.12345678,\"b\":[0.123456789 ,0.1234567891\t,0.12345678912\n],\"c\":1.5}",
+     "{\"a\":0.12345678,\"b\":[0.123456789,0.1234567891,0.12345678912],\"c\":1.5}");
 }
 
 static void test_errors(void) {
@@ -507,12 +558,147 @@ static void test_number_format(void) {
   num_case("number-format.1.2345678901234568e+29", 123456789012345678901234567890.5,
            "1.2345678901234568e+29");
   num_case("number-format.123456789012345680000", 123456789012345678901.0, "123456789012345680000");
+  num_case("number-format.2^-24", 5.9604644775390625e-8, "5.960464477539063e-8");
+  num_case("number-format.2^-1074*18", from_bits(18), "9e-323");
+  num_case("number-format.2^-1074*2", from_bits(2), "1e-323");
+  num_case("number-format.2^1023", 8.98846567431158e307, "8.98846567431158e+307");
+  num_case("number-format.2^-1022-neighbour-up", from_bits(0x0010000000000001ull),
+           "2.225073858507202e-308");
+  num_case("number-format.5e-324*3", from_bits(3), "1.5e-323");
   {
     /* the longest forms fit the documented 32 bytes */
     char z[40];
     int n = idem_jcs_number(-1.2345678901234567e-300, z);
     check(n <= 31 && (size_t)n == strlen(z), "number-format.fits-32", "length %d: %s", n, z);
   }
+}
+
+/* ------------------------------------------------------------------ */
+/* shortest.c: its table and logarithms, checked with exact arithmetic  */
+/* ------------------------------------------------------------------ */
+
+/* Non-negative integers of up to 64 x 32 bits, little-endian limbs. */
+typedef struct Big Big;
+struct Big {
+  uint32_t a[64];
+  int n;
+};
+
+static void big_set(Big *b, uint64_t hi, uint64_t lo) {
+  int i;
+  memset(b, 0, sizeof(*b));
+  for (i = 0; i < 2; i++) {
+    b->a[i] = (uint32_t)(lo >> (32 * i));
+    b->a[i + 2] = (uint32_t)(hi >> (32 * i));
+  }
+  b->n = 4;
+  while (b->n > 0 && b->a[b->n - 1] == 0) b->n--;
+}
+
+static void big_mul(Big *b, uint32_t m) {
+  uint64_t carry = 0;
+  int i;
+  for (i = 0; i < b->n; i++) {
+    uint64_t x = (uint64_t)b->a[i] * m + carry;
+    b->a[i] = (uint32_t)x;
+    carry = x >> 32;
+  }
+  if (carry) {
+    if (b->n == 64) {
+      fprintf(stderr, "test_canonical: Big overflows 2048 bits\n");
+      abort();
+    }
+    b->a[b->n++] = (uint32_t)carry;
+  }
+}
+
+static void big_pow(Big *b, int base, int e) {
+  while (e-- > 0) big_mul(b, (uint32_t)base);
+}
+
+static int big_cmp(const Big *x, const Big *y) {
+  int i;
+  if (x->n != y->n) return x->n < y->n ? -1 : 1;
+  for (i = x->n - 1; i >= 0; i--) {
+    if (x->a[i] != y->a[i]) return x->a[i] < y->a[i] ? -1 : 1;
+  }
+  return 0;
+}
+
+/* Compare (hi:lo) 2^p2 10^p10 with 2^q2 10^q10 exactly. */
+static int cmp_scaled(uint64_t hi, uint64_t lo, int p2, int p10, int q2, int q10) {
+  Big x, y;
+  int m2 = p2 < q2 ? p2 : q2, m10 = p10 < q10 ? p10 : q10;
+  big_set(&x, hi, lo);
+  big_set(&y, 0, 1);
+  big_pow(&x, 2, p2 - m2);
+  big_pow(&x, 10, p10 - m10);
+  big_pow(&y, 2, q2 - m2);
+  big_pow(&y, 10, q10 - m10);
+  return big_cmp(&x, &y);
+}
+
+static void test_shortest_table(void) {
+  int e, nBad = 0;
+  char zFirst[200] = "";
+  /* g(e) - 1 <= 10^e / 2^r < g(e), r = floor(log2 10^e) - 127, g in (2^127, 2^128) */
+  for (e = IDEM_POW10_MIN; e <= IDEM_POW10_MAX; e++) {
+    const uint64_t *g = idem_pow10_128[e - IDEM_POW10_MIN];
+    int r = idem_flog2_pow10(e) - 127;
+    uint64_t lo1 = g[1] - 1, hi1 = g[0] - (g[1] == 0);
+    int ok = (g[0] >> 63) == 1 && cmp_scaled(hi1, lo1, r, 0, 0, e) <= 0 &&
+             cmp_scaled(g[0], g[1], r, 0, 0, e) > 0;
+    if (!ok && nBad++ == 0) snprintf(zFirst, sizeof(zFirst), "entry 1e%d", e);
+  }
+  check(nBad == 0, "shortest.pow10-table", "%d entries wrong, first %s", nBad, zFirst);
+
+  /* the fixed-point logarithms over the ranges the code uses */
+  nBad = 0;
+  for (e = -1100; e <= 1100; e++) {
+    int k = idem_flog10_pow2(e), k3 = idem_flog10_three_quarters_pow2(e);
+    /* 10^k <= 2^e < 10^(k+1); 10^k3 <= 3 2^(e-2) < 10^(k3+1) */
+    if (cmp_scaled(0, 1, 0, k, e, 0) > 0 || cmp_scaled(0, 1, 0, k + 1, e, 0) <= 0 ||
+        cmp_scaled(0, 3, e - 2, 0, 0, k3) < 0 || cmp_scaled(0, 3, e - 2, 0, 0, k3 + 1) >= 0) {
+      if (nBad++ == 0) snprintf(zFirst, sizeof(zFirst), "e=%d: %d %d", e, k, k3);
+    }
+  }
+  check(nBad == 0, "shortest.flog10", "%d exponents wrong, first %s", nBad, zFirst);
+  nBad = 0;
+  for (e = -400; e <= 400; e++) {
+    int k = idem_flog2_pow10(e);
+    /* 2^k <= 10^e < 2^(k+1) */
+    if (cmp_scaled(0, 1, k, 0, 0, e) > 0 || cmp_scaled(0, 1, k + 1, 0, 0, e) <= 0) {
+      if (nBad++ == 0) snprintf(zFirst, sizeof(zFirst), "e=%d: %d", e, k);
+    }
+  }
+  check(nBad == 0, "shortest.flog2", "%d exponents wrong, first %s", nBad, zFirst);
+}
+
+/* No locale of the host changes the numbers: with a decimal comma in
+** LC_NUMERIC, both the fast paths and the strtod_l fallback (ties, digits
+** past the 19th, subnormals) give the same text. */
+static void test_locale(void) {
+  static const char *azLoc[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8", 0};
+  int i;
+  for (i = 0; azLoc[i]; i++) {
+    if (setlocale(LC_ALL, azLoc[i])) break;
+  }
+  if (azLoc[i] == 0) {
+    printf(
+        "SKIP canonical.locale: no locale with a decimal comma (de_DE.UTF-8, fr_FR.UTF-8) is "
+        "installed or made by localedef (tests/suites/10-unit.sh)\n");
+    return;
+  }
+  check(strcmp(localeconv()->decimal_point, ",") == 0, "canonical.locale.decimal-comma",
+        "%s has decimal point \"%s\"", azLoc[i], localeconv()->decimal_point);
+  OK("locale.numbers",
+     "[0.5,-1.5e-7,5.9604644775390625e-8,333333333.33333329,"
+     "1.00000000000000011102230246251565404236316680908203126,4.9406564584124654e-324,"
+     "2.2250738585072011e-308,123456789012345678901234567890.5]",
+     "[0.5,-1.5e-7,5.960464477539063e-8,333333333.3333333,1.0000000000000002,5e-324,"
+     "2.225073858507201e-308,1.2345678901234568e+29]");
+  num_case("locale.number-format", 1.0 / 3.0, "0.3333333333333333");
+  setlocale(LC_ALL, "C");
 }
 
 /* ------------------------------------------------------------------ */
@@ -787,6 +973,8 @@ int main(void) {
   test_depth();
   test_size_cap();
   test_number_format();
+  test_shortest_table();
+  test_locale();
   test_oom();
   test_oom_digest();
   test_sink();

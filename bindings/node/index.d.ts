@@ -1,0 +1,247 @@
+// TypeScript declarations of sqlite-idempotency (index.js).
+
+/** The package version; equals `SELECT idem_version()` of the extension it carries. */
+export const VERSION: string;
+
+/**
+ * The path of the extension in this package for the running platform,
+ * without its suffix (SQLite adds `.so`/`.dylib`/`.dll`). Throws
+ * IdempotencyError when the package holds no build for this platform.
+ */
+export function getLoadablePath(): string;
+
+/** A statement of better-sqlite3, libsql or node:sqlite. */
+export interface LoadableStatement {
+  get(...params: unknown[]): Record<string, unknown> | undefined;
+}
+
+/** A connection of better-sqlite3, libsql or node:sqlite (`DatabaseSync` opened with `{ allowExtension: true }`). */
+export interface LoadableDatabase {
+  loadExtension(path: string, ...rest: unknown[]): unknown;
+  enableLoadExtension?(allow: boolean): unknown;
+  prepare(sql: string): LoadableStatement;
+  exec(sql: string): unknown;
+  close(): unknown;
+}
+
+/** Loads the extension into the connection (node:sqlite: extension loading is turned off again after). */
+export function load(db: LoadableDatabase): void;
+
+/** The `Idempotency-Key` header value of a key: an RFC 8941 sf-string, `"idem1-…"`. RangeError for a non-key. */
+export function headerValue(key: string): string;
+
+/** A JSON value (what args, results and errors must be). */
+export type Json = null | boolean | number | string | Json[] | { [member: string]: Json };
+
+export type Effect = 'external' | 'local';
+export type SettleStatus = 'succeeded' | 'failed' | 'released' | 'unknown';
+export type ResolveStatus = 'succeeded' | 'failed' | 'released';
+
+/** A guarded row written by a local claim. */
+export interface Member {
+  table: string;
+  rowid: number;
+}
+
+/** This call owns the execution. `note` is present for external claims only. */
+export interface Admitted {
+  decision: 'admitted';
+  key: string;
+  token: string;
+  attempt: number;
+  effect: Effect;
+  committed: boolean;
+  durable: boolean;
+  lease_until: number;
+  note?: string;
+}
+
+/** Already settled: the first outcome. */
+export interface Replay {
+  decision: 'replay';
+  idempotent: true;
+  key: string;
+  status: 'succeeded' | 'failed';
+  attempt: number;
+  result?: Json;
+  error?: Json;
+  members: Member[];
+}
+
+/** Someone holds a live claim: do not run. */
+export interface InProgress {
+  decision: 'in_progress';
+  key: string;
+  attempt: number;
+  lease_until: number;
+}
+
+/** An earlier attempt may have reached the target; nothing is retried here. */
+export interface Unknown {
+  decision: 'unknown';
+  key: string;
+  attempt: number;
+  message: string;
+}
+
+/** The key is bound to another request. */
+export interface Mismatch {
+  decision: 'mismatch';
+  key: string;
+  differs: string;
+  message: string;
+}
+
+export type Decision = Admitted | Replay | InProgress | Unknown | Mismatch;
+
+/** What idem_settle and idem_resolve return. */
+export interface Settled {
+  key: string;
+  status: SettleStatus;
+  attempt: number;
+  members: Member[];
+}
+
+/** What Ledger.call resolves to: the same shape on a first call and on a replay. */
+export interface Outcome<R extends Json = Json> {
+  key: string;
+  status: 'succeeded' | 'failed';
+  attempt: number;
+  /** present when status is 'succeeded' */
+  result?: R;
+  /** present when status is 'failed' */
+  error?: Json;
+  members: Member[];
+  /** false for the call that ran, true for a replay of it */
+  idempotent: boolean;
+}
+
+/** The admitted claim, handed to the action of Ledger.call. */
+export class Attempt {
+  readonly ledger: Ledger;
+  readonly decision: Admitted;
+  readonly key: string;
+  readonly token: string;
+  readonly attempt: number;
+  /** `{ 'Idempotency-Key': '"idem1-…"' }`: send them with the request. */
+  readonly headers: { 'Idempotency-Key': string };
+  /** Extends the lease (idem_renew); throws LeaseLost when it is gone. */
+  renew(seconds?: number): number;
+}
+
+export interface OpenOptions {
+  /** the ledger table's name (default 'ledger') */
+  name?: string;
+  /** CREATE VIRTUAL TABLE IF NOT EXISTS (default true) */
+  create?: boolean;
+  /** PRAGMA busy_timeout (default 10000) */
+  busyTimeoutMs?: number;
+  /** the ledger's options, e.g. { lease_seconds: 60 } */
+  options?: Record<string, number>;
+}
+
+export interface ClaimOptions {
+  effect?: Effect;
+  operationId?: string;
+}
+
+export interface CallOptions {
+  operationId?: string;
+  /** wait up to this long while another caller holds the key (default 0: do not wait) */
+  waitMs?: number;
+  /** the lease renew gives right before the action (default: the ledger's lease_seconds) */
+  renewSeconds?: number;
+}
+
+export class Ledger {
+  readonly db: LoadableDatabase;
+  readonly name: string;
+  /** Wraps a connection that already has the extension loaded. */
+  constructor(db: LoadableDatabase, options?: { name?: string });
+  /** Loads the extension, sets WAL (on a file), synchronous=FULL and busy_timeout, creates the ledger. */
+  static open(db: LoadableDatabase, options?: OpenOptions): Ledger;
+  create(options?: Record<string, number>): void;
+  close(): void;
+  /** Whether a transaction is open on the connection (undefined when the driver does not say). */
+  inTransaction(): boolean | undefined;
+  /** idem_claim: takes or reports the claim of this call. */
+  claim(tenant: string, conversation: string, tool: string, args: Json, options?: ClaimOptions): Decision;
+  /** idem_settle: records the outcome of the claim the token holds. */
+  settle(token: string, status: SettleStatus, detail?: Json): Settled;
+  /** idem_resolve: settles an unknown key after reconciliation with the target. */
+  resolve(tenant: string, key: string, status: ResolveStatus, detail?: Json): Settled;
+  /** idem_renew: extends a live claim; returns the new lease_until. Throws LeaseLost when the token no longer holds a live claim. */
+  renew(token: string, seconds?: number): number;
+  /** The ledger row of a key (effective status, JSON columns parsed), or null. */
+  row(tenant: string, key: string): Record<string, unknown> | null;
+  /** Claims, and claims again with backoff while in_progress, up to timeoutMs; returns the last decision. */
+  wait(tenant: string, conversation: string, tool: string, args: Json,
+       options: { timeoutMs: number } & ClaimOptions): Promise<Decision>;
+  /**
+   * Runs one external tool call at most once.
+   *
+   * A replay resolves to the first outcome (idempotent: true); in_progress
+   * (after waitMs) throws ClaimInProgress; unknown throws OutcomeUnknown;
+   * mismatch throws ClaimMismatch. An admitted claim that is not committed
+   * is released and NotCommitted thrown. The lease is renewed right before
+   * the action (LeaseLost: nothing sent). Then: the action's value →
+   * succeeded; ToolFailed → failed, resolved as an Outcome; NotSent →
+   * released with {"sent": false}, thrown again; anything else → unknown,
+   * thrown as OutcomeUnknown (never retried here).
+   */
+  call<R extends Json = Json>(tenant: string, conversation: string, tool: string, args: Json,
+                              action: (attempt: Attempt) => R | Promise<R>, options?: CallOptions): Promise<Outcome<R>>;
+}
+
+export class IdempotencyError extends Error {}
+
+/** An error of the extension or SQLite; message unchanged. */
+export class LedgerError extends IdempotencyError {
+  /** the driver's code: 'SQLITE_CONSTRAINT' (better-sqlite3, libsql) or 'ERR_SQLITE_ERROR' (node:sqlite) */
+  code?: string;
+  /** SQLite's error code number, when the driver gives it */
+  sqliteCode?: number;
+}
+
+/** idem_renew refused: the token no longer holds a live claim; nothing was sent. */
+export class LeaseLost extends LedgerError {}
+
+export class NotCommitted extends IdempotencyError {
+  key: string;
+  constructor(key: string);
+}
+
+export class ClaimInProgress extends IdempotencyError {
+  key: string;
+  decision: InProgress;
+  constructor(decision: InProgress);
+}
+
+export class ClaimMismatch extends IdempotencyError {
+  key: string;
+  decision: Mismatch;
+  constructor(decision: Mismatch);
+}
+
+/** The request may have reached the target; never resent here. An action may throw it to choose the stored detail. */
+export class OutcomeUnknown extends IdempotencyError {
+  reason: string;
+  key?: string;
+  detail: Json;
+  decision?: Unknown;
+  constructor(reason: string, options?: { key?: string; detail?: Json; decision?: Unknown; cause?: unknown });
+}
+
+/** Known that nothing was sent: the action throws it; the claim is released. */
+export class NotSent extends IdempotencyError {
+  reason: string;
+  key?: string;
+  detail: { [member: string]: Json };
+  constructor(reason: string, options?: { key?: string; detail?: { [member: string]: Json } });
+}
+
+/** The target answered and refused: settled failed, resolved as an Outcome. */
+export class ToolFailed extends IdempotencyError {
+  error: Json;
+  constructor(error: Json);
+}

@@ -1,0 +1,493 @@
+'use strict';
+// sqlite-idempotency for Node: the extension and a claim API around it.
+//
+//   const Database = require('better-sqlite3');          // or libsql, or node:sqlite
+//   const { Ledger } = require('sqlite-idempotency');
+//   const ledger = Ledger.open(new Database('agent.db'));  // load, pragmas, CREATE ... IF NOT EXISTS
+//   const out = await ledger.call(tenant, conversation, 'send_email', { to: 'a@b.c' },
+//                                 (attempt) => sendEmail({ headers: attempt.headers }));
+//   out.status, out.result, out.idempotent                 // the same shape on a replay
+//
+// getLoadablePath() gives the extension's path (without suffix: SQLite adds
+// it); load(db) loads it into a better-sqlite3, libsql or node:sqlite
+// (DatabaseSync, opened with { allowExtension: true }) connection. Errors of
+// the extension are thrown as LedgerError carrying its message unchanged.
+// The drivers are synchronous: a claim blocks the event loop for at most
+// busy_timeout while another process holds the write lock.
+const fs = require('node:fs');
+const path = require('node:path');
+
+const VERSION = require('./package.json').version;
+const SUFFIX = { darwin: 'dylib', win32: 'dll' }[process.platform] || 'so';
+const KEY = /^[A-Za-z0-9_-]{1,128}$/;
+const OPTION = /^[a-z_]{1,64}$/;
+const REQUIRES_TRANSACTION = 'requires a transaction (require_transaction=1)';
+const LEASE_LOST = 'do not act on this claim';
+
+// --- errors --------------------------------------------------------------------
+
+class IdempotencyError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+// An error of the extension or SQLite: message unchanged; code is the
+// driver's code ('SQLITE_CONSTRAINT' from better-sqlite3 and libsql,
+// 'ERR_SQLITE_ERROR' from node:sqlite), sqliteCode the SQLite error code
+// number when the driver gives it; cause is the driver's error.
+class LedgerError extends IdempotencyError {
+  constructor(message, { code, sqliteCode, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.code = code;
+    this.sqliteCode = sqliteCode;
+  }
+
+  static wrap(e, Cls = LedgerError) {
+    if (e instanceof IdempotencyError) return e;
+    const message = e && typeof e.message === 'string' ? e.message : String(e);
+    const sqliteCode = e && (typeof e.errcode === 'number' ? e.errcode : typeof e.rawCode === 'number' ? e.rawCode : undefined);
+    return new Cls(message, { code: e && e.code, sqliteCode, cause: e });
+  }
+}
+
+// idem_renew refused: the token no longer holds a live claim. Nothing was sent.
+class LeaseLost extends LedgerError {}
+
+class NotCommitted extends IdempotencyError {
+  constructor(key) {
+    super(`${key}: the claim is not committed (a transaction is open on the ledger's connection); nothing was sent and the claim is released: commit before acting on an external claim`);
+    this.key = key;
+  }
+}
+
+class ClaimInProgress extends IdempotencyError {
+  constructor(decision) {
+    super(`${decision.key} is in progress (attempt ${decision.attempt}, lease until ${decision.lease_until}); nothing was sent`);
+    this.key = decision.key;
+    this.decision = decision;
+  }
+}
+
+class ClaimMismatch extends IdempotencyError {
+  constructor(decision) {
+    super(`${decision.key}: ${decision.message} (differs: ${decision.differs})`);
+    this.key = decision.key;
+    this.decision = decision;
+  }
+}
+
+// The request may have reached the target: the claim is unknown, never
+// resent here. An action may throw it to choose the stored detail.
+class OutcomeUnknown extends IdempotencyError {
+  constructor(reason, { key, detail, decision, cause } = {}) {
+    super(key === undefined
+      ? `outcome unknown (${reason})`
+      : `outcome of ${key} is unknown (${reason}); it will not be retried: reconcile with the target, then resolve`,
+    cause === undefined ? undefined : { cause });
+    this.reason = reason;
+    this.key = key;
+    this.detail = detail === undefined ? { reason } : detail;
+    this.decision = decision;
+  }
+}
+
+// Known that nothing was sent: an action throws it; call() releases the
+// claim with {"sent": false} and throws it again with key set.
+class NotSent extends IdempotencyError {
+  constructor(reason, { key, detail } = {}) {
+    super(`${key || 'the call'} was not sent (${reason}); the claim is released`);
+    this.reason = reason;
+    this.key = key;
+    this.detail = detail || {};
+  }
+}
+
+// The target answered and refused: call() settles failed and returns the
+// outcome, exactly as a replay returns it.
+class ToolFailed extends IdempotencyError {
+  constructor(error) {
+    let text;
+    try { text = JSON.stringify(error); } catch { text = String(error); }
+    super(`the tool call failed: ${text}`);
+    this.error = error;
+  }
+}
+
+// --- loading -------------------------------------------------------------------
+
+// The extension's path inside this package, without suffix. Throws when this
+// package has no build for the running platform.
+function getLoadablePath() {
+  const dir = path.join(__dirname, 'prebuilds', `${process.platform}-${process.arch}`);
+  const file = path.join(dir, `idempotency.${SUFFIX}`);
+  if (!fs.existsSync(file)) {
+    let have = [];
+    try { have = fs.readdirSync(path.join(__dirname, 'prebuilds')); } catch { /* none */ }
+    throw new IdempotencyError(`sqlite-idempotency: no extension for ${process.platform}-${process.arch} in this package (it has: ${have.join(', ') || 'none'}); build it from source (make) and load build/idempotency`);
+  }
+  return path.join(dir, 'idempotency');
+}
+
+// Loads the extension into a better-sqlite3, libsql or node:sqlite connection.
+function load(db) {
+  if (!db || typeof db.loadExtension !== 'function') {
+    throw new IdempotencyError('sqlite-idempotency: load(db): db has no loadExtension method (use better-sqlite3, libsql, or node:sqlite on a Node that has DatabaseSync.loadExtension)');
+  }
+  const file = getLoadablePath();
+  const toggles = typeof db.enableLoadExtension === 'function'; // node:sqlite
+  try {
+    if (toggles) db.enableLoadExtension(true);
+  } catch (e) {
+    throw new IdempotencyError(`sqlite-idempotency: load(db): ${e.message} (open node:sqlite databases with { allowExtension: true })`, { cause: e });
+  }
+  try {
+    db.loadExtension(file);
+  } catch (e) {
+    throw LedgerError.wrap(e);
+  } finally {
+    if (toggles) db.enableLoadExtension(false);
+  }
+}
+
+// The Idempotency-Key header value: the key as an RFC 8941 sf-string.
+function headerValue(key) {
+  if (typeof key !== 'string' || !KEY.test(key)) {
+    throw new RangeError(`headerValue: ${JSON.stringify(key)} is not a key (1 to 128 characters of A-Za-z0-9_-)`);
+  }
+  return `"${key}"`;
+}
+
+function jsonText(value, what) {
+  if (value === undefined) throw new TypeError(`sqlite-idempotency: ${what} is not JSON: undefined`);
+  return JSON.stringify(value, (k, v) => {
+    if (typeof v === 'number' && !Number.isFinite(v)) {
+      throw new TypeError(`sqlite-idempotency: ${what} is not JSON: ${k === '' ? 'the value' : `member ${JSON.stringify(k)}`} is ${v}`);
+    }
+    if (v === undefined || typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint') {
+      throw new TypeError(`sqlite-idempotency: ${what} is not JSON: ${k === '' ? 'the value' : `member ${JSON.stringify(k)}`} is a ${typeof v}`);
+    }
+    return v;
+  });
+}
+
+const quote = (name) => `"${String(name).replace(/"/g, '""')}"`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// --- the ledger ------------------------------------------------------------------
+
+// The admitted claim, handed to the action of call().
+class Attempt {
+  constructor(ledger, decision) {
+    this.ledger = ledger;
+    this.decision = decision;
+    this.key = decision.key;
+    this.token = decision.token;
+    this.attempt = decision.attempt;
+    this.headers = { 'Idempotency-Key': headerValue(decision.key) };
+  }
+
+  renew(seconds) {
+    return this.ledger.renew(this.token, seconds);
+  }
+}
+
+class Ledger {
+  // db: a connection with the extension loaded (see Ledger.open and load).
+  constructor(db, { name = 'ledger' } = {}) {
+    this.db = db;
+    this.name = name;
+    this.stmts = new Map();
+    this.transactional = false; // the ledger refused a claim outside a transaction
+  }
+
+  // Whether a transaction is open (undefined when the driver does not say).
+  inTransaction() {
+    if (typeof this.db.inTransaction === 'boolean') return this.db.inTransaction; // better-sqlite3, libsql
+    if (typeof this.db.isTransaction === 'boolean') return this.db.isTransaction; // node:sqlite
+    return undefined;
+  }
+
+  // The claim of call(): committed as it returns unless the caller has a
+  // transaction open. A ledger created with require_transaction=1 refuses a
+  // claim outside a transaction; then (and for every later claim) the claim
+  // is made inside BEGIN IMMEDIATE ... COMMIT, and an admitted claim is
+  // reported committed once that COMMIT succeeded.
+  claimCommitted(tenant, conversation, tool, args, operationId) {
+    if (!(this.transactional && this.inTransaction() === false)) {
+      try {
+        return this.claim(tenant, conversation, tool, args, { operationId });
+      } catch (e) {
+        if (!(e instanceof LedgerError) || !e.message.includes(REQUIRES_TRANSACTION) || this.inTransaction() === true) throw e;
+        this.transactional = true;
+      }
+    }
+    let d;
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+    } catch (e) {
+      throw LedgerError.wrap(e);
+    }
+    try {
+      d = this.claim(tenant, conversation, tool, args, { operationId });
+      this.db.exec('COMMIT');
+    } catch (e) {
+      try { this.db.exec('ROLLBACK'); } catch { /* the transaction is gone already */ }
+      throw LedgerError.wrap(e);
+    }
+    if (d.decision === 'admitted') d.committed = true;
+    return d;
+  }
+
+  // Prepares a connection the way the claim API needs it: loads the
+  // extension, journal_mode=WAL (on a file), synchronous=FULL,
+  // busy_timeout; with create, CREATE VIRTUAL TABLE IF NOT EXISTS.
+  static open(db, { name = 'ledger', create = true, busyTimeoutMs = 10000, options } = {}) {
+    if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+      throw new RangeError(`Ledger.open: busyTimeoutMs must be an integer >= 0, got ${busyTimeoutMs}`);
+    }
+    load(db);
+    const ledger = new Ledger(db, { name });
+    try {
+      const file = ledger.value("SELECT file AS v FROM pragma_database_list WHERE name = 'main'", []);
+      if (file) db.exec('PRAGMA journal_mode=WAL');
+      db.exec('PRAGMA synchronous=FULL');
+      db.exec(`PRAGMA busy_timeout=${busyTimeoutMs}`);
+    } catch (e) {
+      throw LedgerError.wrap(e);
+    }
+    if (create) ledger.create(options);
+    return ledger;
+  }
+
+  // CREATE VIRTUAL TABLE IF NOT EXISTS name USING idempotency(options).
+  create(options = {}) {
+    const parts = [];
+    for (const [k, v] of Object.entries(options || {})) {
+      if (!OPTION.test(k)) throw new RangeError(`Ledger.create: option name ${JSON.stringify(k)} is not a word of a-z and _`);
+      if (!Number.isInteger(v)) throw new RangeError(`Ledger.create: option ${k} must be an integer, got ${JSON.stringify(v)}`);
+      parts.push(`${k}=${v}`);
+    }
+    const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${quote(this.name)} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
+    try {
+      this.db.exec(sql);
+    } catch (e) {
+      // A creator racing another waits on busy_timeout; if the other won, fine.
+      if (!this.value("SELECT count(*) AS v FROM sqlite_schema WHERE type = 'table' AND name = ?", [this.name])) {
+        throw LedgerError.wrap(e);
+      }
+    }
+    // Options apply when the ledger is created; an existing ledger must have
+    // been created with the ones given (never silently ignored).
+    if (parts.length) {
+      let rows;
+      try {
+        rows = this.db.prepare(`SELECT k, v FROM ${quote(`${this.name}_meta`)}`).all();
+      } catch (e) {
+        throw LedgerError.wrap(e);
+      }
+      const stored = new Map(rows.map((r) => [r.k, r.v]));
+      for (const [k, v] of Object.entries(options)) {
+        const have = stored.get(k);
+        if (String(have) !== String(v)) {
+          throw new IdempotencyError(`Ledger.create: ledger ${this.name} exists with ${k}=${have === undefined ? '(none)' : have}, not ${v}; options apply only when a ledger is created`);
+        }
+      }
+    }
+  }
+
+  close() {
+    this.db.close();
+  }
+
+  // The column v of the first row of sql.
+  value(sql, params) {
+    let stmt = this.stmts.get(sql);
+    try {
+      if (!stmt) {
+        stmt = this.db.prepare(sql);
+        this.stmts.set(sql, stmt);
+      }
+      const row = stmt.get(...params);
+      return row === undefined ? undefined : row.v;
+    } catch (e) {
+      // A statement that failed is not reused: libsql's fails again with the same error.
+      this.stmts.delete(sql);
+      throw LedgerError.wrap(e);
+    }
+  }
+
+  claim(tenant, conversation, tool, args, { effect, operationId } = {}) {
+    const text = jsonText(args, 'args');
+    let raw;
+    if (operationId !== undefined) {
+      raw = this.value('SELECT idem_claim(?, ?, ?, ?, ?, ?, ?) AS v', [this.name, tenant, conversation, tool, text, effect === undefined ? 'external' : effect, operationId]);
+    } else if (effect !== undefined) {
+      raw = this.value('SELECT idem_claim(?, ?, ?, ?, ?, ?) AS v', [this.name, tenant, conversation, tool, text, effect]);
+    } else {
+      raw = this.value('SELECT idem_claim(?, ?, ?, ?, ?) AS v', [this.name, tenant, conversation, tool, text]);
+    }
+    const d = JSON.parse(raw);
+    if (!['admitted', 'replay', 'in_progress', 'unknown', 'mismatch'].includes(d.decision)) {
+      throw new IdempotencyError(`idem_claim returned an unexpected decision ${JSON.stringify(d.decision)}: ${raw}`);
+    }
+    return d;
+  }
+
+  settle(token, status, detail = null) {
+    const text = detail === null ? null : jsonText(detail, 'detail');
+    return JSON.parse(this.value('SELECT idem_settle(?, ?, ?, ?) AS v', [this.name, token, status, text]));
+  }
+
+  resolve(tenant, key, status, detail = null) {
+    const text = detail === null ? null : jsonText(detail, 'detail');
+    return JSON.parse(this.value('SELECT idem_resolve(?, ?, ?, ?, ?) AS v', [this.name, tenant, key, status, text]));
+  }
+
+  renew(token, seconds) {
+    try {
+      if (seconds === undefined) return Number(this.value('SELECT idem_renew(?, ?) AS v', [this.name, token]));
+      // better-sqlite3 and libsql bind every number as REAL; the extension
+      // takes only an INTEGER (a fraction is passed on, and refused there).
+      const s = Number.isSafeInteger(seconds) ? BigInt(seconds) : seconds;
+      return Number(this.value('SELECT idem_renew(?, ?, ?) AS v', [this.name, token, s]));
+    } catch (e) {
+      // Both of idem_renew's "this claim is gone" messages end so; a
+      // malformed token or seconds stays a LedgerError.
+      if (e instanceof LedgerError && e.message.endsWith(LEASE_LOST)) {
+        throw new LeaseLost(e.message, { code: e.code, sqliteCode: e.sqliteCode, cause: e.cause });
+      }
+      throw e;
+    }
+  }
+
+  // The ledger row of a key (effective status; JSON columns parsed), or null.
+  row(tenant, key) {
+    let r;
+    try {
+      r = this.db.prepare(`SELECT * FROM ${quote(this.name)} WHERE tenant = ? AND key = ?`).get(tenant, key);
+    } catch (e) {
+      throw LedgerError.wrap(e);
+    }
+    if (r === undefined) return null;
+    const out = {};
+    for (const [k, v] of Object.entries(r)) {
+      if (k === '_metadata') continue; // libsql's
+      out[k] = ['args', 'result', 'error', 'members'].includes(k) && typeof v === 'string' ? JSON.parse(v) : v;
+    }
+    return out;
+  }
+
+  // Claims, and claims again with backoff (10 ms doubling to 500 ms, with
+  // jitter, never past the deadline) while the decision is in_progress.
+  async wait(tenant, conversation, tool, args, { timeoutMs, effect, operationId } = {}) {
+    if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+      throw new RangeError(`Ledger.wait: timeoutMs must be a number of milliseconds >= 0, got ${timeoutMs}`);
+    }
+    return waitFor(() => this.claim(tenant, conversation, tool, args, { effect, operationId }), timeoutMs);
+  }
+
+  // Runs one external tool call at most once; action(attempt) resolves to its
+  // result. See index.d.ts for the rules.
+  async call(tenant, conversation, tool, args, action, { operationId, waitMs = 0, renewSeconds } = {}) {
+    if (!(Number.isFinite(waitMs) && waitMs >= 0)) {
+      throw new RangeError(`Ledger.call: waitMs must be a number of milliseconds >= 0, got ${waitMs}`);
+    }
+    const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId), waitMs);
+    switch (d.decision) {
+      case 'replay':
+        return outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, true);
+      case 'in_progress':
+        throw new ClaimInProgress(d);
+      case 'unknown':
+        throw new OutcomeUnknown('an earlier attempt may have reached the target', { key: d.key, decision: d });
+      case 'mismatch':
+        throw new ClaimMismatch(d);
+      default:
+    }
+    if (d.committed !== true) {
+      this.settle(d.token, 'released', { sent: false, reason: 'claim not committed' });
+      throw new NotCommitted(d.key);
+    }
+    const attempt = new Attempt(this, d);
+    this.renew(d.token, renewSeconds); // LeaseLost: nothing sent, nothing to settle
+    let result;
+    try {
+      result = await action(attempt);
+    } catch (e) {
+      if (e instanceof NotSent) {
+        this.settle(d.token, 'released', { ...e.detail, sent: false, reason: e.reason });
+        e.key = d.key;
+        e.message = `${d.key} was not sent (${e.reason}); the claim is released`;
+        throw e;
+      }
+      if (e instanceof ToolFailed) {
+        const error = this.storable(d, e.error, 'the error');
+        const s = this.settle(d.token, 'failed', error);
+        return outcome(d.key, 'failed', d.attempt, undefined, error, s.members, false);
+      }
+      if (e instanceof OutcomeUnknown) {
+        this.settle(d.token, 'unknown', e.detail);
+        throw new OutcomeUnknown(e.reason, { key: d.key, detail: e.detail, cause: e });
+      }
+      const reason = e instanceof Error ? `${e.name}: ${e.message}` : `thrown: ${String(e)}`;
+      this.settle(d.token, 'unknown', { reason });
+      throw new OutcomeUnknown(reason, { key: d.key, cause: e });
+    }
+    result = this.storable(d, result, 'the result');
+    const s = this.settle(d.token, 'succeeded', result);
+    return outcome(d.key, 'succeeded', d.attempt, result, undefined, s.members, false);
+  }
+
+  // value as stored JSON; a value that is not JSON leaves the call unknown
+  // (the action ran, so it may have taken effect).
+  storable(d, value, what) {
+    try {
+      return JSON.parse(jsonText(value, what));
+    } catch (e) {
+      this.settle(d.token, 'unknown', { reason: e.message });
+      throw new OutcomeUnknown(e.message, { key: d.key, cause: e });
+    }
+  }
+}
+
+// Calls claim() until its decision is not in_progress or timeoutMs passed.
+async function waitFor(claim, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 10;
+  for (;;) {
+    const d = claim();
+    const left = deadline - Date.now();
+    if (d.decision !== 'in_progress' || left <= 0) return d;
+    await sleep(Math.min(left, delay * (0.5 + Math.random() / 2)));
+    delay = Math.min(delay * 2, 500);
+  }
+}
+
+function outcome(key, status, attempt, result, error, members, idempotent) {
+  const o = { key, status, attempt };
+  if (status === 'succeeded') o.result = result === undefined ? null : result;
+  else o.error = error === undefined ? null : error;
+  o.members = members || [];
+  o.idempotent = idempotent;
+  return o;
+}
+
+module.exports = {
+  VERSION,
+  getLoadablePath,
+  load,
+  headerValue,
+  Ledger,
+  Attempt,
+  IdempotencyError,
+  LedgerError,
+  LeaseLost,
+  NotCommitted,
+  ClaimInProgress,
+  ClaimMismatch,
+  OutcomeUnknown,
+  NotSent,
+  ToolFailed,
+};

@@ -1,0 +1,677 @@
+"""sqlite-idempotency for Python: the extension and a claim API around it.
+
+    import sqlite_idempotency as idem
+
+    ledger = idem.Ledger.open("agent.db")          # load, pragmas, CREATE ... IF NOT EXISTS
+    out = ledger.call(tenant, conversation, "send_email", {"to": "a@b.c"},
+                      lambda attempt: send_email(..., headers=attempt.headers))
+    out.status, out.result, out.idempotent        # the same shape on a replay
+
+`load(conn)` loads the extension into any `sqlite3.Connection` and
+`loadable_path()` gives its path (without the file suffix, which SQLite
+adds). `Ledger.claim` returns a typed decision (`Admitted`, `Replay`,
+`InProgress`, `Unknown`, `Mismatch`); `Ledger.call` runs one external tool
+call around a claim: it acts only on a committed claim, renews the lease
+right before sending, settles what is known, waits for an in-progress claim
+up to a deadline, and returns an `Outcome` of the same shape on a first
+call and on a replay.
+
+Errors of the extension are raised as `LedgerError` carrying its message
+unchanged (and the SQLite error name, e.g. ``SQLITE_CONSTRAINT``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__", "loadable_path", "load", "header_value", "Ledger", "Attempt",
+    "Decision", "Admitted", "Replay", "InProgress", "Unknown", "Mismatch", "Outcome",
+    "IdempotencyError", "LedgerError", "LeaseLost", "NotCommitted", "ClaimInProgress",
+    "ClaimMismatch", "OutcomeUnknown", "NotSent", "ToolFailed",
+]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def loadable_path() -> str:
+    """The path of the extension inside this package, without its suffix.
+
+    SQLite adds the platform's suffix (``.so``, ``.dylib``, ``.dll``) and
+    derives the entry point ``sqlite3_idempotency_init`` from the file name,
+    so the path can be given as is to any binding's ``load_extension`` or to
+    the shell's ``.load``.
+    """
+    return os.path.join(_HERE, "idempotency")
+
+
+def _library_file() -> Optional[str]:
+    for suffix in (".so", ".dylib", ".dll"):
+        if os.path.isfile(loadable_path() + suffix):
+            return loadable_path() + suffix
+    return None
+
+
+def load(conn: sqlite3.Connection) -> None:
+    """Loads the extension into ``conn`` (extension loading is turned off again after).
+
+    Raises `IdempotencyError` when this Python's sqlite3 module cannot load
+    extensions or the package holds no extension, and `LedgerError` with
+    SQLite's message when loading fails.
+    """
+    if not hasattr(conn, "enable_load_extension"):
+        raise IdempotencyError(
+            "sqlite_idempotency.load: this Python's sqlite3 module was built without extension "
+            "loading (no Connection.enable_load_extension); use a Python whose sqlite3 can load "
+            "extensions, such as a Linux distribution's python3")
+    if _library_file() is None:
+        raise IdempotencyError(
+            f"sqlite_idempotency.load: no built extension at {loadable_path()}.so: this package "
+            "was not built for this platform (build it with `make dist`)")
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(loadable_path())
+    except sqlite3.Error as e:
+        raise LedgerError.wrap(e) from e
+    finally:
+        conn.enable_load_extension(False)
+
+
+def header_value(key: str) -> str:
+    """The ``Idempotency-Key`` header value for a key: an RFC 8941 sf-string.
+
+    That is the key in double quotes (``"idem1-…"``). Keys hold only
+    ``A-Za-z0-9_-``, so nothing needs escaping; any other text is refused
+    with ValueError rather than escaped into a different key.
+    """
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise ValueError(f"header_value: {key!r} is not a key (1 to 128 characters of A-Za-z0-9_-)")
+    return f'"{key}"'
+
+
+_KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_REQUIRES_TRANSACTION = "requires a transaction (require_transaction=1)"
+_LEASE_LOST = "do not act on this claim"
+
+# --- errors ------------------------------------------------------------------
+
+
+class IdempotencyError(Exception):
+    """Base class of this package's errors."""
+
+
+class LedgerError(IdempotencyError):
+    """An error of the extension (or of SQLite under it).
+
+    ``str(e)`` is the extension's message unchanged, e.g.
+    ``idem_claim: tenant is missing (NULL)``; ``sqlite_errorname`` is the
+    SQLite error name (``SQLITE_CONSTRAINT``) when the driver reports it. The
+    original ``sqlite3.Error`` is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, sqlite_errorname: Optional[str] = None):
+        super().__init__(message)
+        self.message = message
+        self.sqlite_errorname = sqlite_errorname
+
+    @classmethod
+    def wrap(cls, e: sqlite3.Error) -> "LedgerError":
+        return cls(str(e), getattr(e, "sqlite_errorname", None))
+
+
+class LeaseLost(LedgerError):
+    """``idem_renew`` refused: this token no longer holds a live claim.
+
+    The lease expired (an external claim is then unknown), the key was
+    resolved or taken over, or the claim was settled. Nothing was sent and
+    nothing can be settled with this token.
+    """
+
+
+class NotCommitted(IdempotencyError):
+    """An admitted external claim that is not committed yet: nothing is sent.
+
+    The claim was made while a transaction was open on the connection, so it
+    could still roll back; `Ledger.call` releases it (``{"sent": false}``)
+    and raises this. Commit first, or give the ledger its own connection.
+    """
+
+    def __init__(self, key: str):
+        super().__init__(f"{key}: the claim is not committed (a transaction is open on the "
+                         "ledger's connection); nothing was sent and the claim is released: "
+                         "commit before acting on an external claim")
+        self.key = key
+
+
+class ClaimInProgress(IdempotencyError):
+    """Another caller holds a live claim of this key (still so at the deadline)."""
+
+    def __init__(self, decision: "InProgress"):
+        super().__init__(f"{decision.key} is in progress (attempt {decision.attempt}, lease "
+                         f"until {decision.lease_until}); nothing was sent")
+        self.key = decision.key
+        self.decision = decision
+
+
+class ClaimMismatch(IdempotencyError):
+    """The key is bound to another request; nothing was admitted or replayed."""
+
+    def __init__(self, decision: "Mismatch"):
+        super().__init__(f"{decision.key}: {decision.message} (differs: {decision.differs})")
+        self.key = decision.key
+        self.decision = decision
+
+
+class OutcomeUnknown(IdempotencyError):
+    """The request may have reached the target: the claim is unknown, never resent here.
+
+    Raised by `Ledger.call` when the action failed after it may have sent
+    (any exception but `NotSent` and `ToolFailed`), and when the key is
+    already unknown from an earlier attempt (``decision`` is then the
+    `Unknown` decision). Reconcile with the target, then `Ledger.resolve`.
+
+    An action may raise it itself to choose the detail stored with the claim:
+    ``raise OutcomeUnknown("timeout", detail={"reason": "timeout", "timeout_s": 5})``.
+    """
+
+    def __init__(self, reason: str, *, key: Optional[str] = None,
+                 detail: Optional[Mapping[str, Any]] = None, decision: Optional["Unknown"] = None):
+        self.reason = reason
+        self.key = key
+        self.detail = dict(detail) if detail is not None else {"reason": reason}
+        self.decision = decision
+        if key is None:
+            super().__init__(f"outcome unknown ({reason})")
+        else:
+            super().__init__(f"outcome of {key} is unknown ({reason}); it will not be retried: "
+                             "reconcile with the target, then resolve")
+
+
+class NotSent(IdempotencyError):
+    """Known that nothing was sent (say, the connection could not be made).
+
+    An action raises it; `Ledger.call` releases the claim with
+    ``{"sent": false, "reason": ...}`` (plus ``detail``) and raises it again
+    with ``key`` set, so a retry is admitted again.
+    """
+
+    def __init__(self, reason: str, *, key: Optional[str] = None,
+                 detail: Optional[Mapping[str, Any]] = None):
+        self.reason = reason
+        self.key = key
+        self.detail = dict(detail) if detail is not None else {}
+        super().__init__(f"{key or 'the call'} was not sent ({reason}); the claim is released")
+
+
+class ToolFailed(IdempotencyError):
+    """The target answered and refused: a known failure, kept and replayed.
+
+    An action raises it with the error (any JSON value); `Ledger.call`
+    settles the claim ``failed`` with it and returns an `Outcome` whose
+    ``status`` is ``"failed"``, exactly as a later replay returns it.
+    """
+
+    def __init__(self, error: Any):
+        super().__init__(f"the tool call failed: {json.dumps(error, default=str)}")
+        self.error = error
+
+
+# --- decisions ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """This call owns the execution (README, "Decisions")."""
+    key: str
+    token: str
+    attempt: int
+    effect: str
+    committed: bool
+    durable: bool
+    lease_until: int
+    note: Optional[str] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    decision = "admitted"
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Already settled: the first outcome (``result`` or ``error``), ``idempotent`` true."""
+    key: str
+    status: str
+    attempt: int
+    result: Any = None
+    error: Any = None
+    members: List[Dict[str, Any]] = field(default_factory=list)
+    idempotent: bool = True
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    decision = "replay"
+
+
+@dataclass(frozen=True)
+class InProgress:
+    """Someone holds a live claim: do not run."""
+    key: str
+    attempt: int
+    lease_until: int
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    decision = "in_progress"
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """An earlier attempt may have reached the target; nothing is retried here."""
+    key: str
+    attempt: int
+    message: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    decision = "unknown"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """The key is bound to another request (``differs`` names the first field)."""
+    key: str
+    differs: str
+    message: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    decision = "mismatch"
+
+
+Decision = Union[Admitted, Replay, InProgress, Unknown, Mismatch]
+
+
+def _decision(raw: Dict[str, Any]) -> Decision:
+    kind = raw.get("decision")
+    if kind == "admitted":
+        return Admitted(raw["key"], raw["token"], raw["attempt"], raw["effect"], raw["committed"],
+                        raw["durable"], raw["lease_until"], raw.get("note"), raw)
+    if kind == "replay":
+        return Replay(raw["key"], raw["status"], raw["attempt"], raw.get("result"), raw.get("error"),
+                      raw.get("members", []), raw.get("idempotent", True), raw)
+    if kind == "in_progress":
+        return InProgress(raw["key"], raw["attempt"], raw["lease_until"], raw)
+    if kind == "unknown":
+        return Unknown(raw["key"], raw["attempt"], raw["message"], raw)
+    if kind == "mismatch":
+        return Mismatch(raw["key"], raw["differs"], raw["message"], raw)
+    raise IdempotencyError(f"idem_claim returned an unexpected decision {kind!r}: {raw!r}")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What `Ledger.call` returns: the same shape on a first call and on a replay.
+
+    ``status`` is ``"succeeded"`` (with ``result``) or ``"failed"`` (with
+    ``error``); ``idempotent`` is False for the call that ran and True for a
+    replay of it; ``members`` are the guarded rows of a local claim.
+    """
+    key: str
+    status: str
+    attempt: int
+    result: Any = None
+    error: Any = None
+    members: List[Dict[str, Any]] = field(default_factory=list)
+    idempotent: bool = False
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"key": self.key, "status": self.status, "attempt": self.attempt}
+        if self.status == "succeeded":
+            d["result"] = self.result
+        else:
+            d["error"] = self.error
+        d["members"] = self.members
+        d["idempotent"] = self.idempotent
+        return d
+
+
+class Attempt:
+    """The admitted claim, handed to the action of `Ledger.call`.
+
+    ``key``, ``token``, ``attempt``, ``headers`` (``{"Idempotency-Key":
+    '"idem1-…"'}``: send them with the request) and ``renew()`` for an
+    action that runs long before it sends.
+    """
+
+    def __init__(self, ledger: "Ledger", decision: Admitted):
+        self.ledger = ledger
+        self.decision = decision
+        self.key = decision.key
+        self.token = decision.token
+        self.attempt = decision.attempt
+        self.headers = {"Idempotency-Key": header_value(decision.key)}
+
+    def renew(self, seconds: Optional[int] = None) -> int:
+        """Extends the lease (see `Ledger.renew`); raises `LeaseLost` if it is gone."""
+        return self.ledger.renew(self.token, seconds)
+
+
+def _json_text(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"sqlite_idempotency: {what} is not JSON: {e}") from None
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+_OPTION = re.compile(r"[a-z_]{1,64}")
+
+
+class Ledger:
+    """A ledger (a table ``USING idempotency``) on one ``sqlite3`` connection.
+
+    Use it from one thread (as the connection). For external tool calls the
+    connection must be in autocommit mode when claiming (``Ledger.open``
+    makes it so), so that a claim is committed as it returns.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, name: str = "ledger"):
+        """Wraps a connection that already has the extension loaded."""
+        self.conn = conn
+        self.name = name
+        self._transactional = False  # the ledger refused a claim outside a transaction
+
+    @classmethod
+    def open(cls, db: Union[str, "os.PathLike[str]", sqlite3.Connection], name: str = "ledger", *,
+             create: bool = True, busy_timeout_ms: int = 10000,
+             options: Optional[Mapping[str, int]] = None) -> "Ledger":
+        """Opens (or takes) a connection the way the claim API needs it.
+
+        ``db`` is a file path (opened in autocommit mode,
+        ``isolation_level=None``) or an open ``sqlite3.Connection``. Loads
+        the extension; sets ``journal_mode=WAL`` (on a file),
+        ``synchronous=FULL`` (a power loss cannot undo a claim) and
+        ``busy_timeout``; with ``create`` runs ``CREATE VIRTUAL TABLE IF NOT
+        EXISTS name USING idempotency(options)``, e.g. ``options={"lease_seconds": 60}``.
+        """
+        if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int) or busy_timeout_ms < 0:
+            raise ValueError(f"Ledger.open: busy_timeout_ms must be an integer >= 0, got {busy_timeout_ms!r}")
+        if isinstance(db, sqlite3.Connection):
+            conn = db
+        else:
+            conn = sqlite3.connect(db, isolation_level=None, timeout=busy_timeout_ms / 1000)
+        try:
+            load(conn)
+            try:
+                if conn.execute("PRAGMA database_list").fetchone()[2]:  # a file, not :memory:
+                    conn.execute("PRAGMA journal_mode=WAL").fetchone()
+                conn.execute("PRAGMA synchronous=FULL")
+                conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+            except sqlite3.Error as e:
+                raise LedgerError.wrap(e) from e
+            ledger = cls(conn, name)
+            if create:
+                ledger.create(options)
+        except BaseException:
+            if conn is not db:
+                conn.close()
+            raise
+        return ledger
+
+    def create(self, options: Optional[Mapping[str, int]] = None) -> None:
+        """``CREATE VIRTUAL TABLE IF NOT EXISTS`` the ledger (racing creators are fine).
+
+        Options apply when the ledger is created; when it exists already,
+        each option given must be the one it was created with, else
+        `IdempotencyError` says which differs (never silently ignored).
+        """
+        parts = []
+        for k, v in (options or {}).items():
+            if not isinstance(k, str) or not _OPTION.fullmatch(k):
+                raise ValueError(f"Ledger.create: option name {k!r} is not a word of a-z and _")
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"Ledger.create: option {k} must be an integer, got {v!r}")
+            parts.append(f"{k}={v}")
+        sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {_quote(self.name)} USING idempotency"
+        if parts:
+            sql += "(" + ", ".join(parts) + ")"
+        try:
+            self.conn.execute(sql)
+        except sqlite3.Error as e:
+            # A creator racing another waits on busy_timeout; if the other won, fine.
+            exists = self.conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                                       (self.name,)).fetchone()
+            if not exists:
+                raise LedgerError.wrap(e) from e
+        if options:
+            try:
+                stored = dict(self.conn.execute(f"SELECT k, v FROM {_quote(self.name + '_meta')}").fetchall())
+            except sqlite3.Error as e:
+                raise LedgerError.wrap(e) from e
+            for k, v in options.items():
+                have = stored.get(k)
+                if str(have) != str(v):
+                    raise IdempotencyError(
+                        f"Ledger.create: ledger {self.name} exists with {k}="
+                        f"{'(none)' if have is None else have}, not {v}; options apply only when a "
+                        "ledger is created")
+
+    def close(self) -> None:
+        """Closes the connection."""
+        self.conn.close()
+
+    def _one(self, sql: str, args: tuple) -> Any:
+        try:
+            return self.conn.execute(sql, args).fetchone()[0]
+        except sqlite3.Error as e:
+            raise LedgerError.wrap(e) from e
+
+    # --- the functions ---------------------------------------------------------
+
+    def claim(self, tenant: str, conversation: str, tool: str, args: Any, *,
+              effect: Optional[str] = None, operation_id: Optional[str] = None) -> Decision:
+        """``idem_claim``: takes or reports the claim of this call; returns its decision.
+
+        ``args`` is a JSON value (a dict, usually), serialised here; the key
+        is derived from tenant, conversation, tool and canonical args, or is
+        ``operation_id`` when given. ``effect`` is ``"external"`` (default)
+        or ``"local"``.
+        """
+        text = _json_text(args, "args")
+        if operation_id is not None:
+            raw = self._one("SELECT idem_claim(?, ?, ?, ?, ?, ?, ?)",
+                            (self.name, tenant, conversation, tool, text, effect or "external", operation_id))
+        elif effect is not None:
+            raw = self._one("SELECT idem_claim(?, ?, ?, ?, ?, ?)",
+                            (self.name, tenant, conversation, tool, text, effect))
+        else:
+            raw = self._one("SELECT idem_claim(?, ?, ?, ?, ?)", (self.name, tenant, conversation, tool, text))
+        return _decision(json.loads(raw))
+
+    def settle(self, token: str, status: str, detail: Any = None) -> Dict[str, Any]:
+        """``idem_settle``: records the outcome of the claim ``token`` holds.
+
+        ``status`` is succeeded (detail is the result), failed, released (an
+        external release needs ``{"sent": False}``) or unknown. Returns
+        ``{"key", "status", "attempt", "members"}``.
+        """
+        text = None if detail is None else _json_text(detail, "detail")
+        return json.loads(self._one("SELECT idem_settle(?, ?, ?, ?)", (self.name, token, status, text)))
+
+    def resolve(self, tenant: str, key: str, status: str, detail: Any = None) -> Dict[str, Any]:
+        """``idem_resolve``: settles an unknown key after reconciling with the target."""
+        text = None if detail is None else _json_text(detail, "detail")
+        return json.loads(self._one("SELECT idem_resolve(?, ?, ?, ?, ?)", (self.name, tenant, key, status, text)))
+
+    def renew(self, token: str, seconds: Optional[int] = None) -> int:
+        """``idem_renew``: extends the live claim ``token`` holds; returns the new lease_until.
+
+        Raises `LeaseLost` (with the extension's message) when the token no
+        longer holds a live claim.
+        """
+        if isinstance(seconds, bool):
+            raise TypeError(f"Ledger.renew: seconds must be an integer, got {seconds!r}")
+        try:
+            if seconds is None:
+                return self._one("SELECT idem_renew(?, ?)", (self.name, token))
+            return self._one("SELECT idem_renew(?, ?, ?)", (self.name, token, seconds))
+        except LedgerError as e:
+            # Both of idem_renew's "this claim is gone" messages end so; a
+            # malformed token or seconds stays a LedgerError.
+            if str(e).endswith(_LEASE_LOST):
+                raise LeaseLost(e.message, e.sqlite_errorname) from e.__cause__
+            raise
+
+    def row(self, tenant: str, key: str) -> Optional[Dict[str, Any]]:
+        """The ledger row of a key as a dict (effective status), or None."""
+        try:
+            cur = self.conn.execute(f"SELECT * FROM {_quote(self.name)} WHERE tenant = ? AND key = ?", (tenant, key))
+            r = cur.fetchone()
+        except sqlite3.Error as e:
+            raise LedgerError.wrap(e) from e
+        if r is None:
+            return None
+        d = dict(zip([c[0] for c in cur.description], r))
+        for col in ("args", "result", "error", "members"):
+            if isinstance(d.get(col), str):
+                d[col] = json.loads(d[col])
+        return d
+
+    # --- waiting and calling ---------------------------------------------------
+
+    def _claim_committed(self, tenant: str, conversation: str, tool: str, args: Any,
+                         operation_id: Optional[str]) -> Decision:
+        """The claim of `call`: committed as it returns unless the caller has a transaction open.
+
+        A ledger created with ``require_transaction=1`` refuses a claim made
+        outside a transaction; then (and for every later claim) the claim is
+        made inside ``BEGIN IMMEDIATE ... COMMIT``, and an admitted claim is
+        reported with ``committed`` true once that COMMIT succeeded.
+        """
+        if not (self._transactional and not self.conn.in_transaction):
+            try:
+                return self.claim(tenant, conversation, tool, args, operation_id=operation_id)
+            except LedgerError as e:
+                if _REQUIRES_TRANSACTION not in str(e) or self.conn.in_transaction:
+                    raise
+                self._transactional = True
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                d = self.claim(tenant, conversation, tool, args, operation_id=operation_id)
+                self.conn.execute("COMMIT")
+            finally:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+        except sqlite3.Error as e:
+            raise LedgerError.wrap(e) from e
+        if isinstance(d, Admitted):
+            d = dataclasses.replace(d, committed=True, raw={**d.raw, "committed": True})
+        return d
+
+    def wait(self, tenant: str, conversation: str, tool: str, args: Any, *, timeout: float,
+             effect: Optional[str] = None, operation_id: Optional[str] = None) -> Decision:
+        """Claims, and claims again with backoff while the decision is in_progress.
+
+        Returns the first decision that is not `InProgress`, or the last
+        `InProgress` once ``timeout`` seconds have passed. The backoff starts
+        at 10 ms and doubles up to 500 ms, with jitter, and never sleeps
+        past the deadline. A later decision may be `Admitted` (the holder
+        released), which the caller then owns.
+        """
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise ValueError(f"Ledger.wait: timeout must be a number of seconds >= 0, got {timeout!r}")
+        return self._wait(lambda: self.claim(tenant, conversation, tool, args, effect=effect,
+                                             operation_id=operation_id), timeout)
+
+    @staticmethod
+    def _wait(claim: Callable[[], Decision], timeout: float) -> Decision:
+        deadline = time.monotonic() + timeout
+        delay = 0.01
+        while True:
+            d = claim()
+            left = deadline - time.monotonic()
+            if not isinstance(d, InProgress) or left <= 0:
+                return d
+            time.sleep(min(left, delay * random.uniform(0.5, 1.0)))
+            delay = min(delay * 2, 0.5)
+
+    def call(self, tenant: str, conversation: str, tool: str, args: Any,
+             action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
+             wait: float = 0.0, renew_seconds: Optional[int] = None) -> Outcome:
+        """Runs one external tool call at most once: ``action(attempt)`` returns its result.
+
+        1. Claims (waiting up to ``wait`` seconds while another caller holds
+           the key). A replay returns the first `Outcome` (``idempotent``
+           True); in_progress at the deadline raises `ClaimInProgress`;
+           unknown raises `OutcomeUnknown`; mismatch raises `ClaimMismatch`.
+        2. The claim is committed before anything is sent: a bare claim
+           commits itself; a ``require_transaction=1`` ledger is claimed
+           inside ``BEGIN IMMEDIATE ... COMMIT``. Admitted but not committed
+           (the caller has a transaction open): releases the claim and
+           raises `NotCommitted`; nothing is sent.
+        3. Renews the lease right before calling the action (``idem_renew``):
+           a caller that stalled past its lease gets `LeaseLost` and sends
+           nothing.
+        4. Settles what is known: the action's return value → succeeded;
+           `ToolFailed` → failed, returned as an Outcome; `NotSent` →
+           released with ``{"sent": false}``, raised again; any other
+           exception (a timeout, a lost connection: it may have sent) →
+           unknown, raised as `OutcomeUnknown` (never retried here).
+
+        The result must be JSON (it is stored, and replayed).
+        """
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
+            raise ValueError(f"Ledger.call: wait must be a number of seconds >= 0, got {wait!r}")
+        d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait)
+        if isinstance(d, Replay):
+            return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
+        if isinstance(d, InProgress):
+            raise ClaimInProgress(d)
+        if isinstance(d, Unknown):
+            raise OutcomeUnknown("an earlier attempt may have reached the target", key=d.key, decision=d)
+        if isinstance(d, Mismatch):
+            raise ClaimMismatch(d)
+        if not d.committed:
+            self.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
+            raise NotCommitted(d.key)
+        attempt = Attempt(self, d)
+        self.renew(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
+        try:
+            result = action(attempt)
+        except NotSent as e:
+            self.settle(d.token, "released", {**e.detail, "sent": False, "reason": e.reason})
+            e.key = d.key
+            e.args = (f"{d.key} was not sent ({e.reason}); the claim is released",)
+            raise
+        except ToolFailed as e:
+            error = self._storable(d, e.error, "the error")
+            s = self.settle(d.token, "failed", error)
+            return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False)
+        except OutcomeUnknown as e:
+            self.settle(d.token, "unknown", e.detail)
+            raise OutcomeUnknown(e.reason, key=d.key, detail=e.detail) from e
+        except BaseException as e:
+            reason = f"{type(e).__name__}: {e}"
+            self.settle(d.token, "unknown", {"reason": reason})
+            if not isinstance(e, Exception):
+                raise  # KeyboardInterrupt, SystemExit: settled unknown, then propagated
+            raise OutcomeUnknown(reason, key=d.key) from e
+        result = self._storable(d, result, "the result")
+        s = self.settle(d.token, "succeeded", result)
+        return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
+
+    def _storable(self, d: Admitted, value: Any, what: str) -> Any:
+        """value as stored JSON; a value that is not JSON leaves the call unknown.
+
+        The action has run, so the call may have taken effect: it is settled
+        unknown (never resent) and `OutcomeUnknown` says why.
+        """
+        try:
+            return json.loads(_json_text(value, what))
+        except (TypeError, ValueError) as e:
+            reason = str(e)
+            self.settle(d.token, "unknown", {"reason": reason})
+            raise OutcomeUnknown(reason, key=d.key) from e

@@ -1,0 +1,218 @@
+/*
+** ledger_lifecycle.c: a ledger whose shadow tables and CREATE VIRTUAL
+** TABLE row part ways.
+**
+**   CREATE VIRTUAL TABLE L USING idempotency[(options)]  -- adopts L_rows,
+**       L_meta and L_guards when all three exist already
+**
+** The sqlite3 shell's .clone copies the shadow tables but not the CREATE
+** VIRTUAL TABLE row, and so does any copy made table by table: the ledger
+** is orphaned, and creating it again used to fail because L_rows exists.
+** CREATE VIRTUAL TABLE now adopts existing shadow tables instead of making
+** new ones, when all three exist and L_meta passes the connect checks
+** (format, identity, every option in range). The adopted ledger keeps its
+** rows, its identity (so the guards' triggers, which name it, keep
+** working) and its stored options; an option given to CREATE must equal
+** the stored one, else CREATE fails and nothing changes. Some but not all
+** shadow tables present is an error naming what is missing.
+**
+** A connected ledger missing a shadow table (dropped by hand, or a partial
+** copy) is "broken": it connects, so that DROP TABLE can remove it, but
+** every operation fails with a message naming the missing table. DROP
+** TABLE keeps the rule of a healthy ledger (refused while the rows table
+** that is left holds a claimed or unknown row, or the guards table that
+** is left lists a guard) and drops whatever shadow tables remain.
+*/
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT3
+
+#define IDEM_LEDGER_INTERNAL
+#include "idem_internal.h"
+
+#include <string.h>
+
+static const char *const azShadow[3] = {"rows", "meta", "guards"};
+
+int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing) {
+  sqlite3_stmt *pS = 0;
+  int rc, i;
+  char *zSql = sqlite3_mprintf(
+      "SELECT lower(name) FROM \"%w\".sqlite_schema WHERE type='table' AND lower(name) IN "
+      "(lower('%q_rows'),lower('%q_meta'),lower('%q_guards'))",
+      zDb, zName, zName, zName);
+  *pmMissing = LEDGER_SHADOW_ALL;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pS, 0);
+    size_t n = z ? strlen(z) : 0;
+    for (i = 0; i < 3; i++) {
+      size_t nSuffix = strlen(azShadow[i]);
+      if (n > nSuffix && z[n - nSuffix - 1] == '_' && strcmp(z + n - nSuffix, azShadow[i]) == 0) {
+        *pmMissing &= ~(1 << i);
+      }
+    }
+  }
+  sqlite3_finalize(pS);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Append " table <name>_rows" or " tables <name>_rows, <name>_meta" for
+** the tables in mask m; returns how many. */
+static int append_tables(sqlite3_str *s, const char *zName, int m) {
+  int i, n = 0;
+  sqlite3_str_appendall(s, (m & (m - 1)) ? " tables" : " table");
+  for (i = 0; i < 3; i++) {
+    if ((m & (1 << i)) == 0) continue;
+    sqlite3_str_appendf(s, "%s %s_%s", n++ ? "," : "", zName, azShadow[i]);
+  }
+  return n;
+}
+
+char *ledger_shadow_message(const char *zName, int mMissing) {
+  sqlite3_str *s = sqlite3_str_new(0);
+  sqlite3_str_appendf(s, "ledger %s is missing its shadow", zName);
+  append_tables(s, zName, mMissing);
+  sqlite3_str_appendall(s,
+                        "; every operation on it is refused until that is restored from a "
+                        "backup and the database reopened, or the ledger is dropped with DROP "
+                        "TABLE");
+  return sqlite3_str_finish(s);
+}
+
+/* The option named by argv[i] ("name=value", checked by
+** ledger_parse_options), as an index into ledger_options, or -1. */
+static int option_index(const char *z) {
+  const char *zEq = strchr(z, '=');
+  size_t n;
+  int j;
+  while (*z == ' ' || *z == '\t' || *z == '\n') z++;
+  if (zEq == 0) return -1;
+  n = (size_t)(zEq - z);
+  while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
+  for (j = 0; j < IDEM_N_OPT; j++) {
+    if (strlen(ledger_options[j].zName) == n && strncmp(ledger_options[j].zName, z, n) == 0) {
+      return j;
+    }
+  }
+  return -1;
+}
+
+int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
+                 int *piFormat, int *pbAdopted, char **pzErr) {
+  const char *zDb = argv[1], *zName = argv[2];
+  sqlite3_int64 aStored[IDEM_N_OPT];
+  int mMissing = 0, rc, i;
+  *pbAdopted = 0;
+  rc = ledger_shadow_missing(db, zDb, zName, &mMissing);
+  if (rc) return rc;
+  if (mMissing == LEDGER_SHADOW_ALL) return SQLITE_OK; /* a new ledger */
+  if (mMissing) {
+    /* some exist: adopting them, or writing over them, would lose something */
+    sqlite3_str *s = sqlite3_str_new(0);
+    int nLeft;
+    sqlite3_str_appendf(s, "idempotency: cannot create ledger %s: its shadow", zName);
+    nLeft = append_tables(s, zName, LEDGER_SHADOW_ALL & ~mMissing);
+    sqlite3_str_appendall(s, nLeft > 1 ? " exist but" : " exists but");
+    sqlite3_str_appendall(s,
+                          append_tables(s, zName, mMissing) > 1 ? " are missing" : " is missing");
+    sqlite3_str_appendall(s,
+                          "; restore what is missing from a backup, or drop what is left to "
+                          "start an empty ledger");
+    *pzErr = sqlite3_str_finish(s);
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  for (i = 0; i < IDEM_N_OPT; i++) aStored[i] = ledger_options[i].iDefault;
+  rc = ledger_read_meta(db, zDb, zName, aStored, zId, piFormat, pzErr);
+  if (rc) return rc;
+  for (i = 3; i < argc; i++) {
+    int j = option_index(argv[i]);
+    if (j >= 0 && aVal[j] != aStored[j]) {
+      *pzErr = sqlite3_mprintf(
+          "idempotency: ledger %s would adopt its existing shadow tables, made with %s=%lld, "
+          "but CREATE gives %s=%lld; give the stored value or omit the option",
+          zName, ledger_options[j].zName, aStored[j], ledger_options[j].zName, aVal[j]);
+      return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+    }
+  }
+  memcpy(aVal, aStored, sizeof(aStored));
+  *pbAdopted = 1;
+  return SQLITE_OK;
+}
+
+int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr) {
+  int mMissing = 0, rc;
+  /* called when the schema changed or p is broken: a shadow table may have
+  ** been dropped (or one more of them) */
+  rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
+  if (rc) return rc;
+  if (mMissing == 0 && p->zBroken == 0) return SQLITE_OK;
+  if (mMissing) {
+    /* the message names what is missing now; once broken, p stays refused
+    ** until it is reconnected, as its options may not have been read */
+    char *zNew = ledger_shadow_message(p->zName, mMissing);
+    if (zNew == 0) return SQLITE_NOMEM;
+    sqlite3_free(p->zBroken);
+    p->zBroken = zNew;
+  }
+  *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zBroken);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn) {
+  sqlite3_stmt *pS = 0;
+  int mMissing = 0, rc;
+  char *zSql;
+  *pn = 0;
+  rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
+  if (rc) return rc;
+  if (mMissing == 0) {
+    rc = ledger_stmt(p, ST_COUNT_LIVE, &pS);
+    if (rc) return rc;
+    if (sqlite3_step(pS) == SQLITE_ROW) {
+      *pn = sqlite3_column_int64(pS, 0) + sqlite3_column_int64(pS, 1);
+    }
+    return sqlite3_reset(pS);
+  }
+  /* a broken ledger: count in what is left */
+  {
+    sqlite3_str *s = sqlite3_str_new(0);
+    sqlite3_str_appendall(s, "SELECT 0");
+    if ((mMissing & 4) == 0) {
+      sqlite3_str_appendf(s, "+(SELECT count(*) FROM \"%w\".\"%w_guards\")", p->zDb, p->zName);
+    }
+    if ((mMissing & 1) == 0) {
+      sqlite3_str_appendf(s,
+                          "+(SELECT count(*) FROM \"%w\".\"%w_rows\""
+                          " WHERE status IN ('claimed','unknown'))",
+                          p->zDb, p->zName);
+    }
+    zSql = sqlite3_str_finish(s);
+  }
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) *pn = sqlite3_column_int64(pS, 0);
+  return sqlite3_finalize(pS);
+}
+
+int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy) {
+  int mMissing = 0;
+  if (p->zBroken == 0) {
+    /* an error reading the rows: a shadow table dropped since the last
+    ** check would explain it */
+    if (rc == SQLITE_OK || (rc & 0xff) == SQLITE_NOMEM) return rc;
+    if (ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing) || mMissing == 0) return rc;
+    p->zBroken = ledger_shadow_message(p->zName, mMissing);
+    if (p->zBroken == 0) return SQLITE_NOMEM;
+  }
+  *pzWhy = sqlite3_mprintf("%s", p->zBroken);
+  return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int idem_ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr) {
+  return ledger_usable(p, zFunc, pzErr);
+}

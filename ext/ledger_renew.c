@@ -1,0 +1,185 @@
+/*
+** ledger_renew.c: lease renewal.
+**
+**   idem_renew(ledger, token [, seconds])
+**
+** A holder extends its live claim's lease, and checks, right before it
+** sends, that it still holds the claim: a holder that stalled past its
+** lease learns it here, before acting, not from a refused settle after it
+** has already sent. The new lease_until is max(lease_until, now + seconds)
+** (seconds defaults to the ledger's lease_seconds; 0 only checks), so a
+** renewal never shortens a lease. The write is fenced by the token like a
+** settle: a compare-and-set on the row id and random part the token names,
+** status 'claimed' and a lease that has not passed. The rows table's update
+** trigger allows exactly this change in plain SQL too (same token and
+** attempt, lease live at the statement's clock, never shortened).
+*/
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT3
+
+#define IDEM_LEDGER_INTERNAL
+#include "idem_internal.h"
+
+#include <string.h>
+
+/* The write, first: extends a claim whose lease has not passed, fenced by
+** its token, and hands back the new lease. */
+#define RENEW_UPDATE                                                            \
+  "UPDATE \"%w\".\"%w_rows\" SET lease_until=max(lease_until,?1),updated_at=?2" \
+  " WHERE id=?3 AND token=?4 AND status='claimed' AND lease_until>?2 RETURNING lease_until"
+
+/*
+** The seconds argument: an INTEGER in the lease_seconds range of CREATE.
+** SQLITE_OK with *pSec set, or SQLITE_CONSTRAINT with *pzErr.
+*/
+static int renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr) {
+  const LedgerOption *o = &ledger_options[IDEM_OPT_LEASE];
+  char *zGot = 0;
+  if (sqlite3_value_type(v) == SQLITE_INTEGER) {
+    *pSec = sqlite3_value_int64(v);
+    if (*pSec >= o->iMin && *pSec <= o->iMax) return SQLITE_OK;
+    zGot = sqlite3_mprintf("%lld", *pSec);
+  } else if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    const char *z = (const char *)sqlite3_value_text(v);
+    zGot = z ? idem_json_string(z) : 0;
+  } else {
+    static const char *azType[] = {"", "INTEGER", "REAL", "TEXT", "BLOB", "NULL"};
+    zGot = sqlite3_mprintf("%s", azType[sqlite3_value_type(v)]);
+  }
+  if (zGot == 0) return SQLITE_NOMEM;
+  *pzErr = sqlite3_mprintf(
+      "%s: seconds must be an INTEGER from %lld to %lld (the lease_seconds "
+      "range), got %s",
+      zFunc, o->iMin, o->iMax, zGot);
+  sqlite3_free(zGot);
+  return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+}
+
+/* Why row r (effective status eEff, not EFF_CLAIMED) is not a live claim
+** (sqlite3_malloc; NULL on OOM). */
+static char *renew_why_not(const LedgerRow *r, int eEff) {
+  switch (eEff) {
+    case EFF_EXPIRED: return sqlite3_mprintf("its lease expired at %lld", r->leaseUntil);
+    case EFF_UNKNOWN:
+      if (strcmp(r->zStatus, "unknown") == 0) return sqlite3_mprintf("it was settled unknown");
+      return sqlite3_mprintf("its lease expired at %lld and its outcome is unknown", r->leaseUntil);
+    default: return sqlite3_mprintf("it is %s", r->zStatus);
+  }
+}
+
+/*
+** Renew the claim that token pToken holds in ledger p by nSec seconds.
+** The first statement is the write, so the write lock is taken through the
+** busy handler; only when it changed nothing is the row read, to say why.
+** SQLITE_OK with *pLease = the new lease_until, or an error with *pzErr.
+*/
+static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
+                        sqlite3_int64 *pLease, char **pzErr) {
+  sqlite3_stmt *pGet = 0, *pUpd = 0;
+  const char *zToken = 0;
+  sqlite3_int64 iId = 0, iRnd = 0;
+  char *zSql = 0, *zWhy = 0;
+  sqlite3_int64 now = ledger_now(p);
+  int rc, bFound = 0, eEff = 0;
+  LedgerRow r;
+
+  memset(&r, 0, sizeof(r));
+  if (sqlite3_value_type(pToken) == SQLITE_TEXT) {
+    zToken = (const char *)sqlite3_value_text(pToken);
+    if (zToken == 0) return SQLITE_NOMEM;
+  }
+  if (!ledger_token_parse(zToken, &iId, &iRnd)) {
+    *pzErr =
+        sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned", zFunc);
+    return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+  }
+  if (!sqlite3_get_autocommit(p->db)) {
+    rc = ledger_write_first(p);
+    if (rc) goto done;
+  }
+  rc = ledger_check_triggers(p, zFunc, pzErr);
+  if (rc) goto done;
+  zSql = sqlite3_mprintf(RENEW_UPDATE, p->zDb, p->zName);
+  if (zSql == 0) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pUpd, 0);
+  if (rc) goto done;
+  sqlite3_bind_int64(pUpd, 1, now + nSec * 1000);
+  sqlite3_bind_int64(pUpd, 2, now);
+  sqlite3_bind_int64(pUpd, 3, iId);
+  sqlite3_bind_int64(pUpd, 4, iRnd);
+  rc = sqlite3_step(pUpd);
+  if (rc == SQLITE_ROW) {
+    /* renewed: a lease is never shortened (max), so 0 seconds only checks */
+    *pLease = sqlite3_column_int64(pUpd, 0);
+    rc = sqlite3_step(pUpd);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    goto done;
+  }
+  if (rc != SQLITE_DONE) goto done;
+  rc = sqlite3_finalize(pUpd);
+  pUpd = 0;
+  if (rc) goto done;
+
+  /* nothing renewed: say why */
+  rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
+  if (rc) goto done;
+  sqlite3_bind_int64(pGet, 1, iId);
+  sqlite3_bind_int64(pGet, 2, iRnd);
+  rc = ledger_row_fetch(pGet, &r, &bFound);
+  if (rc) goto done;
+  if (!bFound) {
+    *pzErr = sqlite3_mprintf(
+        "%s: no claim of ledger %s holds token \"%s\": it was taken over by a later attempt, "
+        "or the token is wrong; do not act on this claim",
+        zFunc, p->zName, zToken);
+    rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    goto done;
+  }
+  rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.zTenant, r.zKey, r.zMarks, now,
+                        &eEff, 0, 0);
+  if (rc) goto done;
+  /* a live claim the write did not find: a trigger suppressed the update */
+  zWhy = eEff == EFF_CLAIMED ? sqlite3_mprintf("the renewal was suppressed by a trigger")
+                             : renew_why_not(&r, eEff);
+  if (zWhy == 0) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  *pzErr = sqlite3_mprintf(
+      "%s: token \"%s\" no longer holds a live claim of key \"%s\" in ledger %s: %s; do not act "
+      "on this claim",
+      zFunc, zToken, r.zKey, p->zName, zWhy);
+  rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+
+done:
+  if (pUpd) {
+    int rcF = sqlite3_finalize(pUpd);
+    if (rc == SQLITE_OK) rc = rcF;
+  }
+  sqlite3_free(zSql);
+  sqlite3_free(zWhy);
+  ledger_row_free(&r);
+  return rc;
+}
+
+void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const char *zFunc = "idem_renew";
+  IdemLedger *p;
+  sqlite3_int64 nSec, lease = 0;
+  char *zErr = 0;
+  int rc = SQLITE_OK;
+  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
+  if (p == 0) return;
+  nSec = p->aOpt[IDEM_OPT_LEASE];
+  if (argc > 2) rc = renew_seconds(zFunc, argv[2], &nSec, &zErr);
+  if (rc == SQLITE_OK) rc = ledger_renew(p, zFunc, argv[1], nSec, &lease, &zErr);
+  if (rc) {
+    if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
+    idem_result_error(ctx, rc, zErr);
+    return;
+  }
+  sqlite3_result_int64(ctx, lease);
+}

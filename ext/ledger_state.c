@@ -1,0 +1,1202 @@
+/*
+** ledger_state.c: the ledger's state machine. A claim decides admitted,
+** replay, in_progress, unknown or mismatch and writes what the decision
+** needs; a settle or resolve records an outcome; a guard asks whether a
+** key holds a live claim. Every one of them reads a row's status through
+** ledger_effective(), the one place the expiry rule is written.
+**
+** Transitions (DESIGN section 6, "States"): (none) or released -> claimed;
+** claimed -> succeeded | failed | released | unknown; unknown ->
+** succeeded | failed | released; an expired local claim without guarded
+** rows is taken over (claimed -> claimed, a new token), and after
+** max_attempts expiries it fails; succeeded and failed are terminal.
+*/
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT3
+
+#define IDEM_LEDGER_INTERNAL
+#include "idem_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The boundary sentences. UNKNOWN_MSG is the behaviour, not a phrasing. */
+#define EXTERNAL_NOTE                                                                \
+  "we will not resend this call, but we cannot promise that the target receives it " \
+  "once: send the key as its Idempotency-Key and let the target deduplicate"
+#define UNKNOWN_MSG                                                         \
+  "that request may have reached the target system, the outcome is theirs " \
+  "to report, and nothing is retried here"
+
+/* Unix milliseconds from the VFS of the ledger's database: the clock
+** behind SQL 'now'. No SQL function sets it; tests use a test VFS. */
+sqlite3_int64 ledger_now(IdemLedger *p) {
+  sqlite3_vfs *pVfs = 0;
+  sqlite3_int64 t = 0;
+  if (sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs) != SQLITE_OK ||
+      pVfs == 0) {
+    pVfs = sqlite3_vfs_find(0);
+  }
+  if (pVfs->iVersion >= 2 && pVfs->xCurrentTimeInt64) {
+    pVfs->xCurrentTimeInt64(pVfs, &t);
+  } else {
+    double r = 0;
+    pVfs->xCurrentTime(pVfs, &r);
+    t = (sqlite3_int64)(r * 86400000.0);
+  }
+  return t - (sqlite3_int64)210866760000000LL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Guard marks and members (the guards themselves are in guard.c)      */
+/* ------------------------------------------------------------------ */
+
+/*
+** Call xVisit for each guard of p whose table still exists, with the
+** table's current name: a guard follows its table through ALTER TABLE
+** RENAME (its insert trigger keeps its name and SQLite moves it), and a
+** guard whose table was dropped (its trigger went with it) is skipped.
+*/
+static int guards_each(IdemLedger *p,
+                       int (*xVisit)(IdemLedger *, sqlite3_int64, const char *, const char *,
+                                     const char *, void *),
+                       void *pArg) {
+  sqlite3_stmt *pG = 0;
+  int rc = ledger_stmt(p, ST_GUARDS, &pG);
+  if (rc) return rc;
+  sqlite3_bind_text(pG, 1, p->zName, -1, SQLITE_STATIC);
+  while ((rc = sqlite3_step(pG)) == SQLITE_ROW) {
+    const char *zTbl = (const char *)sqlite3_column_text(pG, 4);
+    if (sqlite3_column_type(pG, 4) == SQLITE_NULL) continue; /* table dropped */
+    if (zTbl == 0) {
+      rc = SQLITE_NOMEM;
+      break;
+    }
+    rc = xVisit(p, sqlite3_column_int64(pG, 0), zTbl, (const char *)sqlite3_column_text(pG, 2),
+                (const char *)sqlite3_column_text(pG, 3), pArg);
+    if (rc) break;
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
+  else sqlite3_reset(pG);
+  return rc;
+}
+
+static int marks_visit(IdemLedger *p, sqlite3_int64 iGuard, const char *zTbl, const char *zKeyCol,
+                       const char *zTenCol, void *pArg) {
+  sqlite3_str *s = (sqlite3_str *)pArg;
+  sqlite3_stmt *pM = 0;
+  char *zSql = sqlite3_mprintf("SELECT max(rowid) FROM \"%w\".\"%w\"", p->zDb, zTbl);
+  int rc;
+  (void)zKeyCol;
+  (void)zTenCol;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pM, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pM) == SQLITE_ROW) {
+    sqlite3_str_appendf(s, "%lld:%lld;", iGuard, sqlite3_column_int64(pM, 0));
+  }
+  return sqlite3_finalize(pM);
+}
+
+/*
+** The marks of a new local claim: for each guard, the guarded table's
+** largest rowid now, as text "gid:rowid;gid:rowid;" (NULL when there are
+** no guards). *pz is from sqlite3_malloc.
+*/
+static int ledger_marks(IdemLedger *p, char **pz) {
+  sqlite3_str *s = sqlite3_str_new(p->db);
+  int rc = guards_each(p, marks_visit, s);
+  *pz = 0;
+  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(s);
+  if (rc == SQLITE_OK && sqlite3_str_length(s) > 0) {
+    *pz = sqlite3_str_finish(s);
+    if (*pz == 0) rc = SQLITE_NOMEM;
+  } else {
+    sqlite3_free(sqlite3_str_finish(s));
+  }
+  return rc;
+}
+
+/* The mark of guard iGuard in zMarks, or -1 when the guard came later
+** than the claim (then every row of the key counts). */
+static sqlite3_int64 mark_of(const char *zMarks, sqlite3_int64 iGuard) {
+  const char *z = zMarks;
+  while (z && *z) {
+    char *zEnd;
+    sqlite3_int64 g = strtoll(z, &zEnd, 10), m;
+    if (*zEnd != ':') break;
+    m = strtoll(zEnd + 1, &zEnd, 10);
+    if (g == iGuard) return m;
+    if (*zEnd != ';') break;
+    z = zEnd + 1;
+  }
+  return -1;
+}
+
+typedef struct MemberScan MemberScan;
+struct MemberScan {
+  const char *zTenant, *zKey, *zMarks;
+  sqlite3_str *s;
+  int n;
+};
+
+static int members_visit(IdemLedger *p, sqlite3_int64 iGuard, const char *zTbl, const char *zKeyCol,
+                         const char *zTenCol, void *pArg) {
+  MemberScan *m = (MemberScan *)pArg;
+  sqlite3_stmt *pM = 0;
+  char *zSql, *zQ;
+  int rc;
+  if (zTenCol) {
+    zSql = sqlite3_mprintf(
+        "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 AND \"%w\"=?2 AND rowid>?3"
+        " ORDER BY rowid",
+        p->zDb, zTbl, zKeyCol, zTenCol);
+  } else {
+    zSql = sqlite3_mprintf(
+        "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 AND ?2 IS NOT NULL AND rowid>?3"
+        " ORDER BY rowid",
+        p->zDb, zTbl, zKeyCol);
+  }
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pM, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  zQ = idem_json_string(zTbl);
+  if (zQ == 0) {
+    sqlite3_finalize(pM);
+    return SQLITE_NOMEM;
+  }
+  sqlite3_bind_text(pM, 1, m->zKey, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pM, 2, m->zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pM, 3, mark_of(m->zMarks, iGuard));
+  while (sqlite3_step(pM) == SQLITE_ROW) {
+    sqlite3_str_appendf(m->s, "%s{\"table\":%s,\"rowid\":%lld}", m->n ? "," : "", zQ,
+                        sqlite3_column_int64(pM, 0));
+    m->n++;
+  }
+  sqlite3_free(zQ);
+  return sqlite3_finalize(pM);
+}
+
+/*
+** The members of claim (zTenant, zKey, zMarks): the guarded rows of that
+** tenant and key above the claim's marks, as a JSON array of
+** {"table":..,"rowid":..} by guard then rowid, into *pz (sqlite3_malloc;
+** "[]" when none); *pnMember = their count.
+*/
+static int ledger_members(IdemLedger *p, const char *zTenant, const char *zKey, const char *zMarks,
+                          char **pz, int *pnMember) {
+  MemberScan m;
+  int rc;
+  m.zTenant = zTenant;
+  m.zKey = zKey;
+  m.zMarks = zMarks;
+  m.n = 0;
+  m.s = sqlite3_str_new(p->db);
+  *pz = 0;
+  *pnMember = 0;
+  sqlite3_str_appendchar(m.s, 1, '[');
+  rc = guards_each(p, members_visit, &m);
+  sqlite3_str_appendchar(m.s, 1, ']');
+  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(m.s);
+  if (rc == SQLITE_OK) {
+    *pz = sqlite3_str_finish(m.s);
+    if (*pz == 0) rc = SQLITE_NOMEM;
+    *pnMember = m.n;
+  } else {
+    sqlite3_free(sqlite3_str_finish(m.s));
+  }
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Effective status                                                    */
+/* ------------------------------------------------------------------ */
+
+static int is_local(const char *zEffect) { return zEffect && strcmp(zEffect, "local") == 0; }
+
+int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
+                     sqlite3_int64 leaseUntil, const char *zTenant, const char *zKey,
+                     const char *zMarks, sqlite3_int64 now, int *peEff, char **pzMembers,
+                     int *pnMember) {
+  static const struct {
+    const char *z;
+    int e;
+  } aStored[] = {{"claimed", EFF_CLAIMED},
+                 {"unknown", EFF_UNKNOWN},
+                 {"succeeded", EFF_SUCCEEDED},
+                 {"failed", EFF_FAILED},
+                 {"released", EFF_RELEASED}};
+  size_t i;
+  *peEff = 0;
+  if (pzMembers) *pzMembers = 0;
+  if (pnMember) *pnMember = 0;
+  for (i = 0; zStatus && i < sizeof(aStored) / sizeof(aStored[0]); i++) {
+    if (strcmp(zStatus, aStored[i].z) == 0) *peEff = aStored[i].e;
+  }
+  if (*peEff == 0) return SQLITE_CORRUPT_VTAB; /* the CHECK on status forbids it */
+  if (*peEff != EFF_CLAIMED || now < leaseUntil) return SQLITE_OK;
+  if (!is_local(zEffect)) {
+    /* an external claim whose lease ran out: it may have reached the target */
+    *peEff = EFF_UNKNOWN;
+  } else {
+    /* an expired local claim: rows that landed without a settle make it unknown */
+    char *zM = 0;
+    int n = 0, rc = ledger_members(p, zTenant, zKey, zMarks, &zM, &n);
+    if (rc) return rc;
+    *peEff = n > 0 ? EFF_UNKNOWN : EFF_EXPIRED;
+    if (pzMembers) *pzMembers = zM;
+    else sqlite3_free(zM);
+    if (pnMember) *pnMember = n;
+  }
+  return SQLITE_OK;
+}
+
+const char *ledger_effective_name(int eEff) {
+  switch (eEff) {
+    case EFF_CLAIMED:
+    case EFF_EXPIRED: return "claimed";
+    case EFF_UNKNOWN: return "unknown";
+    case EFF_SUCCEEDED: return "succeeded";
+    case EFF_FAILED: return "failed";
+    default: return "released";
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* The claim                                                           */
+/* ------------------------------------------------------------------ */
+
+static const char *request_diff(const LedgerRow *r, const LedgerReq *q, int *pDiff) {
+  *pDiff = 1;
+  if (strcmp(r->zConv, q->zConv)) return "conversation";
+  if (strcmp(r->zTool, q->zTool)) return "tool";
+  if (strcmp(r->zEffect, q->zEffect)) return "effect";
+  if ((size_t)r->nArgs != q->args.n || memcmp(r->zArgs, q->args.z, q->args.n)) return "args";
+  *pDiff = 0;
+  return 0;
+}
+
+/*
+** Finish answer j into *pz. Stored JSON that failed its check is reported
+** as an error naming the ledger, the key and the column: the row was
+** changed outside the ledger, and no answer is made from it.
+*/
+static int answer_finish(IdemJson *j, IdemLedger *p, const char *zFunc, const char *zKey, char **pz,
+                         char **pzErr) {
+  int rc;
+  const char *zBad = j->zBad;
+  *pz = idem_json_finish(j, &rc);
+  if (rc == SQLITE_CORRUPT && pzErr) {
+    *pzErr = sqlite3_mprintf(
+        "%s: the stored %s of key \"%s\" in %s_rows is not valid JSON; the row was changed "
+        "outside the ledger, so no answer is made from it",
+        zFunc, zBad, zKey, p->zName);
+    if (*pzErr == 0) rc = SQLITE_NOMEM;
+  }
+  return rc;
+}
+
+static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
+                          sqlite3_int64 attempt, sqlite3_int64 lease, int committed,
+                          LedgerDecision *d) {
+  IdemJson j;
+  d->eDec = DEC_ADMITTED;
+  d->attempt = attempt;
+  memcpy(d->zToken, zToken, 33);
+  idem_json_begin(&j);
+  idem_json_literal(&j, "decision", "\"admitted\"");
+  idem_json_text(&j, "key", q->zKey);
+  idem_json_text(&j, "token", zToken);
+  idem_json_int(&j, "attempt", attempt);
+  idem_json_text(&j, "effect", q->zEffect);
+  idem_json_bool(&j, "committed", committed);
+  if (ledger_under_dqlite(p->db, p->zDb)) {
+    /* Inside a transaction the claim is durable when COMMIT returns (a Raft
+    ** quorum holds it). Outside one (require_transaction=0) the extension
+    ** cannot see whether the client's path replicates the write. */
+    idem_json_bool(&j, "durable", !committed);
+    idem_json_text(&j, "durability", committed ? "unknown" : "raft-quorum");
+  } else {
+    idem_json_bool(&j, "durable", ledger_durable(p));
+  }
+  idem_json_int(&j, "lease_until", lease);
+  /* the constant holds no character that JSON escapes */
+  if (strcmp(q->zEffect, "external") == 0) idem_json_literal(&j, "note", "\"" EXTERNAL_NOTE "\"");
+  return answer_finish(&j, p, "idem_claim", q->zKey, &d->zJson, 0);
+}
+
+/* Replay of a terminal row (succeeded or failed). */
+static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, LedgerDecision *d,
+                        char **pzErr) {
+  int ok = strcmp(r->zStatus, "succeeded") == 0, rc;
+  IdemJson j;
+  d->eDec = DEC_REPLAY;
+  idem_json_begin(&j);
+  idem_json_literal(&j, "decision", "\"replay\"");
+  idem_json_bool(&j, "idempotent", 1);
+  idem_json_text(&j, "key", r->zKey);
+  idem_json_text(&j, "status", r->zStatus);
+  idem_json_int(&j, "attempt", r->attempt);
+  idem_json_stored(&j, ok ? "result" : "error", ok ? r->zResult : r->zError, "null", IDEM_JSON_ANY);
+  idem_json_stored(&j, "members", r->zMembers, "[]", IDEM_JSON_ARRAY);
+  rc = answer_finish(&j, p, zFunc, r->zKey, &d->zJson, pzErr);
+  if (rc) return rc;
+  d->zWhy = sqlite3_mprintf("it %s at attempt %lld", ok ? "succeeded" : "failed", r->attempt);
+  return d->zWhy ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char *zField,
+                        LedgerDecision *d) {
+  IdemJson j;
+  int rc;
+  d->eDec = eDec;
+  idem_json_begin(&j);
+  if (eDec == DEC_IN_PROGRESS) {
+    idem_json_text(&j, "decision", "in_progress");
+    idem_json_text(&j, "key", r->zKey);
+    idem_json_int(&j, "attempt", r->attempt);
+    idem_json_int(&j, "lease_until", r->leaseUntil);
+    d->zWhy = sqlite3_mprintf("it is claimed (attempt %lld) until %lld", r->attempt, r->leaseUntil);
+  } else if (eDec == DEC_UNKNOWN) {
+    idem_json_text(&j, "decision", "unknown");
+    idem_json_text(&j, "key", r->zKey);
+    idem_json_int(&j, "attempt", r->attempt);
+    idem_json_literal(&j, "message", "\"" UNKNOWN_MSG "\"");
+    d->zWhy = sqlite3_mprintf("its outcome is unknown: " UNKNOWN_MSG);
+  } else {
+    idem_json_text(&j, "decision", "mismatch");
+    idem_json_text(&j, "key", r->zKey);
+    idem_json_text(&j, "differs", zField);
+    idem_json_text(&j, "message",
+                   "this key is bound to another request; nothing was admitted or replayed");
+    d->zWhy = sqlite3_mprintf("it is bound to another request (the %s differs)", zField);
+  }
+  rc = answer_finish(&j, p, "idem_claim", r->zKey, &d->zJson, 0);
+  if (rc == SQLITE_OK && d->zWhy == 0) rc = SQLITE_NOMEM;
+  return rc;
+}
+
+static const char *value_type_name(sqlite3_value *v) {
+  switch (sqlite3_value_type(v)) {
+    case SQLITE_NULL: return "NULL";
+    case SQLITE_INTEGER: return "INTEGER";
+    case SQLITE_FLOAT: return "REAL";
+    case SQLITE_BLOB: return "BLOB";
+    default: return "TEXT";
+  }
+}
+
+/* Bind the same-row compare-and-set arguments. */
+static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
+  sqlite3_bind_int64(pS, i, r->id);
+  sqlite3_bind_text(pS, i + 1, r->zStatus, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(pS, i + 2, r->tokenRnd);
+}
+
+/*
+** The fresh-claim INSERT, one statement and atomic on its own. The answer
+** is built first with the token's id part 0, and the new row id is written
+** into it after the insert, so nothing can fail after the write. When the
+** insert is refused because a row holds the key (the insert trigger or a
+** unique index), *pzTaken gets the refusal (sqlite3_malloc) and d is
+** cleared: the caller reads that row.
+*/
+static int claim_insert(IdemLedger *p, const LedgerReq *q, const char *zMarks, sqlite3_int64 now,
+                        sqlite3_int64 lease, int bCommitted, LedgerDecision *d, char **pzTaken) {
+  sqlite3_stmt *pIns = 0;
+  sqlite3_int64 rnd = 0;
+  char zToken[33], *zAt;
+  int rc;
+  *pzTaken = 0;
+  sqlite3_randomness(sizeof(rnd), &rnd);
+  ledger_token_hex(0, rnd, zToken);
+  rc = build_admitted(p, q, zToken, 1, lease, bCommitted, d);
+  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_INSERT, &pIns);
+  if (rc) return rc;
+  sqlite3_bind_text(pIns, 1, q->zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 2, q->zKey, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 3, q->zConv, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 4, q->zTool, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 5, q->args.z, (int)q->args.n, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 6, q->zEffect, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pIns, 7, rnd);
+  sqlite3_bind_int64(pIns, 8, now);
+  sqlite3_bind_int64(pIns, 9, lease);
+  if (zMarks) sqlite3_bind_text(pIns, 10, zMarks, -1, SQLITE_STATIC);
+  else sqlite3_bind_null(pIns, 10);
+  rc = ledger_step_done(pIns);
+  if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+    *pzTaken = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
+    rc = *pzTaken ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  sqlite3_clear_bindings(pIns);
+  if (rc || *pzTaken) {
+    sqlite3_free(d->zJson);
+    memset(d, 0, sizeof(*d));
+    return rc;
+  }
+  if (sqlite3_changes(p->db) != 1) {
+    sqlite3_free(d->zJson);
+    memset(d, 0, sizeof(*d));
+    return SQLITE_INTERNAL; /* an INSERT of one row that ran without error */
+  }
+  d->id = sqlite3_last_insert_rowid(p->db);
+  ledger_token_hex(d->id, rnd, d->zToken);
+  zAt = strstr(d->zJson, "\"token\":\"");
+  if (zAt) memcpy(zAt + 9, d->zToken, 16);
+  return SQLITE_OK;
+}
+
+/*
+** Decide a claim for request q, writing what the decision needs. bWrite=0
+** is the read-only pass: it returns DEC_ADMITTED with zJson NULL when a
+** write is needed (bFresh set when no row holds the key), and the caller
+** then writes. In the write pass the first statement is the insert, so the
+** write lock is taken through the busy handler before anything is read,
+** and every result is built before the one write that makes it true, so
+** nothing can fail after the write.
+*/
+int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
+                        int bCommitted, LedgerDecision *d, char **pzErr) {
+  sqlite3_stmt *pGet = 0, *pUpd = 0;
+  sqlite3_int64 now = ledger_now(p);
+  sqlite3_int64 lease = now + p->aOpt[IDEM_OPT_LEASE] * 1000;
+  sqlite3_int64 rnd = 0;
+  char zToken[33];
+  char *zMarks = 0, *zTaken = 0;
+  int rc, bFound = 0, eEff = 0, bLocal = strcmp(q->zEffect, "local") == 0;
+  LedgerRow r;
+
+  memset(d, 0, sizeof(*d));
+  memset(&r, 0, sizeof(r));
+  if (bWrite) {
+    if (bLocal) {
+      if (q->bMarksRead) {
+        /* read before the write pass (NULL: no guards) */
+        if (q->zMarks) {
+          zMarks = sqlite3_mprintf("%s", q->zMarks);
+          if (zMarks == 0) {
+            rc = SQLITE_NOMEM;
+            goto done;
+          }
+        }
+      } else {
+        /* inside the caller's transaction or the INSERT's, whose write
+        ** lock ledger_write_first took: reading is safe */
+        rc = ledger_marks(p, &zMarks);
+        if (rc) goto done;
+      }
+    }
+    if (bWrite == 1) {
+      rc = claim_insert(p, q, zMarks, now, lease, bCommitted, d, &zTaken);
+      if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
+    }
+  }
+
+  rc = ledger_stmt(p, ST_GET, &pGet);
+  if (rc) goto done;
+  sqlite3_bind_text(pGet, 1, q->zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pGet, 2, q->zKey, -1, SQLITE_STATIC);
+  rc = ledger_row_fetch(pGet, &r, &bFound);
+  if (rc) goto done;
+  if (!bFound && p->aOpt[IDEM_OPT_SINGLE]) {
+    /* single_tenant: the key may be held under another tenant */
+    rc = ledger_stmt(p, ST_GET_KEY, &pGet);
+    if (rc) goto done;
+    sqlite3_bind_text(pGet, 1, q->zKey, -1, SQLITE_STATIC);
+    rc = ledger_row_fetch(pGet, &r, &bFound);
+    if (rc) goto done;
+    if (bFound) {
+      rc = build_simple(p, &r, DEC_MISMATCH, "tenant", d);
+      goto done;
+    }
+  }
+  if (!bFound) {
+    if (bWrite) {
+      /* the insert was refused, yet no row holds the key */
+      *pzErr = sqlite3_mprintf("%s: the ledger's claim insert into %s_rows was refused (%s)", zFunc,
+                               p->zName,
+                               zTaken      ? zTaken
+                               : q->zTaken ? q->zTaken
+                                           : "the row it had read is gone");
+      rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    } else {
+      d->eDec = DEC_ADMITTED; /* needs the write pass */
+      d->bFresh = 1;
+    }
+    goto done;
+  }
+  {
+    int bDiff;
+    const char *zField = request_diff(&r, q, &bDiff);
+    if (bDiff) {
+      rc = build_simple(p, &r, DEC_MISMATCH, zField, d);
+      goto done;
+    }
+  }
+  rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.zTenant, r.zKey, r.zMarks, now,
+                        &eEff, 0, 0);
+  if (rc) goto done;
+  if (eEff == EFF_SUCCEEDED || eEff == EFF_FAILED) {
+    rc = build_replay(p, zFunc, &r, d, pzErr);
+    goto done;
+  }
+  if (eEff == EFF_UNKNOWN) {
+    rc = build_simple(p, &r, DEC_UNKNOWN, 0, d);
+    goto done;
+  }
+  if (eEff == EFF_CLAIMED) {
+    rc = build_simple(p, &r, DEC_IN_PROGRESS, 0, d);
+    goto done;
+  }
+  /* released, or an expired local claim with no rows: claim it again */
+  if (!bWrite) {
+    d->eDec = DEC_ADMITTED; /* needs the write pass */
+    goto done;
+  }
+  if (strcmp(r.zStatus, "claimed") == 0 && r.expirations + 1 >= p->aOpt[IDEM_OPT_ATTEMPTS]) {
+    /* a poison call: this expiry is its max_attempts-th; stop retrying it */
+    char zErr[200];
+    sqlite3_snprintf(sizeof(zErr), zErr,
+                     "{\"reason\":\"max_attempts\",\"attempts\":%lld,\"message\":\"%lld "
+                     "attempts expired without a settle; the call is not retried\"}",
+                     r.attempt, r.expirations + 1);
+    r.zStatus = "failed";
+    r.zError = zErr;
+    r.zMembers = "[]";
+    rc = build_replay(p, zFunc, &r, d, pzErr);
+    r.zStatus = "claimed";
+    if (rc) goto done;
+    rc = ledger_stmt(p, ST_SETTLE, &pUpd);
+    if (rc) goto done;
+    sqlite3_bind_text(pUpd, 1, "failed", -1, SQLITE_STATIC);
+    sqlite3_bind_null(pUpd, 2);
+    sqlite3_bind_text(pUpd, 3, zErr, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(pUpd, 4, "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(pUpd, 5, now);
+    bind_cas(pUpd, 6, &r);
+    rc = ledger_step_done(pUpd);
+    sqlite3_clear_bindings(pUpd);
+    if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "poison update", pzErr);
+    goto done;
+  }
+  if (bLocal && zMarks == 0) {
+    rc = ledger_marks(p, &zMarks);
+    if (rc) goto done;
+  }
+  sqlite3_randomness(sizeof(rnd), &rnd);
+  ledger_token_hex(r.id, rnd, zToken);
+  rc = build_admitted(p, q, zToken, r.attempt + 1, lease, bCommitted, d);
+  if (rc) goto done;
+  rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
+  if (rc) goto done;
+  sqlite3_bind_int64(pUpd, 1, rnd);
+  sqlite3_bind_int64(pUpd, 2, now);
+  sqlite3_bind_int64(pUpd, 3, lease);
+  if (zMarks) sqlite3_bind_text(pUpd, 4, zMarks, -1, SQLITE_STATIC);
+  else sqlite3_bind_null(pUpd, 4);
+  /* a take-over counts an expiry; a re-claim after a release does not */
+  sqlite3_bind_int(pUpd, 5, strcmp(r.zStatus, "claimed") == 0);
+  bind_cas(pUpd, 6, &r);
+  rc = ledger_step_done(pUpd);
+  sqlite3_clear_bindings(pUpd);
+  if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "re-claim update", pzErr);
+  if (rc == SQLITE_OK) d->id = r.id;
+
+done:
+  ledger_row_free(&r);
+  sqlite3_free(zMarks);
+  sqlite3_free(zTaken);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(d->zJson);
+    sqlite3_free(d->zWhy);
+    d->zJson = d->zWhy = 0;
+  }
+  return rc;
+}
+
+void ledger_req_free(LedgerReq *q) {
+  idem_buf_free(&q->args);
+  sqlite3_free(q->zMarks);
+  sqlite3_free(q->zTaken);
+  q->zMarks = q->zTaken = 0;
+  q->bMarksRead = 0;
+}
+
+/*
+** max_args_bytes counts the canonical text, the bytes the ledger stores:
+** two spellings of one call (whitespace, member order, escapes) are one
+** size, so one is never refused while the other is admitted. The input
+** itself is bounded by the canonicaliser's cap (IDEM_JCS_MAX_BYTES).
+*/
+static int args_bytes_check(IdemLedger *p, const char *zFunc, const char *zLabel,
+                            const IdemBuf *pCanon, char **pzErr) {
+  if ((sqlite3_int64)pCanon->n <= p->aOpt[IDEM_OPT_ARGS_BYTES]) return SQLITE_OK;
+  *pzErr = sqlite3_mprintf(
+      "%s: %s is %lld bytes in canonical form, over the ledger's max_args_bytes of %lld", zFunc,
+      zLabel, (sqlite3_int64)pCanon->n, p->aOpt[IDEM_OPT_ARGS_BYTES]);
+  return *pzErr ? SQLITE_TOOBIG : SQLITE_NOMEM;
+}
+
+/*
+** Validate a request: tenant, conversation, tool, args, effect and the
+** optional operation id; fill q (args canonical; key derived unless the
+** operation id is given). pEffect NULL means the default (external);
+** pOpId NULL means none given (an SQL NULL given is an error, bOpIdNull
+** lets the INSERT path treat its NULL key column as not given). On error
+** returns the code with *pzErr set.
+*/
+int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
+                     sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,
+                     sqlite3_value *pOpId, LedgerReq *q, char **pzErr) {
+  static const char *azLabel[3] = {"tenant", "conversation", "tool"};
+  sqlite3_value *apV[3];
+  int rc, i;
+  memset(q, 0, sizeof(*q));
+  q->args.pMem = &idem_sqlite_mem;
+  apV[0] = pTenant;
+  apV[1] = pConv;
+  apV[2] = pTool;
+  for (i = 0; i < 3; i++) {
+    rc = idem_key_error(zFunc, azLabel[i], apV[i], pzErr);
+    if (rc) return rc;
+  }
+  q->zTenant = (const char *)sqlite3_value_text(pTenant);
+  q->zConv = (const char *)sqlite3_value_text(pConv);
+  q->zTool = (const char *)sqlite3_value_text(pTool);
+  if (pEffect == 0) {
+    q->zEffect = "external";
+  } else {
+    /* the type first: reading a BLOB as text would make it TEXT */
+    int bText = sqlite3_value_type(pEffect) == SQLITE_TEXT;
+    const char *z = bText ? (const char *)sqlite3_value_text(pEffect) : 0;
+    if (bText && z == 0) return SQLITE_NOMEM;
+    if (!bText || (strcmp(z, "local") != 0 && strcmp(z, "external") != 0)) {
+      char *zQ = bText ? idem_json_string(z) : 0;
+      if (bText && zQ == 0) return SQLITE_NOMEM;
+      *pzErr = sqlite3_mprintf("%s: effect must be 'local' or 'external', got %s", zFunc,
+                               zQ ? zQ : value_type_name(pEffect));
+      sqlite3_free(zQ);
+      return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    }
+    q->zEffect = strcmp(z, "local") == 0 ? "local" : "external";
+  }
+  if (pOpId) {
+    const char *z;
+    rc = idem_key_error(zFunc, "operation_id", pOpId, pzErr);
+    if (rc) return rc;
+    z = (const char *)sqlite3_value_text(pOpId);
+    if (strncmp(z, "idem", 4) == 0 && z[4] >= '0' && z[4] <= '9' && z[5] == '-') {
+      *pzErr = sqlite3_mprintf(
+          "%s: operation_id \"%s\" looks like a derived key "
+          "(idem<digit>-...); omit it to derive the key",
+          zFunc, z);
+      return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    }
+    sqlite3_snprintf(sizeof(q->zKey), q->zKey, "%s", z);
+  }
+  rc = idem_canonical_value(zFunc, "args", pArgs, &q->args, 0, 0, 0, pzErr);
+  if (rc) return rc;
+  rc = args_bytes_check(p, zFunc, "args", &q->args, pzErr);
+  if (rc) return rc;
+  if (pOpId == 0) {
+    char zPrefix[3 * (IDEM_KEY_MAX_CHARS + 1) + 1];
+    sqlite3_snprintf(sizeof(zPrefix), zPrefix, "%s:%s:%s:", q->zTenant, q->zConv, q->zTool);
+    memcpy(q->zKey, IDEM_KEY_PREFIX, 6);
+    idem_digest_bytes(zPrefix, strlen(zPrefix), q->args.z, q->args.n, q->zKey + 6);
+  }
+  return SQLITE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* idem_claim                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Is a statement that writes running on db (other than nested ones)? */
+static int writer_in_progress(sqlite3 *db) {
+  sqlite3_stmt *pS = 0;
+  while ((pS = sqlite3_next_stmt(db, pS)) != 0) {
+    if (sqlite3_stmt_busy(pS) && !sqlite3_stmt_readonly(pS)) return 1;
+  }
+  return 0;
+}
+
+/*
+** Take the write lock of p's schema first when the current transaction
+** holds no lock on it yet: inside the caller's BEGIN (deferred), or inside
+** an INSERT INTO the ledger. Every ledger operation reads before it writes
+** (the trigger check reads the schema version; a local claim reads the
+** guarded tables' marks; a settle reads its row), and a read would open a
+** read transaction that SQLite does not upgrade to a write through the
+** busy handler: under contention the call would fail at once with
+** "database is locked" instead of waiting for busy_timeout. The statement
+** writes nothing. Outside a transaction (a bare SELECT in autocommit) each
+** statement is its own transaction and nothing is needed.
+*/
+int ledger_write_first(IdemLedger *p) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  if (sqlite3_txn_state(p->db, p->zDb) != SQLITE_TXN_NONE) return SQLITE_OK;
+  rc = ledger_stmt(p, ST_WRITE_LOCK, &pS);
+  if (rc) return rc;
+  return ledger_step_done(pS);
+}
+
+/*
+** idem_claim's decision for the parsed request q (triggers already
+** checked): a read pass without a write lock in autocommit, then the write
+** pass inside a savepoint that any error rolls back. On success d holds
+** the answer (the caller frees d->zJson and d->zWhy).
+*/
+int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr) {
+  sqlite3 *db = p->db;
+  int rc = SQLITE_OK, bAuto = sqlite3_get_autocommit(db), bSave = 0;
+  /* with retention_seconds a claim of a new key also purges, so it takes
+  ** the savepoint pass: the purge commits, or is undone, with the claim */
+  int bOneInsert = p->aOpt[IDEM_OPT_RETENTION] == 0;
+
+  memset(d, 0, sizeof(*d));
+  if (writer_in_progress(db)) {
+    *pzErr = sqlite3_mprintf(
+        "%s: call it in a statement of its own (SELECT idem_claim(...)); "
+        "a statement that writes is in progress",
+        zFunc);
+    return *pzErr ? SQLITE_MISUSE : SQLITE_NOMEM;
+  }
+  if (!bAuto && bOneInsert) {
+    /* inside the caller's transaction: the INSERT comes first (it takes
+    ** the write lock through the busy handler) and, a fresh claim, is the
+    ** whole decision: one statement, rolled back on its own if it fails,
+    ** so no savepoint. Refused because the key is held, the savepoint
+    ** pass below reads the row and decides. (A read pass first would make
+    ** a replay in a transaction cheaper, 40,000 instructions instead of
+    ** 64,000, and every fresh claim dearer by one more lookup, 7,000: fresh
+    ** claims are the common case.) */
+    sqlite3_int64 now = ledger_now(p);
+    if (strcmp(q->zEffect, "local") == 0) {
+      rc = ledger_marks(p, &q->zMarks);
+      if (rc) goto done;
+    }
+    rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, 0, d, &q->zTaken);
+    if (rc || q->zTaken == 0) goto done;
+  } else if (bAuto) {
+    /* read pass without a write lock: settled, running, unknown and
+    ** mismatched keys need no write */
+    int bFresh;
+    char *zCheck = 0;
+    int rcCheck;
+    rc = ledger_claim_decide(p, zFunc, q, 0, 0, d, pzErr);
+    /* the trigger check, before any answer or write, once the lookup it
+    ** relies on has run; its refusal wins over what the read pass found */
+    /* a failed lookup proves nothing about the schema (its statement may
+    ** have failed to be prepared again after a shadow table was dropped):
+    ** the full check then says why */
+    rcCheck =
+        rc ? ledger_check_triggers(p, zFunc, &zCheck) : ledger_check_after_read(p, zFunc, &zCheck);
+    if (rcCheck) {
+      sqlite3_free(*pzErr);
+      *pzErr = zCheck;
+      sqlite3_free(d->zJson);
+      sqlite3_free(d->zWhy);
+      memset(d, 0, sizeof(*d));
+      rc = rcCheck;
+    }
+    if (rc || d->zJson) goto done;
+    bFresh = d->bFresh;
+    if (strcmp(q->zEffect, "local") == 0) {
+      /* the guarded tables' marks, read now: inside the savepoint a read
+      ** before the insert would hold a read transaction, and its upgrade
+      ** to a write would not wait for the busy handler. Rows of this key
+      ** can only land under a live claim of it, so an older mark loses
+      ** none of this claim's members. */
+      rc = ledger_marks(p, &q->zMarks);
+      if (rc) goto done;
+      q->bMarksRead = 1;
+    }
+    if (bFresh && bOneInsert) {
+      /* no row holds the key: the INSERT alone is atomic (and in
+      ** autocommit commits on its own), so it needs no savepoint. Refused
+      ** (a claimer came first), the savepoint pass below decides. */
+      sqlite3_int64 now = ledger_now(p);
+      rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, bAuto, d,
+                        &q->zTaken);
+      if (rc || q->zTaken == 0) goto done;
+    }
+  }
+  {
+    /* prepared before anything is written, so that undoing cannot fail
+    ** for want of memory to prepare it */
+    sqlite3_stmt *pX;
+    int i;
+    for (i = ST_SAVEPOINT; rc == SQLITE_OK && i <= ST_ROLLBACK; i++) rc = ledger_stmt(p, i, &pX);
+    if (rc) goto done;
+  }
+  rc = ledger_exec(p, ST_SAVEPOINT);
+  if (rc) goto done;
+  bSave = 1;
+  /* in a transaction the insert was refused just now: do not repeat it */
+  rc = ledger_claim_decide(p, zFunc, q, bAuto || !bOneInsert ? 1 : 2, bAuto, d, pzErr);
+  if (rc == SQLITE_OK && d->eDec == DEC_ADMITTED) rc = ledger_retention_step(p, zFunc, pzErr);
+  if (rc == SQLITE_OK) {
+    rc = ledger_exec(p, ST_RELEASE);
+    if (rc == SQLITE_OK) bSave = 0;
+  }
+
+done:
+  /* the message of the failing statement, before the rollback replaces it */
+  if (rc && *pzErr == 0 && rc != SQLITE_NOMEM) *pzErr = idem_db_error(db, zFunc, rc);
+  if (bSave) {
+    int rcU = ledger_exec(p, ST_ROLLBACK_TO);
+    if (rcU == SQLITE_OK) rcU = ledger_exec(p, ST_RELEASE);
+    if (rcU != SQLITE_OK && bAuto) ledger_exec(p, ST_ROLLBACK); /* the transaction is ours */
+  }
+  if (rc) {
+    sqlite3_free(d->zJson);
+    sqlite3_free(d->zWhy);
+    d->zJson = d->zWhy = 0;
+  }
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* idem_settle and idem_resolve                                        */
+/* ------------------------------------------------------------------ */
+
+static int is_status(const char *z, const char *const *az) {
+  for (; *az; az++) {
+    if (strcmp(z, *az) == 0) return 1;
+  }
+  return 0;
+}
+
+/* The end of the JSON value that starts at z[i] (valid JSON assumed). */
+static size_t value_end(const char *z, size_t n, size_t i) {
+  int depth = 0, bStr = 0;
+  for (; i < n; i++) {
+    char c = z[i];
+    if (bStr) {
+      if (c == '\\') i++;
+      else if (c == '"') {
+        bStr = 0;
+        if (depth == 0) return i + 1;
+      }
+    } else if (c == '"') {
+      bStr = 1;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return i; /* the end of the enclosing object */
+      if (--depth == 0) return i + 1;
+    } else if (c == ',' && depth == 0) {
+      return i;
+    }
+  }
+  return n;
+}
+
+/*
+** Canonical JSON z[0..n): when it is an object whose member "sent" is
+** false, write it to *pOut with that member first (the plain-SQL trigger
+** checks the prefix {"sent":false) and return 1; else return 0 (-1 when
+** out of memory). The other members keep their canonical order.
+*/
+static int sent_first(const char *z, size_t n, IdemBuf *pOut) {
+  size_t i;
+  int pass, bFound = 0;
+  if (n < 2 || z[0] != '{') return 0;
+  /* pass 0 finds the member, pass 1 writes the others after it */
+  for (pass = 0; pass < 2; pass++) {
+    for (i = 1; i < n && z[i] == '"';) {
+      size_t iEnd = value_end(z, n, i); /* the end of the key */
+      size_t iNext = value_end(z, n, iEnd + 1);
+      int bSent = iEnd - i == 6 && memcmp(z + i, "\"sent\"", 6) == 0;
+      if (pass == 0 && bSent) {
+        if (iNext - iEnd - 1 != 5 || memcmp(z + iEnd + 1, "false", 5) != 0) return 0;
+        bFound = 1;
+      } else if (pass == 1 && !bSent) {
+        if (idem_buf_sink(pOut, ",", 1) || idem_buf_sink(pOut, z + i, iNext - i)) return -1;
+      }
+      i = iNext + (iNext < n && z[iNext] == ',');
+    }
+    if (pass == 0) {
+      if (!bFound) return 0;
+      if (idem_buf_sink(pOut, "{\"sent\":false", 13)) return -1;
+    }
+  }
+  return idem_buf_sink(pOut, "}", 1) ? -1 : 1;
+}
+
+/*
+** Record outcome zStatus with detail (canonical, may be NULL) on row r,
+** found by token (idem_settle) or by key (idem_resolve, bResolve=1).
+** Checks the transition, the release rules and the members, then writes
+** with a compare-and-set on the row's status and token.
+*/
+static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const char *zStatus,
+                         const IdemBuf *pDetail, int bResolve, char **pzJson, char **pzErr) {
+  sqlite3_stmt *pUpd = 0;
+  sqlite3_int64 now = ledger_now(p);
+  const char *zEff; /* effective status */
+  char *zMembers = 0;
+  IdemBuf sent = {&idem_sqlite_mem, 0, 0, 0, 0}; /* a release's detail, "sent" first */
+  const char *zDet = pDetail->z;
+  size_t nDet = pDetail->n;
+  int rc, nMember = 0, eEff = 0, bLocal = is_local(r->zEffect);
+
+  *pzJson = 0;
+  rc = ledger_effective(p, r->zStatus, r->zEffect, r->leaseUntil, r->zTenant, r->zKey, r->zMarks,
+                        now, &eEff, &zMembers, &nMember);
+  if (rc) goto done;
+  zEff = ledger_effective_name(eEff);
+  if (bResolve && strcmp(zEff, "unknown") != 0) {
+    if (strcmp(zEff, "claimed") == 0) {
+      *pzErr = sqlite3_mprintf(
+          "%s: key \"%s\" is claimed, not unknown; the claim's holder "
+          "settles it with its token",
+          zFunc, r->zKey);
+    } else {
+      *pzErr = sqlite3_mprintf("%s: illegal transition %s -> %s for key \"%s\"", zFunc, zEff,
+                               zStatus, r->zKey);
+    }
+    rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    goto done;
+  }
+  if (!((strcmp(zEff, "claimed") == 0) ||
+        (strcmp(zEff, "unknown") == 0 && strcmp(zStatus, "unknown") != 0))) {
+    *pzErr = sqlite3_mprintf("%s: illegal transition %s -> %s for key \"%s\"", zFunc, zEff, zStatus,
+                             r->zKey);
+    rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    goto done;
+  }
+  if (bLocal && strcmp(zStatus, "unknown") == 0) {
+    *pzErr = sqlite3_mprintf(
+        "%s: status unknown is for external claims; the outcome of local "
+        "key \"%s\" is known: settle succeeded, failed or released",
+        zFunc, r->zKey);
+    rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    goto done;
+  }
+  if (bLocal && zMembers == 0) {
+    rc = ledger_members(p, r->zTenant, r->zKey, r->zMarks, &zMembers, &nMember);
+    if (rc) goto done;
+  }
+  if (strcmp(zStatus, "released") == 0) {
+    if (bLocal && nMember > 0) {
+      *pzErr = sqlite3_mprintf(
+          "%s: cannot release local key \"%s\": its attempt wrote %d "
+          "guarded row%s; settle succeeded or failed",
+          zFunc, r->zKey, nMember, nMember == 1 ? "" : "s");
+      rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+      goto done;
+    }
+    if (!bLocal) {
+      int ok = pDetail->z ? sent_first(pDetail->z, pDetail->n, &sent) : 0;
+      if (ok < 0) {
+        rc = SQLITE_NOMEM;
+        goto done;
+      }
+      if (!ok) {
+        *pzErr = sqlite3_mprintf(
+            "%s: releasing external key \"%s\" needs detail "
+            "{\"sent\": false}: only a request known never to have been "
+            "sent may be retried",
+            zFunc, r->zKey);
+        rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+        goto done;
+      }
+      zDet = sent.z;
+      nDet = sent.n;
+    }
+  }
+  rc = ledger_stmt(p, ST_SETTLE, &pUpd);
+  if (rc) goto done;
+  sqlite3_bind_text(pUpd, 1, zStatus, -1, SQLITE_STATIC);
+  if (strcmp(zStatus, "succeeded") == 0) {
+    if (zDet) sqlite3_bind_text(pUpd, 2, zDet, (int)nDet, SQLITE_STATIC);
+    sqlite3_bind_null(pUpd, 3);
+  } else {
+    sqlite3_bind_null(pUpd, 2);
+    if (zDet) sqlite3_bind_text(pUpd, 3, zDet, (int)nDet, SQLITE_STATIC);
+  }
+  if (zMembers) sqlite3_bind_text(pUpd, 4, zMembers, -1, SQLITE_STATIC);
+  else sqlite3_bind_text(pUpd, 4, "[]", 2, SQLITE_STATIC);
+  sqlite3_bind_int64(pUpd, 5, now);
+  sqlite3_bind_int64(pUpd, 6, r->id);
+  sqlite3_bind_text(pUpd, 7, r->zStatus, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(pUpd, 8, r->tokenRnd);
+  {
+    IdemJson j;
+    idem_json_begin(&j);
+    idem_json_text(&j, "key", r->zKey);
+    idem_json_text(&j, "status", zStatus);
+    idem_json_int(&j, "attempt", r->attempt);
+    /* built just now from the guarded tables, not read back from a row */
+    idem_json_literal(&j, "members", zMembers ? zMembers : "[]");
+    *pzJson = idem_json_finish(&j, &rc);
+  }
+  if (*pzJson == 0) {
+    sqlite3_clear_bindings(pUpd);
+    goto done;
+  }
+  rc = ledger_step_done(pUpd);
+  sqlite3_clear_bindings(pUpd);
+  if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "outcome update", pzErr);
+
+done:
+  sqlite3_free(zMembers);
+  idem_buf_free(&sent);
+  if (rc) {
+    sqlite3_free(*pzJson);
+    *pzJson = 0;
+  }
+  return rc;
+}
+
+static const char *const azOutcome[] = {"succeeded", "failed", "released", "unknown", 0};
+static const char *const azResolve[] = {"succeeded", "failed", "released", 0};
+
+/* Validate status (one of az) and detail (NULL or JSON, canonicalised). */
+static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus,
+                        const char *const *az, sqlite3_value *pDetail, IdemBuf *pBuf,
+                        char **pzErr) {
+  int bText = sqlite3_value_type(pStatus) == SQLITE_TEXT; /* before any conversion */
+  const char *z = bText ? (const char *)sqlite3_value_text(pStatus) : 0;
+  if (bText && z == 0) return SQLITE_NOMEM;
+  if (!bText || !is_status(z, az)) {
+    char *zQ = bText ? idem_json_string(z) : 0;
+    if (bText && zQ == 0) return SQLITE_NOMEM;
+    *pzErr = sqlite3_mprintf("%s: status must be one of %s%s%s%s%s; got %s", zFunc, az[0], ", ",
+                             az[1], az[3] ? ", released or " : " or ", az[3] ? az[3] : az[2],
+                             zQ ? zQ : value_type_name(pStatus));
+    sqlite3_free(zQ);
+    return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+  }
+  if (sqlite3_value_type(pDetail) == SQLITE_NULL) return SQLITE_OK;
+  {
+    int rc = idem_canonical_value(zFunc, "detail", pDetail, pBuf, 0, 0, 0, pzErr);
+    if (rc == SQLITE_OK) rc = args_bytes_check(p, zFunc, "detail", pBuf, pzErr);
+    return rc;
+  }
+}
+
+int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
+                   sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
+                   char **pzJson, char **pzErr) {
+  IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0, 0};
+  sqlite3_stmt *pGet = 0;
+  int rc, bFound = 0, bResolve = pToken == 0;
+  LedgerRow r;
+  memset(&r, 0, sizeof(r));
+  *pzJson = 0;
+  if (bResolve) {
+    rc = idem_key_error(zFunc, "tenant", pTenant, pzErr);
+    if (rc == SQLITE_OK) rc = idem_key_error(zFunc, "key", pKey, pzErr);
+    if (rc == SQLITE_OK) rc = outcome_args(p, zFunc, pStatus, azResolve, pDetail, &detail, pzErr);
+    if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, pzErr);
+    if (rc) goto done;
+    rc = ledger_stmt(p, ST_GET, &pGet);
+    if (rc) goto done;
+    sqlite3_bind_value(pGet, 1, pTenant);
+    sqlite3_bind_value(pGet, 2, pKey);
+  } else {
+    const char *zToken = 0;
+    sqlite3_int64 iId = 0, iRnd = 0;
+    if (sqlite3_value_type(pToken) == SQLITE_TEXT) {
+      zToken = (const char *)sqlite3_value_text(pToken);
+      if (zToken == 0) {
+        rc = SQLITE_NOMEM;
+        goto done;
+      }
+    }
+    if (!ledger_token_parse(zToken, &iId, &iRnd)) {
+      *pzErr = sqlite3_mprintf("%s: token must be the 32 lowercase hex digits idem_claim returned",
+                               zFunc);
+      rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+      goto done;
+    }
+    rc = outcome_args(p, zFunc, pStatus, azOutcome, pDetail, &detail, pzErr);
+    if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, pzErr);
+    if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
+    if (rc) goto done;
+    sqlite3_bind_int64(pGet, 1, iId);
+    sqlite3_bind_int64(pGet, 2, iRnd);
+  }
+  rc = ledger_row_fetch(pGet, &r, &bFound);
+  if (rc) goto done;
+  if (!bFound && bResolve) {
+    *pzErr = sqlite3_mprintf("%s: ledger %s has no key \"%s\" for tenant \"%s\"", zFunc, p->zName,
+                             sqlite3_value_text(pKey), sqlite3_value_text(pTenant));
+    rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    goto done;
+  }
+  if (!bFound) {
+    *pzErr = sqlite3_mprintf(
+        "%s: no claim of ledger %s holds token \"%s\" (a wrong token, or a "
+        "claim that was taken over)",
+        zFunc, p->zName, sqlite3_value_text(pToken));
+    rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    goto done;
+  }
+  rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(pStatus), &detail, bResolve,
+                     pzJson, pzErr);
+done:
+  ledger_row_free(&r);
+  idem_buf_free(&detail);
+  return rc;
+}
+
+/* Does value v (a token column of a guarded row) name row r's claim? */
+static int token_names(sqlite3_value *v, const LedgerRow *r) {
+  sqlite3_int64 iId = 0, iRnd = 0;
+  if (sqlite3_value_type(v) != SQLITE_TEXT) return 0;
+  if (!ledger_token_parse((const char *)sqlite3_value_text(v), &iId, &iRnd)) return 0;
+  return iId == r->id && iRnd == r->tokenRnd;
+}
+
+/*
+** For guard.c: does (tenant, key) hold a live claimed claim of ledger p
+** (with token pToken when not NULL)? SQLITE_OK with *pzWhy NULL when it
+** does; SQLITE_OK with *pzWhy saying why not (sqlite3_malloc) otherwise.
+*/
+int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
+                           sqlite3_value *pToken, char **pzWhy) {
+  sqlite3_stmt *pGet = 0;
+  int rc, bFound = 0, eEff = 0;
+  LedgerRow r;
+  *pzWhy = 0;
+  /* a shadow table is missing: refused, saying so (ledger_lifecycle.c) */
+  if (p->zBroken) return ledger_broken_why(p, SQLITE_OK, pzWhy);
+  if (p->aOpt[IDEM_OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL) {
+    rc = ledger_stmt(p, ST_GET_KEY, &pGet);
+    if (rc) return ledger_broken_why(p, rc, pzWhy);
+    sqlite3_bind_value(pGet, 1, pKey);
+  } else {
+    rc = ledger_stmt(p, ST_GET, &pGet);
+    if (rc) return ledger_broken_why(p, rc, pzWhy);
+    sqlite3_bind_value(pGet, 1, pTenant);
+    sqlite3_bind_value(pGet, 2, pKey);
+  }
+  rc = ledger_row_fetch(pGet, &r, &bFound);
+  if (rc) return ledger_broken_why(p, rc, pzWhy);
+  if (!bFound) {
+    *pzWhy = sqlite3_mprintf("there is no claim for it");
+  } else if (strcmp(r.zStatus, "claimed") != 0) {
+    *pzWhy = sqlite3_mprintf("it is %s", r.zStatus);
+  } else if ((rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.zTenant, r.zKey,
+                                    r.zMarks, ledger_now(p), &eEff, 0, 0)) != SQLITE_OK) {
+    ledger_row_free(&r);
+    return rc;
+  } else if (eEff != EFF_CLAIMED) {
+    *pzWhy = sqlite3_mprintf("its claim's lease has expired");
+  } else if (pToken && !token_names(pToken, &r)) {
+    *pzWhy = sqlite3_mprintf("the row's token is not the live claim's token (a stale holder?)");
+  } else {
+    ledger_row_free(&r);
+    return SQLITE_OK;
+  }
+  ledger_row_free(&r);
+  return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
+}

@@ -1,0 +1,71 @@
+// stream: one client claiming keys from a pool shared with the other
+// clients, inside transactions, while the leader is killed. It writes one
+// line per thing it was told, for verify:
+//
+//	committed KEY TOKEN      admitted, and COMMIT returned without error
+//	settled KEY TOKEN        the settle's COMMIT returned without error
+//	commit-error KEY ERR     admitted, but COMMIT failed: the outcome is unknown
+//	decision KEY DECISION    any other decision
+//	error STAGE ERR          BEGIN or the statement failed (nothing was told)
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand"
+	"os"
+	"time"
+)
+
+// streamArgs is the request bound to pool key i: every client sends the
+// same request for the same key, so a key is never a mismatch.
+func streamArgs(i int) []interface{} {
+	return []interface{}{"ledger", "t", "c", "pay", fmt.Sprintf(`{"n":%d}`, i), "external", fmt.Sprintf("k-%d", i)}
+}
+
+func runStream(cluster string, id int, d time.Duration, keys int, logPath string, seed int64) error {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	defer w.Flush()
+	db, err := openDB(cluster)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewSource(seed))
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		i := rng.Intn(keys)
+		a := streamArgs(i)
+		key := a[6].(string)
+		out, committed, err := inTx(db, claimSQL, a...)
+		switch {
+		case out == nil && err != nil:
+			fmt.Fprintf(w, "error claim %q\n", errText(err))
+			time.Sleep(time.Duration(20+rng.Intn(80)) * time.Millisecond)
+			continue
+		case out.str("decision") != "admitted":
+			fmt.Fprintf(w, "decision %s %s\n", key, out.str("decision"))
+			continue
+		case !committed:
+			fmt.Fprintf(w, "commit-error %s %q\n", key, errText(err))
+			continue
+		}
+		token := out.str("token")
+		fmt.Fprintf(w, "committed %s %s\n", key, token)
+		if rng.Intn(2) == 0 {
+			continue // left claimed: verify settles it after the failovers
+		}
+		s, ok, err := inTx(db, settleSQL, "ledger", token, "succeeded", fmt.Sprintf(`{"by":%d}`, id))
+		if ok && s.str("status") == "succeeded" {
+			fmt.Fprintf(w, "settled %s %s\n", key, token)
+		} else {
+			fmt.Fprintf(w, "error settle %q\n", errText(err))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,313 @@
+// The installed npm package (the tarball of `make dist` in a fresh npm
+// project) with one driver: load, typed decisions, errors, Ledger.call on a
+// first call and on a replay, the failure mapping, the commit check,
+// waiting, renewal; also through require() (CommonJS).
+//
+// Usage: node test_package_node.mjs DRIVER     (better-sqlite3, libsql or node:sqlite)
+//   run from the npm project (tests/suites/63-packages.sh copies it there).
+//
+// Actions here are local functions that count their runs; the HTTP adapter
+// over the same API is tests/adapters/test_adapter_node.mjs. Prints
+// PASS/FAIL/SKIP lines; exit status 1 when a check failed.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import * as idem from 'sqlite-idempotency';
+
+const require = createRequire(import.meta.url);
+const SELF = fileURLToPath(import.meta.url);
+const T = 'tenant-a';
+const C = 'conv-1';
+const driver = process.argv[2];
+const PREFIX = `packages.node.${driver}`;
+let failures = 0;
+
+function report(ok, name, why = '') {
+  if (ok) {
+    console.log(`PASS ${PREFIX}:${name}`);
+  } else {
+    failures++;
+    console.log(`FAIL ${PREFIX}:${name}: ${String(why).replace(/\n/g, ' ')}`);
+  }
+}
+
+const j = (v) => JSON.stringify(v);
+// JSON values compared regardless of member order (the ledger may reorder members).
+const sorted = (v) => (Array.isArray(v) ? v.map(sorted)
+  : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])])) : v);
+const same = (a, b) => j(sorted(a)) === j(sorted(b));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const raised = (fn) => { try { fn(); } catch (e) { return e; } return null; };
+const rejected = async (p) => { try { await p; } catch (e) { return e; } return null; };
+const desc = (e) => (e ? `${e.name}: ${e.message}` : 'no error');
+
+// An action that counts its runs and does what it is told.
+function counter({ result, error } = {}) {
+  const f = async (attempt) => {
+    f.runs++;
+    f.seen = attempt;
+    if (error) throw error;
+    return result;
+  };
+  f.runs = 0;
+  return f;
+}
+
+let DatabaseSync;
+function openDb(file) {
+  if (driver === 'node:sqlite') return new DatabaseSync(file, { allowExtension: true });
+  const Database = require(driver);
+  return new Database(file);
+}
+
+async function run(tmp) {
+  // --- installed, load ----------------------------------------------------------
+  const pkgDir = path.dirname(fs.realpathSync(require.resolve('sqlite-idempotency/package.json')));
+  const project = fs.realpathSync(path.dirname(SELF));
+  report(pkgDir === path.join(project, 'node_modules', 'sqlite-idempotency'), 'installed', `package at ${pkgDir}`);
+  const cjs = require('sqlite-idempotency');
+  report(cjs.Ledger === idem.Ledger && cjs.LedgerError === idem.LedgerError && typeof cjs.load === 'function',
+         'esm-and-commonjs-same', 'require() and import give different objects');
+  const lp = idem.getLoadablePath();
+  report(lp === path.join(pkgDir, 'prebuilds', `${process.platform}-${process.arch}`, 'idempotency') &&
+         fs.existsSync(`${lp}.so`), 'loadable-path', lp);
+
+  const mem = openDb(':memory:');
+  idem.load(mem);
+  const version = mem.prepare('SELECT idem_version() AS v').get().v;
+  report(version === idem.VERSION && version === require('sqlite-idempotency/package.json').version,
+         'load-version', `idem_version() ${version}, VERSION ${idem.VERSION}`);
+  mem.close();
+  const e0 = raised(() => idem.load({}));
+  report(e0 instanceof idem.IdempotencyError && e0.message.startsWith('sqlite-idempotency: load(db): db has no loadExtension method'),
+         'load-not-a-database', desc(e0));
+
+  // --- Ledger.open and options ---------------------------------------------------
+  const file = path.join(tmp, 'agent.db');
+  const ledger = idem.Ledger.open(openDb(file), { options: { lease_seconds: 60 } });
+  const pr = ['journal_mode', 'synchronous', 'busy_timeout'].map((p) => Object.values(ledger.db.prepare(`PRAGMA ${p}`).get())[0]);
+  report(j(pr) === j(['wal', 2, 10000]), 'open-pragmas', `journal_mode, synchronous, busy_timeout = ${j(pr)}`);
+  idem.Ledger.open(openDb(file), { options: { lease_seconds: 60 } }).close();
+  let e = raised(() => idem.Ledger.open(openDb(file), { options: { lease_seconds: 30 } }));
+  report(e instanceof idem.IdempotencyError &&
+         e.message === 'Ledger.create: ledger ledger exists with lease_seconds=60, not 30; options apply only when a ledger is created',
+         'open-existing-other-options', desc(e));
+  e = raised(() => idem.Ledger.open(openDb(':memory:'), { options: { lease_seconds: '60' } }));
+  report(e instanceof RangeError && e.message === 'Ledger.create: option lease_seconds must be an integer, got "60"',
+         'open-option-type', desc(e));
+  e = raised(() => idem.Ledger.open(openDb(':memory:'), { options: { lease_minutes: 1 } }));
+  report(e instanceof idem.LedgerError && e.message.startsWith('idempotency: unknown option "lease_minutes"; the options are lease_seconds, '),
+         'open-option-unknown', desc(e));
+
+  // --- typed decisions ---------------------------------------------------------
+  const d = ledger.claim(T, C, 'send_email', { to: 'a@b.c' });
+  report(d.decision === 'admitted' && d.attempt === 1 && d.effect === 'external' && d.committed === true &&
+         d.durable === true && /^[0-9a-f]{32}$/.test(d.token) && d.key.startsWith('idem1-') && d.note &&
+         d.lease_until > Date.now(), 'decision-admitted', j(d));
+  const d2 = ledger.claim(T, C, 'send_email', { to: 'a@b.c' });
+  report(d2.decision === 'in_progress' && d2.key === d.key && d2.lease_until === d.lease_until, 'decision-in-progress', j(d2));
+  const s = ledger.settle(d.token, 'succeeded', { message_id: 'm-1' });
+  const r = ledger.claim(T, C, 'send_email', { to: 'a@b.c' });
+  report(j(s) === j({ key: d.key, status: 'succeeded', attempt: 1, members: [] }) && r.decision === 'replay' &&
+         r.idempotent === true && j(r.result) === j({ message_id: 'm-1' }) && j(r.members) === '[]',
+         'decision-replay', `${j(s)} then ${j(r)}`);
+  const u = ledger.claim(T, C, 'charge', { amount: 5 });
+  ledger.settle(u.token, 'unknown', { reason: 'timeout' });
+  const u2 = ledger.claim(T, C, 'charge', { amount: 5 });
+  report(u2.decision === 'unknown' && u2.key === u.key && u2.message.includes('nothing is retried here'), 'decision-unknown', j(u2));
+  const m1 = ledger.claim(T, C, 'refund', { amount: 5 }, { operationId: 'op-1' });
+  const m2 = ledger.claim(T, C, 'refund', { amount: 6 }, { operationId: 'op-1' });
+  report(m1.decision === 'admitted' && m1.key === 'op-1' && m2.decision === 'mismatch' && m2.differs === 'args',
+         'decision-mismatch', `${j(m1)} / ${j(m2)}`);
+  const lc = ledger.claim(T, C, 'write_row', { id: 1 }, { effect: 'local' });
+  report(lc.decision === 'admitted' && lc.effect === 'local' && !('note' in lc), 'decision-local', j(lc));
+
+  // --- errors carry the extension's message -------------------------------------
+  e = raised(() => ledger.claim(null, C, 'send_email', {}));
+  const wantCode = driver === 'node:sqlite' ? 'ERR_SQLITE_ERROR' : 'SQLITE_CONSTRAINT';
+  report(e instanceof idem.LedgerError && e.message === 'idem_claim: tenant is missing (NULL)' && e.code === wantCode &&
+         e.cause !== undefined, 'error-message', `${desc(e)} (code ${e && e.code})`);
+  e = raised(() => ledger.settle('0'.repeat(32), 'succeeded'));
+  report(e instanceof idem.LedgerError && e.message.startsWith('idem_settle: no claim of ledger ledger holds token "'),
+         'error-settle-token', desc(e));
+  e = raised(() => ledger.claim(T, C, 'send_email', { x: NaN }));
+  report(e instanceof TypeError && e.message === 'sqlite-idempotency: args is not JSON: member "x" is NaN', 'error-args-nan', desc(e));
+  e = raised(() => ledger.claim(T, C, 'send_email', { x: undefined }));
+  report(e instanceof TypeError && e.message === 'sqlite-idempotency: args is not JSON: member "x" is a undefined',
+         'error-args-undefined', desc(e));
+  e = raised(() => new idem.Ledger(ledger.db, { name: 'nope' }).claim(T, C, 't', {}));
+  report(e instanceof idem.LedgerError && e.message === 'idem_claim: unknown ledger "nope": no table USING idempotency by that name',
+         'error-unknown-ledger', desc(e));
+  e = raised(() => idem.headerValue('a b'));
+  report(idem.headerValue('idem1-ab') === '"idem1-ab"' && e instanceof RangeError &&
+         e.message === 'headerValue: "a b" is not a key (1 to 128 characters of A-Za-z0-9_-)', 'header-value', desc(e));
+
+  // --- call: a first call and its replay have the same shape ----------------
+  let act = counter({ result: { message_id: 'm-2', n: [1, 2] } });
+  const o1 = await ledger.call(T, C, 'send_email', { to: 'b@b.c' }, act);
+  const o2 = await ledger.call(T, C, 'send_email', { to: 'b@b.c' }, act);
+  report(act.runs === 1 && o1.status === 'succeeded' && o1.idempotent === false && o2.idempotent === true &&
+         same({ ...o1, idempotent: true }, o2) &&
+         j(Object.keys(o1)) === j(Object.keys(o2)), 'call-replay-same-shape', `runs ${act.runs}; ${j(o1)} / ${j(o2)}`);
+  report(act.seen instanceof idem.Attempt && act.seen.key === o1.key && j(act.seen.headers) === j({ 'Idempotency-Key': `"${o1.key}"` }),
+         'call-attempt-headers', j(act.seen && act.seen.headers));
+
+  act = counter({ error: new idem.ToolFailed({ code: 'card_declined' }) });
+  const f1 = await ledger.call(T, C, 'charge', { amount: 7 }, act);
+  const f2 = await ledger.call(T, C, 'charge', { amount: 7 }, act);
+  report(act.runs === 1 && f1.status === 'failed' && j(f1.error) === j({ code: 'card_declined' }) && f1.idempotent === false &&
+         same({ ...f1, idempotent: true }, f2) &&
+         j(Object.keys(f1)) === j(Object.keys(f2)), 'call-failed-replayed', `runs ${act.runs}; ${j(f1)} / ${j(f2)}`);
+
+  act = counter({ error: new idem.NotSent('connect: refused', { detail: { host: 'x' } }) });
+  e = await rejected(ledger.call(T, C, 'charge', { amount: 8 }, act));
+  let row = e instanceof idem.NotSent ? ledger.row(T, e.key) : null;
+  const ok = counter({ result: { ok: true } });
+  const o = await ledger.call(T, C, 'charge', { amount: 8 }, ok);
+  report(e instanceof idem.NotSent && row?.status === 'released' &&
+         same(row.error, { host: 'x', reason: 'connect: refused', sent: false }) && o.attempt === 2 && ok.runs === 1,
+         'call-not-sent-released', `${desc(e)}; row ${j(row)}; then ${j(o)}`);
+
+  const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+  act = counter({ error: reset });
+  e = await rejected(ledger.call(T, C, 'charge', { amount: 9 }, act));
+  row = e instanceof idem.OutcomeUnknown ? ledger.row(T, e.key) : null;
+  const again = counter({ result: { ok: true } });
+  const e2 = await rejected(ledger.call(T, C, 'charge', { amount: 9 }, again));
+  report(e instanceof idem.OutcomeUnknown && e.reason === 'Error: socket hang up' && e.cause === reset &&
+         row?.status === 'unknown' && same(row.error, { reason: 'Error: socket hang up' }) &&
+         e2 instanceof idem.OutcomeUnknown && e2.decision?.decision === 'unknown' && again.runs === 0,
+         'call-unknown-never-resent', `${desc(e)}; row ${j(row)}; then ${desc(e2)}, runs ${again.runs}`);
+
+  act = counter({ error: new idem.OutcomeUnknown('timeout', { detail: { reason: 'timeout', timeout_ms: 5000 } }) });
+  e = await rejected(ledger.call(T, C, 'charge', { amount: 10 }, act));
+  row = e instanceof idem.OutcomeUnknown ? ledger.row(T, e.key) : null;
+  report(e instanceof idem.OutcomeUnknown && same(row?.error, { reason: 'timeout', timeout_ms: 5000 }),
+         'call-unknown-detail', `${desc(e)}; row ${j(row)}`);
+
+  act = counter({ result: { n: 10n } }); // a BigInt: not JSON, after the action ran
+  e = await rejected(ledger.call(T, C, 'charge', { amount: 11 }, act));
+  row = e instanceof idem.OutcomeUnknown ? ledger.row(T, e.key) : null;
+  report(e instanceof idem.OutcomeUnknown && act.runs === 1 && row?.status === 'unknown' &&
+         row.error.reason === 'sqlite-idempotency: the result is not JSON: member "n" is a bigint',
+         'call-result-not-json-unknown', `${desc(e)}; row ${j(row)}`);
+
+  e = await rejected(ledger.call(T, C, 'refund', { amount: 7 }, counter(), { operationId: 'op-1' }));
+  report(e instanceof idem.ClaimMismatch && e.decision.differs === 'args', 'call-mismatch', desc(e));
+
+  // --- the commit check --------------------------------------------------------
+  act = counter({ result: { ok: true } });
+  ledger.db.exec('BEGIN');
+  e = await rejected(ledger.call(T, C, 'send_email', { to: 'txn@b.c' }, act));
+  ledger.db.exec('ROLLBACK');
+  const ot = await ledger.call(T, C, 'send_email', { to: 'txn@b.c' }, act);
+  report(e instanceof idem.NotCommitted && act.runs === 1 && ot.attempt === 1 && ot.idempotent === false &&
+         e.message.endsWith('commit before acting on an external claim'), 'call-not-committed-refused',
+         `${desc(e)}; then ${j(ot)}, runs ${act.runs}`);
+
+  // --- a require_transaction ledger: call commits the claim itself ---------
+  const rt = idem.Ledger.open(openDb(file), { name: 'rt', options: { require_transaction: 1 } });
+  e = raised(() => rt.claim(T, C, 'send_email', { to: 'rt@b.c' }));
+  act = counter({ result: { ok: 1 } });
+  const r1 = await rt.call(T, C, 'send_email', { to: 'rt@b.c' }, act);
+  const r2 = await rt.call(T, C, 'send_email', { to: 'rt@b.c' }, act);
+  report(e instanceof idem.LedgerError &&
+         e.message === 'idem_claim: ledger "rt" requires a transaction (require_transaction=1): a claim made outside BEGIN ... COMMIT can be routed as a read by a replicated engine and lost; open a transaction, claim, and commit before acting' &&
+         act.runs === 1 && r1.idempotent === false && r2.idempotent === true && rt.inTransaction() !== true,
+         'require-transaction-call', `bare claim ${desc(e)}; ${j(r1)} / ${j(r2)}; runs ${act.runs}`);
+  rt.db.exec('BEGIN');
+  e = await rejected(rt.call(T, C, 'send_email', { to: 'rt2@b.c' }, act));
+  rt.db.exec('ROLLBACK');
+  report(e instanceof idem.NotCommitted && act.runs === 1, 'require-transaction-caller-txn-refused', `${desc(e)}, runs ${act.runs}`);
+  rt.close();
+
+  // --- waiting for an in-progress claim -----------------------------------------
+  const holder = idem.Ledger.open(openDb(file), { create: false });
+  let hd = holder.claim(T, C, 'send_email', { to: 'slow@b.c' });
+  setTimeout(() => holder.settle(hd.token, 'succeeded', { by: 'holder' }), 400);
+  act = counter({ result: { by: 'waiter' } });
+  let t0 = Date.now();
+  const ow = await ledger.call(T, C, 'send_email', { to: 'slow@b.c' }, act, { waitMs: 10000 });
+  let waited = Date.now() - t0;
+  report(ow.idempotent === true && j(ow.result) === j({ by: 'holder' }) && act.runs === 0 && waited > 300 && waited < 3000,
+         'wait-then-replay', `${j(ow)} after ${waited} ms, runs ${act.runs}`);
+  hd = holder.claim(T, C, 'send_email', { to: 'stuck@b.c' });
+  t0 = Date.now();
+  e = await rejected(ledger.call(T, C, 'send_email', { to: 'stuck@b.c' }, act, { waitMs: 300 }));
+  waited = Date.now() - t0;
+  report(e instanceof idem.ClaimInProgress && e.decision.key === hd.key && waited >= 300 && waited < 1500 && act.runs === 0,
+         'wait-deadline-in-progress', `${desc(e)} after ${waited} ms`);
+  e = await rejected(ledger.wait(T, C, 'x', {}, { timeoutMs: -1 }));
+  report(e instanceof RangeError && e.message === 'Ledger.wait: timeoutMs must be a number of milliseconds >= 0, got -1',
+         'wait-bad-timeout', desc(e));
+  holder.close();
+
+  // --- renewal: right before sending -----------------------------------------
+  const dr = ledger.claim(T, C, 'renew_me', { n: 1 });
+  const lu = ledger.renew(dr.token, 120);
+  const now = Date.now();
+  report(Number.isInteger(lu) && lu > dr.lease_until && Math.abs(lu - (now + 120000)) < 5000, 'renew-extends',
+         `lease_until ${dr.lease_until} -> ${lu}, now ${now}`);
+  ledger.settle(dr.token, 'succeeded');
+  e = raised(() => ledger.renew(dr.token));
+  report(e instanceof idem.LeaseLost && e instanceof idem.LedgerError && e.message.startsWith('idem_renew: '),
+         'renew-settled-lease-lost', desc(e));
+  e = raised(() => ledger.renew('not-a-token'));
+  report(e instanceof idem.LedgerError && !(e instanceof idem.LeaseLost) &&
+         e.message === 'idem_renew: token must be the 32 lowercase hex digits idem_claim returned', 'renew-malformed-token', desc(e));
+
+  // A holder that stalls past its lease (1 s) between its claim and its send:
+  // meanwhile the key was resolved released and claimed again by another
+  // caller. The stalled holder learns it from renew and sends nothing.
+  const short = idem.Ledger.open(openDb(file), { name: 'short', options: { lease_seconds: 1 } });
+  const other = idem.Ledger.open(openDb(file), { name: 'short', create: false });
+  const sargs = { to: 'stall@b.c' };
+  const key = short.db.prepare('SELECT idem_key(?, ?, ?, ?) AS v').get(T, C, 'send_email', JSON.stringify(sargs)).v;
+  let second = null;
+  const renew = short.renew.bind(short);
+  short.renew = (token, seconds) => {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1200); // the lease expires: unknown
+    other.resolve(T, key, 'released', { sent: false, reason: 'reconciled: never arrived' });
+    second = other.claim(T, C, 'send_email', sargs);
+    return renew(token, seconds);
+  };
+  act = counter({ result: { by: 'first' } });
+  e = await rejected(short.call(T, C, 'send_email', sargs, act));
+  if (second?.decision === 'admitted') other.settle(second.token, 'succeeded', { by: 'second' });
+  row = other.row(T, key);
+  report(e instanceof idem.LeaseLost && e.message.startsWith('idem_renew: ') && act.runs === 0 &&
+         second?.decision === 'admitted' && second.attempt === 2 && row?.status === 'succeeded' &&
+         j(row.result) === j({ by: 'second' }), 'stalled-holder-learns-from-renew',
+         `${desc(e)}; first ran ${act.runs}; second ${j(second)}; row ${j(row)}`);
+  short.close();
+  other.close();
+  ledger.close();
+}
+
+if (!['better-sqlite3', 'libsql', 'node:sqlite'].includes(driver)) {
+  console.error('usage: node test_package_node.mjs better-sqlite3|libsql|node:sqlite');
+  process.exit(2);
+}
+if (driver === 'node:sqlite') {
+  try {
+    ({ DatabaseSync } = await import('node:sqlite'));
+  } catch {
+    console.log(`SKIP ${PREFIX}: node ${process.version} has no node:sqlite (Node 22.5 and later)`);
+    process.exit(0);
+  }
+  if (typeof DatabaseSync.prototype.loadExtension !== 'function') {
+    console.log(`SKIP ${PREFIX}: node ${process.version}'s node:sqlite cannot load extensions (DatabaseSync.loadExtension: Node 22.13, 23.5 and later)`);
+    process.exit(0);
+  }
+}
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-package-node-'));
+try {
+  await run(tmp);
+} catch (err) {
+  report(false, 'unexpected', err && err.stack ? err.stack : err);
+} finally {
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+process.exit(failures ? 1 : 0);

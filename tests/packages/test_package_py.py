@@ -1,0 +1,318 @@
+"""The installed Python package (the wheel of `make dist` in a fresh virtual
+environment): load, typed decisions, errors, Ledger.call on a first call and
+on a replay, the failure mapping, the commit check, waiting, renewal.
+
+Usage: VENV_PYTHON test_package_py.py     (tests/suites/63-packages.sh)
+
+Actions here are local functions that count their runs; the HTTP adapter
+over the same API is tests/adapters/test_adapter_py.py. Prints PASS/FAIL
+lines; exit status 1 when a check failed.
+"""
+import json
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+
+sys.dont_write_bytecode = True
+import sqlite_idempotency as idem  # noqa: E402
+
+PREFIX = "packages.python"
+T, C = "tenant-a", "conv-1"
+failures = 0
+
+
+def report(ok, name, why=""):
+    global failures
+    if ok:
+        print(f"PASS {PREFIX}:{name}", flush=True)
+    else:
+        failures += 1
+        print(f"FAIL {PREFIX}:{name}: " + str(why).replace("\n", " "), flush=True)
+
+
+def raised(fn):
+    """The exception fn raises, or None."""
+    try:
+        fn()
+    except BaseException as e:  # noqa: BLE001
+        return e
+    return None
+
+
+class Counter:
+    """An action that counts its runs and does what it is told."""
+
+    def __init__(self, result=None, exc=None):
+        self.runs = 0
+        self.result = result
+        self.exc = exc
+        self.seen = None
+
+    def __call__(self, attempt):
+        self.runs += 1
+        self.seen = attempt
+        if self.exc is not None:
+            raise self.exc
+        return self.result
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="idem-package-py-")
+    try:
+        run(tmp)
+    except Exception as e:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+        report(False, "unexpected", f"{type(e).__name__}: {e}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failures else 0
+
+
+def run(tmp):
+    # --- installed, load ---------------------------------------------------------
+    mod = os.path.realpath(idem.__file__)
+    report(mod.startswith(os.path.realpath(sys.prefix) + os.sep) and sys.prefix != sys.base_prefix,
+           "installed-in-venv", f"{mod} under {sys.prefix} (base {sys.base_prefix})")
+    path = idem.loadable_path()
+    report(os.path.isfile(path + ".so") and os.path.dirname(os.path.realpath(path + ".so")) == os.path.dirname(mod),
+           "loadable-path", f"{path}(.so) beside {mod}")
+    conn = sqlite3.connect(":memory:")
+    idem.load(conn)
+    version = conn.execute("SELECT idem_version()").fetchone()[0]
+    report(version == idem.__version__, "load-version", f"idem_version() {version}, __version__ {idem.__version__}")
+    e = raised(lambda: conn.load_extension(path))
+    report(isinstance(e, sqlite3.OperationalError) and str(e) == "not authorized",
+           "load-turns-loading-off", f"got {e!r}")
+    conn.close()
+
+    # --- Ledger.open and options -----------------------------------------------
+    db = os.path.join(tmp, "agent.db")
+    ledger = idem.Ledger.open(db, options={"lease_seconds": 60})
+    pragmas = [ledger.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("journal_mode", "synchronous", "busy_timeout")]
+    report(pragmas == ["wal", 2, 10000] and ledger.conn.isolation_level is None, "open-pragmas",
+           f"journal_mode, synchronous, busy_timeout = {pragmas}; isolation_level {ledger.conn.isolation_level!r}")
+    same_opts = idem.Ledger.open(db, options={"lease_seconds": 60})
+    same_opts.close()
+    e = raised(lambda: idem.Ledger.open(db, options={"lease_seconds": 30}))
+    report(isinstance(e, idem.IdempotencyError) and str(e) == "Ledger.create: ledger ledger exists with "
+           "lease_seconds=60, not 30; options apply only when a ledger is created", "open-existing-other-options",
+           f"got {e!r}")
+    e = raised(lambda: idem.Ledger.open(":memory:", options={"lease_seconds": "60"}))
+    report(isinstance(e, ValueError) and str(e) == "Ledger.create: option lease_seconds must be an integer, got '60'",
+           "open-option-type", f"got {e!r}")
+    e = raised(lambda: idem.Ledger.open(":memory:", options={"lease_minutes": 1}))
+    report(isinstance(e, idem.LedgerError)
+           and str(e).startswith('idempotency: unknown option "lease_minutes"; the options are lease_seconds, '),
+           "open-option-unknown", f"got {e!r}")
+
+    # --- typed decisions ---------------------------------------------------------
+    d = ledger.claim(T, C, "send_email", {"to": "a@b.c"})
+    report(isinstance(d, idem.Admitted) and d.decision == "admitted" and d.attempt == 1 and d.effect == "external"
+           and d.committed is True and d.durable is True and len(d.token) == 32 and d.key.startswith("idem1-")
+           and d.note and d.lease_until > time.time() * 1000, "decision-admitted", f"got {d!r}")
+    d2 = ledger.claim(T, C, "send_email", {"to": "a@b.c"})
+    report(isinstance(d2, idem.InProgress) and d2.key == d.key and d2.attempt == 1 and d2.lease_until == d.lease_until,
+           "decision-in-progress", f"got {d2!r}")
+    s = ledger.settle(d.token, "succeeded", {"message_id": "m-1"})
+    r = ledger.claim(T, C, "send_email", {"to": "a@b.c"})
+    report(s == {"key": d.key, "status": "succeeded", "attempt": 1, "members": []} and isinstance(r, idem.Replay)
+           and r.idempotent is True and r.status == "succeeded" and r.result == {"message_id": "m-1"}
+           and r.error is None and r.members == [], "decision-replay", f"settle {s!r}, then {r!r}")
+    u = ledger.claim(T, C, "charge", {"amount": 5})
+    ledger.settle(u.token, "unknown", {"reason": "timeout"})
+    u2 = ledger.claim(T, C, "charge", {"amount": 5})
+    report(isinstance(u2, idem.Unknown) and u2.key == u.key and "nothing is retried here" in u2.message,
+           "decision-unknown", f"got {u2!r}")
+    m1 = ledger.claim(T, C, "refund", {"amount": 5}, operation_id="op-1")
+    m2 = ledger.claim(T, C, "refund", {"amount": 6}, operation_id="op-1")
+    report(isinstance(m1, idem.Admitted) and m1.key == "op-1" and isinstance(m2, idem.Mismatch)
+           and m2.key == "op-1" and m2.differs == "args" and "nothing was admitted or replayed" in m2.message,
+           "decision-mismatch", f"got {m1!r} / {m2!r}")
+    lc = ledger.claim(T, C, "write_row", {"id": 1}, effect="local")
+    report(isinstance(lc, idem.Admitted) and lc.effect == "local" and lc.note is None, "decision-local",
+           f"got {lc!r}")
+
+    # --- errors carry the extension's message ----------------------------------
+    e = raised(lambda: ledger.claim(None, C, "send_email", {}))
+    report(isinstance(e, idem.LedgerError) and str(e) == "idem_claim: tenant is missing (NULL)"
+           and (sys.version_info < (3, 11) or e.sqlite_errorname == "SQLITE_CONSTRAINT") and isinstance(e.__cause__, sqlite3.IntegrityError),
+           "error-message", f"got {e!r} ({getattr(e, 'sqlite_errorname', None)})")
+    e = raised(lambda: ledger.settle("0" * 32, "succeeded", None))
+    report(isinstance(e, idem.LedgerError) and str(e).startswith('idem_settle: no claim of ledger ledger holds token "'),
+           "error-settle-token", f"got {e!r}")
+    e = raised(lambda: ledger.claim(T, C, "send_email", {"x": float("nan")}))
+    report(isinstance(e, ValueError) and str(e) == "sqlite_idempotency: args is not JSON: Out of range float values are not JSON compliant",
+           "error-args-nan", f"got {e!r}")
+    e = raised(lambda: idem.Ledger(ledger.conn, "nope").claim(T, C, "t", {}))
+    report(isinstance(e, idem.LedgerError) and str(e) == 'idem_claim: unknown ledger "nope": no table USING idempotency by that name',
+           "error-unknown-ledger", f"got {e!r}")
+    e = raised(lambda: idem.header_value("a b"))
+    report(idem.header_value("idem1-ab") == '"idem1-ab"' and isinstance(e, ValueError)
+           and str(e) == "header_value: 'a b' is not a key (1 to 128 characters of A-Za-z0-9_-)",
+           "header-value", f"got {e!r}")
+
+    # --- call: a first call and its replay have the same shape ----------------
+    act = Counter({"message_id": "m-2", "n": [1, 2]})
+    o1 = ledger.call(T, C, "send_email", {"to": "b@b.c"}, act)
+    o2 = ledger.call(T, C, "send_email", {"to": "b@b.c"}, act)
+    d1, d2 = o1.to_dict(), o2.to_dict()
+    report(act.runs == 1 and o1.status == "succeeded" and o1.idempotent is False and o2.idempotent is True
+           and {**d1, "idempotent": True} == d2 and list(d1) == list(d2) and o1.result == {"message_id": "m-2", "n": [1, 2]},
+           "call-replay-same-shape", f"runs {act.runs}; {d1} / {d2}")
+    report(act.seen is not None and act.seen.key == o1.key and act.seen.headers == {"Idempotency-Key": f'"{o1.key}"'}
+           and act.seen.attempt == 1, "call-attempt-headers", f"attempt {vars(act.seen) if act.seen else None}")
+
+    act = Counter(exc=idem.ToolFailed({"code": "card_declined"}))
+    f1 = ledger.call(T, C, "charge", {"amount": 7}, act)
+    f2 = ledger.call(T, C, "charge", {"amount": 7}, act)
+    report(act.runs == 1 and f1.status == "failed" and f1.error == {"code": "card_declined"} and f1.idempotent is False
+           and f2.to_dict() == {**f1.to_dict(), "idempotent": True}, "call-failed-replayed",
+           f"runs {act.runs}; {f1!r} / {f2!r}")
+
+    act = Counter(exc=idem.NotSent("connect: refused", detail={"host": "x"}))
+    e = raised(lambda: ledger.call(T, C, "charge", {"amount": 8}, act))
+    row = ledger.row(T, e.key) if isinstance(e, idem.NotSent) else None
+    ok = Counter({"ok": True})
+    o = ledger.call(T, C, "charge", {"amount": 8}, ok)
+    report(isinstance(e, idem.NotSent) and e.key and row and row["status"] == "released"
+           and row["error"] == {"host": "x", "reason": "connect: refused", "sent": False}
+           and o.attempt == 2 and ok.runs == 1 and o.idempotent is False,
+           "call-not-sent-released", f"{e!r}; row {row}; then {o!r}")
+
+    act = Counter(exc=ConnectionResetError("peer reset"))
+    e = raised(lambda: ledger.call(T, C, "charge", {"amount": 9}, act))
+    row = ledger.row(T, e.key) if isinstance(e, idem.OutcomeUnknown) else None
+    again = Counter({"ok": True})
+    e2 = raised(lambda: ledger.call(T, C, "charge", {"amount": 9}, again))
+    report(isinstance(e, idem.OutcomeUnknown) and e.reason == "ConnectionResetError: peer reset"
+           and isinstance(e.__cause__, ConnectionResetError) and row and row["status"] == "unknown"
+           and row["error"] == {"reason": "ConnectionResetError: peer reset"}
+           and isinstance(e2, idem.OutcomeUnknown) and isinstance(e2.decision, idem.Unknown) and again.runs == 0,
+           "call-unknown-never-resent", f"{e!r}; row {row}; then {e2!r}, runs {again.runs}")
+
+    act = Counter(exc=idem.OutcomeUnknown("timeout", detail={"reason": "timeout", "timeout_s": 5}))
+    e = raised(lambda: ledger.call(T, C, "charge", {"amount": 10}, act))
+    row = ledger.row(T, e.key) if isinstance(e, idem.OutcomeUnknown) else None
+    report(isinstance(e, idem.OutcomeUnknown) and row and row["error"] == {"reason": "timeout", "timeout_s": 5},
+           "call-unknown-detail", f"{e!r}; row {row}")
+
+    act = Counter({"at": {1, 2}})  # a set: not JSON, after the action ran
+    e = raised(lambda: ledger.call(T, C, "charge", {"amount": 11}, act))
+    row = ledger.row(T, e.key) if isinstance(e, idem.OutcomeUnknown) else None
+    report(isinstance(e, idem.OutcomeUnknown) and act.runs == 1 and row and row["status"] == "unknown"
+           and row["error"]["reason"].startswith("sqlite_idempotency: the result is not JSON: "),
+           "call-result-not-json-unknown", f"{e!r}; row {row}")
+
+    m = raised(lambda: ledger.call(T, C, "refund", {"amount": 7}, Counter(), operation_id="op-1"))
+    report(isinstance(m, idem.ClaimMismatch) and m.decision.differs == "args", "call-mismatch", f"got {m!r}")
+
+    # --- the commit check --------------------------------------------------------
+    act = Counter({"ok": True})
+    ledger.conn.execute("BEGIN")
+    e = raised(lambda: ledger.call(T, C, "send_email", {"to": "txn@b.c"}, act))
+    ledger.conn.execute("ROLLBACK")
+    o = ledger.call(T, C, "send_email", {"to": "txn@b.c"}, act)
+    report(isinstance(e, idem.NotCommitted) and act.runs == 1 and o.attempt == 1 and o.idempotent is False
+           and str(e).endswith("commit before acting on an external claim"),
+           "call-not-committed-refused", f"{e!r}; then {o!r}, runs {act.runs}")
+
+    # --- a require_transaction ledger: call commits the claim itself ---------
+    rt = idem.Ledger.open(db, "rt", options={"require_transaction": 1})
+    e = raised(lambda: rt.claim(T, C, "send_email", {"to": "rt@b.c"}))
+    act = Counter({"ok": 1})
+    r1 = rt.call(T, C, "send_email", {"to": "rt@b.c"}, act)
+    r2 = rt.call(T, C, "send_email", {"to": "rt@b.c"}, act)
+    report(isinstance(e, idem.LedgerError)
+           and str(e) == 'idem_claim: ledger "rt" requires a transaction (require_transaction=1): a claim made '
+           "outside BEGIN ... COMMIT can be routed as a read by a replicated engine and lost; open a transaction, "
+           "claim, and commit before acting"
+           and act.runs == 1 and r1.idempotent is False and r2.idempotent is True and not rt.conn.in_transaction,
+           "require-transaction-call", f"bare claim {e!r}; {r1!r} / {r2!r}; runs {act.runs}")
+    rt.conn.execute("BEGIN")
+    e = raised(lambda: rt.call(T, C, "send_email", {"to": "rt2@b.c"}, act))
+    rt.conn.execute("ROLLBACK")
+    report(isinstance(e, idem.NotCommitted) and act.runs == 1, "require-transaction-caller-txn-refused",
+           f"got {e!r}, runs {act.runs}")
+    rt.close()
+
+    # --- waiting for an in-progress claim -------------------------------------
+    holder = idem.Ledger.open(db, create=False)
+    hd = holder.claim(T, C, "send_email", {"to": "slow@b.c"})
+
+    def settle_later():
+        time.sleep(0.4)
+        h = idem.Ledger.open(db, create=False)  # a connection of this thread
+        h.settle(hd.token, "succeeded", {"by": "holder"})
+        h.close()
+
+    th = threading.Thread(target=settle_later)
+    th.start()
+    act = Counter({"by": "waiter"})
+    t0 = time.monotonic()
+    o = ledger.call(T, C, "send_email", {"to": "slow@b.c"}, act, wait=10)
+    waited = time.monotonic() - t0
+    th.join()
+    report(o.idempotent is True and o.result == {"by": "holder"} and act.runs == 0 and 0.3 < waited < 3,
+           "wait-then-replay", f"{o!r} after {waited:.2f}s, runs {act.runs}")
+    hd = holder.claim(T, C, "send_email", {"to": "stuck@b.c"})
+    t0 = time.monotonic()
+    e = raised(lambda: ledger.call(T, C, "send_email", {"to": "stuck@b.c"}, act, wait=0.3))
+    waited = time.monotonic() - t0
+    report(isinstance(e, idem.ClaimInProgress) and e.decision.key == hd.key and 0.3 <= waited < 1.5 and act.runs == 0,
+           "wait-deadline-in-progress", f"{e!r} after {waited:.2f}s")
+    e = raised(lambda: ledger.wait(T, C, "x", {}, timeout=-1))
+    report(isinstance(e, ValueError) and str(e) == "Ledger.wait: timeout must be a number of seconds >= 0, got -1",
+           "wait-bad-timeout", f"got {e!r}")
+    holder.close()
+
+    # --- renewal: right before sending -------------------------------------------
+    d = ledger.claim(T, C, "renew_me", {"n": 1})
+    lu = ledger.renew(d.token, 120)
+    now = time.time() * 1000
+    report(isinstance(lu, int) and lu > d.lease_until and abs(lu - (now + 120000)) < 5000, "renew-extends",
+           f"lease_until {d.lease_until} -> {lu}, now {now:.0f}")
+    ledger.settle(d.token, "succeeded", None)
+    e = raised(lambda: ledger.renew(d.token))
+    report(isinstance(e, idem.LeaseLost) and isinstance(e, idem.LedgerError) and str(e).startswith("idem_renew: "),
+           "renew-settled-lease-lost", f"got {e!r}")
+    e = raised(lambda: ledger.renew("not-a-token"))
+    report(isinstance(e, idem.LedgerError) and not isinstance(e, idem.LeaseLost)
+           and str(e) == "idem_renew: token must be the 32 lowercase hex digits idem_claim returned",
+           "renew-malformed-token", f"got {e!r}")
+
+    # A holder that stalls past its lease (1 s) between its claim and its
+    # send: meanwhile the key was resolved released and claimed and sent by
+    # another caller. The stalled holder learns it from renew and sends nothing.
+    short = idem.Ledger.open(db, "short", options={"lease_seconds": 1})
+    other = idem.Ledger.open(db, "short", create=False)
+    args = {"to": "stall@b.c"}
+    key = short.conn.execute("SELECT idem_key(?, ?, ?, ?)", (T, C, "send_email", json.dumps(args))).fetchone()[0]
+    second = Counter({"by": "second"})
+    took_over = []
+
+    def stalled_renew(token, seconds=None, _renew=short.renew):
+        time.sleep(1.2)  # the lease (1 s) expires: the external claim is unknown
+        other.resolve(T, key, "released", {"sent": False, "reason": "reconciled: never arrived"})
+        took_over.append(other.call(T, C, "send_email", args, second))
+        return _renew(token, seconds)
+
+    short.renew = stalled_renew
+    first = Counter({"by": "first"})
+    e = raised(lambda: short.call(T, C, "send_email", args, first))
+    row = other.row(T, key)
+    report(isinstance(e, idem.LeaseLost) and str(e).startswith("idem_renew: ") and first.runs == 0
+           and second.runs == 1 and took_over and took_over[0].attempt == 2 and row["status"] == "succeeded"
+           and row["result"] == {"by": "second"} and row["attempt"] == 2,
+           "stalled-holder-learns-from-renew", f"{e!r}; first ran {first.runs}, second {second.runs}; row {row}")
+    short.close()
+    other.close()
+    ledger.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The rows table WITHOUT the extension: tests/plain/setup.sql makes a ledger
+# file with the extension loaded (the runner with --ext), then each
+# tests/plain/*.sql changes it with plain SQLite through the runner
+# $BUILD/sqltest started without --ext, once with defensive mode off and
+# once on. The newer SQLite's runner (build/compat/sqltest, made by
+# tests/suites/60-newer-sqlite.sh) runs the same files when it is built.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+BUILD=${BUILD:-build}
+EXT=${EXT:-$BUILD/idempotency.so}
+dir=build/plain
+if [ ! -x "$BUILD/sqltest" ] || [ ! -f "$EXT" ]; then
+  echo "FAIL plain:setup: $BUILD/sqltest or $EXT is missing (make test-programs)"
+  exit 1
+fi
+mkdir -p "$dir"
+fail=0
+# run LABEL RUNNER DEFENSIVE FILE: a fresh ledger file, then FILE without the extension
+run() {
+  local label=$1 runner=$2 defensive=$3 f=$4 out
+  rm -f "$dir/ledger.db" "$dir/ledger.db-journal" "$dir/case.sql"
+  out=$("$BUILD/sqltest" --ext "$EXT" tests/plain/setup.sql 2>&1)
+  if [ $? -ne 0 ] || grep -q '^FAIL' <<<"$out"; then
+    echo "FAIL plain:$label:setup: $(grep -m1 '^FAIL' <<<"$out")"
+    fail=1
+    return
+  fi
+  { echo "SELECT 'defensive-$defensive', sqltest_defensive($defensive) = $defensive;"; cat "$f"; } >"$dir/case.sql"
+  out=$("$runner" "$dir/case.sql" 2>&1)
+  printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) case\.sql:/\1 plain:$label:$(basename "$f"):/"
+  grep -q '^FAIL' <<<"$out" && fail=1
+}
+for f in tests/plain/[0-9]*.sql; do
+  v=$("$BUILD/sqltest" --eval "SELECT sqlite_version()" 2>/dev/null)
+  run "${v:-system}" "$BUILD/sqltest" 0 "$f"
+  run "${v:-system}:defensive" "$BUILD/sqltest" 1 "$f"
+  if [ -x build/compat/sqltest ] && [ "$BUILD" = build ]; then
+    v=$(build/compat/sqltest --eval "SELECT sqlite_version()" 2>/dev/null)
+    run "${v:-newer}" build/compat/sqltest 0 "$f"
+    run "${v:-newer}:defensive" build/compat/sqltest 1 "$f"
+  else
+    if [ "$BUILD" != build ]; then
+      echo "SKIP plain:newer: runs in the plain build only (this is BUILD=$BUILD); the newer SQLite is not rebuilt with sanitizers"
+    else
+      echo "SKIP plain:newer: build/compat/sqltest is not built (tests/suites/60-newer-sqlite.sh, which runs before this suite, builds it and says why when it cannot)"
+    fi
+  fi
+done
+exit $fail
