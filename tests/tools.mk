@@ -1,7 +1,10 @@
 # Developer tools, included by the Makefile (-include tests/*.mk):
 #
 #   make bench      build tests/bench/bench.c against the system libsqlite3 and
-#                   run it on $(SHARED)/bench-fixtures (ratios from one run)
+#                   run it on $(SHARED)/bench-fixtures (ratios from one run);
+#                   BENCH_MAX_ROWS=5000000 adds the 5M-row growth step.
+#                   The bench program is also built by `make test` (never
+#                   run there: speed is not a test), so it cannot rot.
 #   make valgrind   every suite with its C programs under valgrind
 #                   (memory errors and definite/indirect leaks fail)
 #   make lint       clang-format drift, cppcheck, a -Werror build in build/lint
@@ -16,11 +19,14 @@ $(BENCH_BIN): tests/bench/bench.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lsqlite3 -lm
 
+.PHONY: test-programs
+test-programs: $(BENCH_BIN)
+
 bench: all $(BENCH_BIN)
 	@test -d "$(SHARED)/bench-fixtures" || { \
 	  echo "bench: $(SHARED)/bench-fixtures is missing (set SHARED=<dir holding bench-fixtures/>)"; \
 	  exit 2; }
-	@$(BENCH_BIN) $(EXT) "$(SHARED)/bench-fixtures"
+	@$(BENCH_BIN) $(EXT) "$(SHARED)/bench-fixtures" tests/sql/03-plain-grammar-cases.sql
 
 # --- valgrind ---------------------------------------------------------------
 
