@@ -8,16 +8,10 @@
 # be ok. The program is $BUILD/race (tests/stress/race.c); it prints the
 # PASS/FAIL lines. Under TEST_WRAP (valgrind) the sizes shrink.
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-EXT=${EXT:-$BUILD/idempotency.so}
-prog=$BUILD/race
-if [ ! -x "$prog" ] || [ ! -f "$EXT" ]; then
-  echo "FAIL race:setup: $prog or $EXT is missing (make test-programs)"
-  exit 1
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+cd "$(dirname "$0")/../.." || exit 1
+# shellcheck source=tests/lib/stress.sh
+. tests/lib/stress.sh
+stress_prog race
 procs=8 keys=1000
 if [ -n "${TEST_WRAP:-}" ]; then keys=40; fi
 rc=0

@@ -7,16 +7,10 @@
 # in the ledger is in_progress. The program is $BUILD/crash
 # (tests/stress/crash.c). Under TEST_WRAP (valgrind) the delays grow.
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-EXT=${EXT:-$BUILD/idempotency.so}
-prog=$BUILD/crash
-if [ ! -x "$prog" ] || [ ! -f "$EXT" ]; then
-  echo "FAIL crash:setup: $prog or $EXT is missing (make test-programs)"
-  exit 1
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+cd "$(dirname "$0")/../.." || exit 1
+# shellcheck source=tests/lib/stress.sh
+. tests/lib/stress.sh
+stress_prog crash
 seed=${CRASH_SEED:-$(date +%s)}
 echo "  crash: seed $seed (CRASH_SEED=$seed reproduces the delays)"
 rc=0

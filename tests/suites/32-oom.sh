@@ -8,16 +8,10 @@
 # then a stride within --budget runs per operation; sanitized and valgrind
 # runs use smaller numbers to stay short.
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-EXT=${EXT:-$BUILD/idempotency.so}
-prog=$BUILD/oom
-if [ ! -x "$prog" ] || [ ! -f "$EXT" ]; then
-  echo "FAIL oom:setup: $prog or $EXT is missing (make test-programs)"
-  exit 1
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+cd "$(dirname "$0")/../.." || exit 1
+# shellcheck source=tests/lib/stress.sh
+. tests/lib/stress.sh
+stress_prog oom
 if [ -n "${TEST_WRAP:-}" ]; then
   size=(--dense 5 --budget 3)
 elif [ -n "${SANITIZE:-}" ] || [[ "$BUILD" == *asan* ]]; then

@@ -6,15 +6,9 @@
 # its commit, in WAL and rollback-journal mode. The program is $BUILD/wait
 # (tests/stress/wait.c); it prints the PASS/FAIL lines.
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-EXT=${EXT:-$BUILD/idempotency.so}
-prog=$BUILD/wait
-if [ ! -x "$prog" ] || [ ! -f "$EXT" ]; then
-  echo "FAIL wait:setup: $prog or $EXT is missing (make test-programs)"
-  exit 1
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+cd "$(dirname "$0")/../.." || exit 1
+# shellcheck source=tests/lib/stress.sh
+. tests/lib/stress.sh
+stress_prog wait
 # shellcheck disable=SC2086  # TEST_WRAP is a command line
 ${TEST_WRAP:-} "$prog" --ext "$EXT" --db "$tmp/wait.db"
