@@ -22,22 +22,12 @@ import sqlite3
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from idemtest import Checks, load_ext, one  # noqa: E402
+
 PREFIX = "bindings.python"
-failures = 0
-
-
-def report(ok, name, why=""):
-    global failures
-    if ok:
-        print(f"PASS {PREFIX}:{name}", flush=True)
-    else:
-        failures += 1
-        print(f"FAIL {PREFIX}:{name}: " + str(why).replace("\n", " "), flush=True)
-
-
-def one(db, sql, args=()):
-    row = db.execute(sql, args).fetchone()
-    return row[0] if row else None
+checks = Checks(PREFIX)
+report = checks.report
 
 
 def expect_error(name, db, sql, args, etype, message, code="SQLITE_CONSTRAINT"):
@@ -68,7 +58,7 @@ def main():
         run(ext, os.path.join(tmp, "ledger.db"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failures else 0
+    return 1 if checks.failures else 0
 
 
 def run(ext, path):
@@ -76,9 +66,7 @@ def run(ext, path):
           f"{sqlite3.sqlite_version} (the system libsqlite3)", flush=True)
     db = sqlite3.connect(path, isolation_level=None)
     try:
-        db.enable_load_extension(True)
-        db.load_extension(ext)
-        db.enable_load_extension(False)
+        load_ext(db, ext)
         version = one(db, "SELECT idem_version()")
         report(isinstance(version, str) and version != "", "load", f"idem_version() = {version!r}")
     except Exception as e:  # noqa: BLE001 - reported, then stop
@@ -147,8 +135,7 @@ def run(ext, path):
     # A new connection on the existing file: load first, then the replay.
     db = sqlite3.connect(path, isolation_level=None)
     try:
-        db.enable_load_extension(True)
-        db.load_extension(ext)
+        load_ext(db, ext)
         r2 = json.loads(one(db, claim_sql, ("tenant-a", "conv-1", "send_email", args)))
         report(r2.get("decision") == "replay" and r2.get("result") == result, "reopen", f"got {r2!r}")
     except sqlite3.Error as e:
@@ -162,8 +149,7 @@ def run(ext, path):
     # with db.commit(); a rollback takes it back.
     db = sqlite3.connect(path)
     try:
-        db.enable_load_extension(True)
-        db.load_extension(ext)
+        load_ext(db, ext)
         db.execute("CREATE TABLE IF NOT EXISTS audit(n)")
         db.execute("INSERT INTO audit VALUES (1)")  # implicit BEGIN
         d = json.loads(one(db, claim_sql, ("tenant-b", "conv-9", "send_email", '{"n":1}')))

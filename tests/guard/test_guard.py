@@ -26,22 +26,12 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from idemtest import Checks, load_ext, one  # noqa: E402
+
 PREFIX = "guard-python"
-failures = 0
-
-
-def report(ok, name, why=""):
-    global failures
-    if ok:
-        print(f"PASS {PREFIX}:{name}", flush=True)
-    else:
-        failures += 1
-        why = str(why).replace("\n", " ")
-        print(f"FAIL {PREFIX}:{name}: {why}", flush=True)
-
-
-def check_eq(name, got, want):
-    report(got == want, name, f"got {got!r}, want {want!r}")
+checks = Checks(PREFIX)
+report, check_eq = checks.report, checks.check_eq
 
 
 def resolve_ext():
@@ -64,16 +54,9 @@ def resolve_ext():
 def connect(path, ext, timeout_ms=20000):
     db = sqlite3.connect(path, isolation_level=None, timeout=timeout_ms / 1000)
     if ext:
-        db.enable_load_extension(True)
-        db.load_extension(os.path.abspath(ext))
-        db.enable_load_extension(False)
+        load_ext(db, ext)
     db.execute(f"PRAGMA busy_timeout={timeout_ms}")
     return db
-
-
-def one(db, sql, args=()):
-    row = db.execute(sql, args).fetchone()
-    return row[0] if row else None
 
 
 SCHEMA = """
@@ -338,7 +321,7 @@ def main():
                 test()
             except Exception as e:  # a crash of one test is one failure, the rest still run
                 report(False, "unexpected-error", f"{type(e).__name__}: {e}")
-    return 1 if failures else 0
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":

@@ -31,25 +31,12 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from idemtest import Checks, load_ext, one  # noqa: E402
+
 PREFIX = "copies"
-failures = 0
-
-
-def report(ok, name, why=""):
-    global failures
-    if ok:
-        print(f"PASS {PREFIX}:{name}", flush=True)
-    else:
-        failures += 1
-        print(f"FAIL {PREFIX}:{name}: {str(why).replace(chr(10), ' ')}", flush=True)
-
-
-def check_eq(name, got, want):
-    report(got == want, name, f"got {got!r}, want {want!r}")
-
-
-def skip(name, why):
-    print(f"SKIP {PREFIX}:{name}: {why}", flush=True)
+checks = Checks(PREFIX)
+report, check_eq, skip = checks.report, checks.check_eq, checks.skip
 
 
 def resolve_ext():
@@ -71,15 +58,8 @@ SHELL = shutil.which("sqlite3")
 def connect(path, ext=True):
     db = sqlite3.connect(path, isolation_level=None)
     if ext:
-        db.enable_load_extension(True)
-        db.load_extension(EXT)
-        db.enable_load_extension(False)
+        load_ext(db, EXT)
     return db
-
-
-def one(db, sql, args=()):
-    row = db.execute(sql, args).fetchone()
-    return row[0] if row else None
 
 
 def error_of(db, sql, args=()):
@@ -325,7 +305,7 @@ def main():
             skip("backup-shell", "the sqlite3 shell is not installed")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failures else 0
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,42 @@
+"""tests/lib/idemtest.py: shared by the Python test programs
+(tests/lifecycle/test_copies.py, tests/guard/test_guard.py,
+tests/bindings/test_python.py): check lines, the extension loading, one
+value of a query."""
+import os
+
+
+class Checks:
+    """Prints PASS/FAIL/SKIP <prefix>:<name>[: why]; counts the failures."""
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.failures = 0
+
+    def report(self, ok, name, why=""):
+        if ok:
+            print(f"PASS {self.prefix}:{name}", flush=True)
+        else:
+            self.failures += 1
+            why = str(why).replace("\n", " ")
+            print(f"FAIL {self.prefix}:{name}: {why}", flush=True)
+
+    def check_eq(self, name, got, want):
+        self.report(got == want, name, f"got {got!r}, want {want!r}")
+
+    def skip(self, name, why):
+        print(f"SKIP {self.prefix}:{name}: {why}", flush=True)
+
+
+def load_ext(db, ext):
+    """Loads the extension at path ext into db; loading stays disabled after."""
+    db.enable_load_extension(True)
+    try:
+        db.load_extension(os.path.abspath(ext))
+    finally:
+        db.enable_load_extension(False)
+
+
+def one(db, sql, args=()):
+    """The first column of the first row, or None when there is no row."""
+    row = db.execute(sql, args).fetchone()
+    return row[0] if row else None
