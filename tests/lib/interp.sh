@@ -118,8 +118,9 @@ perl_skip() {
 
 # node_bsql PREFIX NAME DIR: node 20+ with better-sqlite3 12 in
 # DIR/node_modules (installed with npm ci when absent). Sets node_ready=1
-# when usable; prints SKIP (runtime absent or the module does not load
-# under this node) or FAIL (npm ci failed, or not 12.x: sets rc=1).
+# when usable; prints SKIP (runtime absent, npm ci could not install the
+# modules, e.g. offline, or the module does not load under this node) or
+# FAIL (an installed better-sqlite3 that is not 12.x: sets rc=1).
 node_bsql() {
   local prefix=$1 name=$2 dir=$3 out v
   node_ready=0
@@ -133,9 +134,8 @@ node_bsql() {
     if ! command -v npm >/dev/null 2>&1; then
       echo "SKIP $prefix.$name: npm is not installed (needed to install better-sqlite3 in $dir)"
       return
-    elif ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1); then
-      echo "FAIL $prefix.$name: npm ci could not install better-sqlite3 in $dir"
-      rc=1
+    elif ! out=$(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error 2>&1); then
+      echo "SKIP $prefix.$name: $dir/node_modules is absent and npm ci could not install it ($(last_line "$out"))"
       return
     fi
   fi
