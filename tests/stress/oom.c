@@ -112,6 +112,9 @@ struct Op {
   "'{\"b\":\"x\\n\\u00e9\\ud83d\\ude00\\t\\\"q\\\"\\\\\",\"a\":[1.5e300,-0,0.000001,1e21," \
   "12345678901234,1E-7,4.50,{\"z\":null,\"y\":true,\"x\":false}],\"\\u00fc\":\"\\u001f\"}'"
 
+/* the claim most setups start with (token ?1 for a settle or renew) */
+#define CLAIM1 "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')"
+
 static const Op aOp[] = {
     {"load", K_LOAD, 0, "", ""},
     {"canonical", K_SQL, F_DET, "", "SELECT idem_canonical(" CANON_DOC ")"},
@@ -128,27 +131,18 @@ static const Op aOp[] = {
      "SELECT idem_claim('L','t1','c1','send','{\"n\":1001}','local')"},
     {"claim-new-opid", K_SQL, 0, "",
      "SELECT idem_claim('L','t1','c1','send','{\"n\":1002}','external','op-1002')"},
-    {"claim-in-progress", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+    {"claim-in-progress", K_SQL, 0, CLAIM1,
      "SELECT idem_claim('L','t1','c1','send','{ \"n\" : 1 }')"},
     {"claim-replay", K_SQL, 0,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'succeeded','{\"id\":7,\"z\":[1,2]}')",
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')"},
+     CLAIM1 ";SELECT idem_settle('L',?1,'succeeded','{\"id\":7,\"z\":[1,2]}')", CLAIM1},
     {"claim-replay-failed", K_SQL, 0,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'failed','{\"why\":\"nope\"}')",
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')"},
+     CLAIM1 ";SELECT idem_settle('L',?1,'failed','{\"why\":\"nope\"}')", CLAIM1},
     {"claim-mismatch", K_SQL, 0,
      "SELECT idem_claim('L','t1','c1','send','{\"n\":1}','external','op-1')",
      "SELECT idem_claim('L','t1','c1','send','{\"n\":2}','external','op-1')"},
-    {"claim-unknown", K_SQL, 0,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'unknown',NULL)",
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')"},
+    {"claim-unknown", K_SQL, 0, CLAIM1 ";SELECT idem_settle('L',?1,'unknown',NULL)", CLAIM1},
     {"claim-after-release", K_SQL, 0,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'released','{\"sent\":false}')",
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')"},
+     CLAIM1 ";SELECT idem_settle('L',?1,'released','{\"sent\":false}')", CLAIM1},
     {"claim-takeover-local", K_SQL, 0,
      "CREATE VIRTUAL TABLE L0 USING idempotency(lease_seconds=0);"
      "SELECT idem_claim('L0','t1','c1','send','{\"n\":1}','local')",
@@ -168,24 +162,23 @@ static const Op aOp[] = {
     {"insert-new-local-key", K_SQL, 0, "",
      "INSERT INTO L(tenant,conversation,tool,args,effect,\"key\") "
      "VALUES('t1','c1','send','{\"n\":2001}','local','op-2001')"},
-    {"insert-taken", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+    {"insert-taken", K_SQL, 0, CLAIM1,
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":1}')"},
-    {"insert-or-ignore", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+    {"insert-or-ignore", K_SQL, 0, CLAIM1,
      "INSERT OR IGNORE INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":1}')"},
     {"insert-in-txn", K_SQL, F_TXN, "CREATE TABLE other(x); BEGIN; INSERT INTO other VALUES(1)",
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2002}')"},
     {"last-claim", K_SQL, 0,
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}')",
      "SELECT idem_last_claim('L')"},
-    {"insert-multi-row", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+    {"insert-multi-row", K_SQL, 0, CLAIM1,
      "INSERT OR IGNORE INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":3}'),"
      "('t1','c1','send','{\"n\":1}'),('t1','c1','send','{\"n\":4}'),('t1','c1','send','{\"n\":5}'),"
      "('t1','c1','send','{\"n\":6}'),('t1','c1','send','{\"n\":7}')"},
     {"insert-deferred-txn", K_SQL, F_TXN, "CREATE TABLE other(x); BEGIN",
      "INSERT INTO L(tenant,conversation,tool,args,effect) VALUES('t1','c1','send','{\"n\":2003}',"
      "'local')"},
-    {"settle-deferred-txn", K_SQL, F_TXN,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}'); BEGIN",
+    {"settle-deferred-txn", K_SQL, F_TXN, CLAIM1 "; BEGIN",
      "SELECT idem_settle('L',?1,'succeeded','{\"ok\":1}')"},
     {"last-claim-multi", K_SQL, 0,
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}'),"
@@ -196,14 +189,13 @@ static const Op aOp[] = {
      " INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":2000}');"
      " ROLLBACK TO s",
      "SELECT idem_last_claim('L')"},
-    {"settle-succeeded", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+    {"settle-succeeded", K_SQL, 0, CLAIM1,
      "SELECT "
      "idem_settle('L',?1,'succeeded','{\"id\":42,\"note\":\"caf\\u00e9\",\"v\":[1.0,2e3]}')"},
-    {"settle-failed", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
-     "SELECT idem_settle('L',?1,'failed','{\"code\":503}')"},
-    {"settle-released", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+    {"settle-failed", K_SQL, 0, CLAIM1, "SELECT idem_settle('L',?1,'failed','{\"code\":503}')"},
+    {"settle-released", K_SQL, 0, CLAIM1,
      "SELECT idem_settle('L',?1,'released','{\"sent\":false}')"},
-    {"settle-unknown", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+    {"settle-unknown", K_SQL, 0, CLAIM1,
      "SELECT idem_settle('L',?1,'unknown','{\"timeout\":true}')"},
     {"settle-local", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}','local')",
      "SELECT idem_settle('L',?1,'succeeded','{\"rows\":0}')"},
@@ -211,61 +203,47 @@ static const Op aOp[] = {
      "SELECT idem_claim('L','t1','c1','send','{\"n\":1}','local')",
      "SELECT idem_settle('L',?1,'released',NULL)"},
     {"settle-in-txn", K_SQL, F_TXN,
-     "CREATE TABLE other(x); SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     " BEGIN; INSERT INTO other VALUES(1)",
+     "CREATE TABLE other(x); " CLAIM1 "; BEGIN; INSERT INTO other VALUES(1)",
      "SELECT idem_settle('L',?1,'succeeded','{\"ok\":1}')"},
-    {"resolve", K_SQL, 0,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'unknown',NULL)",
+    {"resolve", K_SQL, 0, CLAIM1 ";SELECT idem_settle('L',?1,'unknown',NULL)",
      "SELECT idem_resolve('L','t1',?2,'succeeded','{\"ok\":true,\"ref\":\"r-1\"}')"},
-    {"resolve-released", K_SQL, 0,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'unknown',NULL)",
+    {"resolve-released", K_SQL, 0, CLAIM1 ";SELECT idem_settle('L',?1,'unknown',NULL)",
      "SELECT idem_resolve('L','t1',?2,'released','{\"sent\":false}')"},
     {"purge", K_SQL, F_SLEEP,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'succeeded',NULL);"
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":2}');"
-     "SELECT idem_settle('L',?1,'failed',NULL);"
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":3}')",
+     CLAIM1 ";SELECT idem_settle('L',?1,'succeeded',NULL);"
+            "SELECT idem_claim('L','t1','c1','send','{\"n\":2}');"
+            "SELECT idem_settle('L',?1,'failed',NULL);"
+            "SELECT idem_claim('L','t1','c1','send','{\"n\":3}')",
      "SELECT idem_purge('L', 0)"},
     {"select-all", K_SQL, 0,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'succeeded','{\"a\":1}');"
-     "SELECT idem_claim('L','t2','c1','send','{\"n\":2}','local')",
+     CLAIM1 ";SELECT idem_settle('L',?1,'succeeded','{\"a\":1}');"
+            "SELECT idem_claim('L','t2','c1','send','{\"n\":2}','local')",
      "SELECT tenant,\"key\",conversation,tool,args,effect,status,result,error,attempt,token,"
      "created_at,updated_at,lease_until,members FROM L"},
-    {"select-key", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+    {"select-key", K_SQL, 0, CLAIM1,
      "SELECT status, token FROM L WHERE tenant='t1' AND \"key\"=?2"},
     {"select-expired", K_SQL, 0,
      "CREATE VIRTUAL TABLE L0 USING idempotency(lease_seconds=0);"
      "SELECT idem_claim('L0','t1','c1','send','{\"n\":1}','local');"
      "SELECT idem_claim('L0','t1','c1','send','{\"n\":2}')",
      "SELECT status FROM L0"},
-    {"delete-terminal", K_SQL, 0,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'succeeded',NULL)",
+    {"delete-terminal", K_SQL, 0, CLAIM1 ";SELECT idem_settle('L',?1,'succeeded',NULL)",
      "DELETE FROM L WHERE status='succeeded'"},
     {"drop-ledger", K_SQL, 0, "CREATE VIRTUAL TABLE L3 USING idempotency", "DROP TABLE L3"},
     {"upgrade-restore-trigger", K_SQL, 0, "DROP TRIGGER L_rows_delete", "SELECT idem_upgrade('L')"},
-    {"release-external", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
+    {"release-external", K_SQL, 0, CLAIM1,
      "SELECT idem_settle('L',?1,'released','{\"why\":\"no route\",\"sent\":false}')"},
-    {"rename-ledger", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
-     "ALTER TABLE L RENAME TO L9"},
-    {"renew", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')",
-     "SELECT idem_renew('L',?1,600)"},
+    {"rename-ledger", K_SQL, 0, CLAIM1, "ALTER TABLE L RENAME TO L9"},
+    {"renew", K_SQL, 0, CLAIM1, "SELECT idem_renew('L',?1,600)"},
     {"renew-default", K_SQL, 0, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}','local')",
      "SELECT idem_renew('L',?1)"},
-    {"renew-settled", K_SQL, 0,
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
-     "SELECT idem_settle('L',?1,'succeeded',NULL)",
+    {"renew-settled", K_SQL, 0, CLAIM1 ";SELECT idem_settle('L',?1,'succeeded',NULL)",
      "SELECT idem_renew('L',?1)"},
     {"renew-expired", K_SQL, 0,
      "CREATE VIRTUAL TABLE L0 USING idempotency(lease_seconds=0);"
      "SELECT idem_claim('L0','t1','c1','send','{\"n\":1}')",
      "SELECT idem_renew('L0',?1)"},
-    {"renew-in-txn", K_SQL, F_TXN, "SELECT idem_claim('L','t1','c1','send','{\"n\":1}'); BEGIN",
-     "SELECT idem_renew('L',?1,60)"},
+    {"renew-in-txn", K_SQL, F_TXN, CLAIM1 "; BEGIN", "SELECT idem_renew('L',?1,60)"},
     {"claim-local-deferred-txn", K_SQL, F_TXN,
      "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k);"
      "SELECT idem_guard('L','o','k','tenant'); BEGIN",
@@ -295,8 +273,7 @@ static const Op aOp[] = {
      "CREATE VIRTUAL TABLE LB USING idempotency; DROP TABLE LB_meta", "DROP TABLE LB"},
     {"file-select", K_FILE, 0, "", "SELECT count(*) FROM L"},
     {"file-claim-new", K_FILE, 0, "", "SELECT idem_claim('L','t1','c1','send','{\"n\":5000}')"},
-    {"file-claim-in-progress", K_FILE, 0, "",
-     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')"},
+    {"file-claim-in-progress", K_FILE, 0, "", CLAIM1},
     {"file-insert", K_FILE, 0, "",
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":5001}')"},
 };
@@ -442,8 +419,8 @@ static int make_template(char *zErr, size_t nErr) {
   if (rc == SQLITE_OK) {
     rc = run_script(db,
                     "PRAGMA journal_mode=DELETE;"
-                    "CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=3600);"
-                    "SELECT idem_claim('L','t1','c1','send','{\"n\":1}');"
+                    "CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=3600);" CLAIM1
+                    ";"
                     "SELECT idem_claim('L','t1','c1','send','{\"n\":2}');"
                     "SELECT idem_settle('L',?1,'succeeded','{\"x\":1}')",
                     zTok, zKey, zErr, nErr);
