@@ -7,13 +7,8 @@
 # they are absent or cannot load extensions.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-PY=/usr/bin/python3
-if [ ! -x "$PY" ]; then
-  echo "SKIP copies: $PY is not installed (Debian: apt-get install python3)"
-  exit 0
-fi
-if ! "$PY" -c 'import sqlite3, sys; sys.exit(0 if hasattr(sqlite3.connect(":memory:"), "enable_load_extension") else 1)' 2>/dev/null; then
-  echo "SKIP copies: $PY's sqlite3 module lacks enable_load_extension"
+. tests/lib/interp.sh
+if python_skip copies; then
   exit 0
 fi
 EXT=${EXT:-${BUILD:-build}/idempotency.so} exec "$PY" tests/lifecycle/test_copies.py
