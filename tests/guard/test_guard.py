@@ -27,28 +27,11 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from idemtest import Checks, load_ext, one  # noqa: E402
+from idemtest import Checks, load_ext, one, resolve_ext  # noqa: E402
 
 PREFIX = "guard-python"
 checks = Checks(PREFIX)
 report, check_eq = checks.report, checks.check_eq
-
-
-def resolve_ext():
-    """The extension path to load, or (None, reason) to skip."""
-    ext = os.environ.get("EXT") or "build/idempotency.so"
-    if "build/asan" in ext.replace(os.sep, "/"):
-        plain = "build/idempotency.so"
-        if os.path.exists(plain):
-            return plain, None
-        return None, (f"$EXT={ext} is a sanitizer build that an uninstrumented python cannot "
-                      f"load, and the plain build {plain} is absent (run make)")
-    if not os.path.exists(ext):
-        for cand in (ext + ".so", ext + ".dylib"):
-            if os.path.exists(cand):
-                return cand, None
-        return None, f"the extension {ext} is not built (run make)"
-    return ext, None
 
 
 def connect(path, ext, timeout_ms=20000):

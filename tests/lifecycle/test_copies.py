@@ -32,23 +32,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from idemtest import Checks, load_ext, one  # noqa: E402
+from idemtest import Checks, load_ext, one, resolve_ext  # noqa: E402
 
 PREFIX = "copies"
 checks = Checks(PREFIX)
 report, check_eq, skip = checks.report, checks.check_eq, checks.skip
-
-
-def resolve_ext():
-    ext = os.environ.get("EXT") or "build/idempotency.so"
-    if "build/asan" in ext.replace(os.sep, "/"):
-        ext = "build/idempotency.so"
-        if not os.path.exists(ext):
-            return None, ("$EXT is a sanitizer build that the shell and Python cannot load, and "
-                          "build/idempotency.so is absent (run make)")
-    if not os.path.exists(ext):
-        return None, f"the extension {ext} is not built (run make)"
-    return os.path.abspath(ext), None
 
 
 EXT, WHY = resolve_ext()
