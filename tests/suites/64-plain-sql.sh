@@ -14,6 +14,8 @@ if [ ! -x "$BUILD/sqltest" ] || [ ! -f "$EXT" ]; then
   echo "FAIL plain:setup: $BUILD/sqltest or $EXT is missing (make test-programs)"
   exit 1
 fi
+# shellcheck source=tests/lib/newer.sh
+. tests/lib/newer.sh
 mkdir -p "$dir"
 fail=0
 # run LABEL RUNNER DEFENSIVE FILE: a fresh ledger file, then FILE without the extension
@@ -31,20 +33,18 @@ run() {
   printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) case\.sql:/\1 plain:$label:$(basename "$f"):/"
   grep -q '^FAIL' <<<"$out" && fail=1
 }
+v=$("$BUILD/sqltest" --eval "SELECT sqlite_version()" 2>/dev/null)
+newer=
+if newer_ready plain; then
+  newer=$(build/compat/sqltest --eval "SELECT sqlite_version()" 2>/dev/null)
+  newer=${newer:-newer}
+fi
 for f in tests/plain/[0-9]*.sql; do
-  v=$("$BUILD/sqltest" --eval "SELECT sqlite_version()" 2>/dev/null)
   run "${v:-system}" "$BUILD/sqltest" 0 "$f"
   run "${v:-system}:defensive" "$BUILD/sqltest" 1 "$f"
-  if [ -x build/compat/sqltest ] && [ "$BUILD" = build ]; then
-    v=$(build/compat/sqltest --eval "SELECT sqlite_version()" 2>/dev/null)
-    run "${v:-newer}" build/compat/sqltest 0 "$f"
-    run "${v:-newer}:defensive" build/compat/sqltest 1 "$f"
-  else
-    if [ "$BUILD" != build ]; then
-      echo "SKIP plain:newer: runs in the plain build only (this is BUILD=$BUILD); the newer SQLite is not rebuilt with sanitizers"
-    else
-      echo "SKIP plain:newer: build/compat/sqltest is not built (tests/suites/60-newer-sqlite.sh, which runs before this suite, builds it and says why when it cannot)"
-    fi
+  if [ -n "$newer" ]; then
+    run "$newer" build/compat/sqltest 0 "$f"
+    run "$newer:defensive" build/compat/sqltest 1 "$f"
   fi
 done
 exit $fail

@@ -11,6 +11,8 @@ if [ ! -x "$BUILD/sqltest" ] || [ ! -f "$EXT" ]; then
   echo "FAIL upgrade:setup: $BUILD/sqltest or $EXT is missing (make test-programs)"
   exit 1
 fi
+# shellcheck source=tests/lib/newer.sh
+. tests/lib/newer.sh
 mkdir -p build/upgrade
 fail=0
 # run LABEL RUNNER EXT
@@ -23,13 +25,7 @@ run() {
   grep -q '^FAIL' <<<"$out" && fail=1
 }
 run "$("$BUILD/sqltest" --eval 'SELECT sqlite_version()' 2>/dev/null)" "$BUILD/sqltest" "$EXT"
-if [ -x build/compat/sqltest ] && [ -f build/compat/idempotency.so ] && [ "$BUILD" = build ]; then
+if newer_ready upgrade; then
   run "$(build/compat/sqltest --eval 'SELECT sqlite_version()' 2>/dev/null)" build/compat/sqltest build/compat/idempotency.so
-else
-  if [ "$BUILD" != build ]; then
-    echo "SKIP upgrade:newer: runs in the plain build only (this is BUILD=$BUILD); the newer SQLite is not rebuilt with sanitizers"
-  else
-    echo "SKIP upgrade:newer: build/compat is not built (tests/suites/60-newer-sqlite.sh, which runs before this suite, builds it and says why when it cannot)"
-  fi
 fi
 exit $fail
