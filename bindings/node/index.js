@@ -218,11 +218,6 @@ function splitName(name) {
   return parts.length === 2 ? parts : [undefined, parts[0]];
 }
 
-// The ledger argument name (or its shadow table suffix) as a quoted SQL name.
-function sqlName(name, suffix = '') {
-  const [schema, table] = splitName(name);
-  return `${schema === undefined ? '' : `${quote(schema)}.`}${quote(table + suffix)}`;
-}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // --- the ledger ------------------------------------------------------------------
@@ -248,8 +243,14 @@ class Ledger {
   constructor(db, { name = 'ledger' } = {}) {
     this.db = db;
     this.name = name;
+    [this.schema, this.table] = splitName(name); // a malformed name is refused here, once
     this.stmts = new Map();
     this.transactional = false; // the ledger refused a claim outside a transaction
+  }
+
+  // The ledger (or its shadow table suffix) as a quoted SQL name.
+  sqlName(suffix = '') {
+    return `${this.schema === undefined ? '' : `${quote(this.schema)}.`}${quote(this.table + suffix)}`;
   }
 
   // Whether a transaction is open (undefined when the driver does not say).
@@ -319,13 +320,12 @@ class Ledger {
       if (!Number.isInteger(v)) throw new RangeError(`Ledger.create: option ${k} must be an integer, got ${JSON.stringify(v)}`);
       parts.push(`${k}=${v}`);
     }
-    const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${sqlName(this.name)} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
+    const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${this.sqlName()} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
     try {
       this.db.exec(sql);
     } catch (e) {
       // A creator racing another waits on busy_timeout; if the other won, fine.
-      const [schema, table] = splitName(this.name);
-      if (!this.value(`SELECT count(*) AS v FROM ${quote(schema ?? 'main')}.sqlite_schema WHERE type = 'table' AND name = ?`, [table])) {
+      if (!this.value(`SELECT count(*) AS v FROM ${quote(this.schema ?? 'main')}.sqlite_schema WHERE type = 'table' AND name = ?`, [this.table])) {
         throw LedgerError.wrap(e);
       }
     }
@@ -334,7 +334,7 @@ class Ledger {
     if (parts.length) {
       let rows;
       try {
-        rows = this.db.prepare(`SELECT k, v FROM ${sqlName(this.name, '_meta')}`).all();
+        rows = this.db.prepare(`SELECT k, v FROM ${this.sqlName('_meta')}`).all();
       } catch (e) {
         throw LedgerError.wrap(e);
       }
@@ -417,7 +417,7 @@ class Ledger {
   row(tenant, key) {
     let r;
     try {
-      r = this.db.prepare(`SELECT * FROM ${sqlName(this.name)} WHERE tenant = ? AND key = ?`).get(tenant, key);
+      r = this.db.prepare(`SELECT * FROM ${this.sqlName()} WHERE tenant = ? AND key = ?`).get(tenant, key);
     } catch (e) {
       throw LedgerError.wrap(e);
     }
@@ -503,7 +503,7 @@ class Ledger {
       const text = jsonText(value, what);
       const answer = JSON.parse(this.value('SELECT idem_settle(?, ?, ?, ?) AS v', [this.name, d.token, status, text]));
       const column = status === 'succeeded' ? 'result' : 'error';
-      const stored = this.value(`SELECT ${column} AS v FROM ${sqlName(this.name)} WHERE token = ?`, [d.token]);
+      const stored = this.value(`SELECT ${column} AS v FROM ${this.sqlName()} WHERE token = ?`, [d.token]);
       return [stored === null || stored === undefined ? null : JSON.parse(stored), answer];
     } catch (e) {
       if (e instanceof LedgerError) {
@@ -538,7 +538,7 @@ class Ledger {
     } catch (e) {
       let row;
       try {
-        row = this.db.prepare(`SELECT status FROM ${sqlName(this.name)} WHERE token = ?`).get(d.token);
+        row = this.db.prepare(`SELECT status FROM ${this.sqlName()} WHERE token = ?`).get(d.token);
       } catch {
         row = undefined;
       }

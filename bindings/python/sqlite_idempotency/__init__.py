@@ -412,12 +412,6 @@ def _split_name(name: str) -> Tuple[Optional[str], str]:
     return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
 
 
-def _sql_name(name: str, suffix: str = "") -> str:
-    """The ledger argument ``name`` (or its shadow table ``suffix``) as a quoted SQL name."""
-    schema, table = _split_name(name)
-    return (f"{_quote(schema)}." if schema is not None else "") + _quote(table + suffix)
-
-
 _OPTION = re.compile(r"[a-z_]{1,64}")
 
 
@@ -433,7 +427,12 @@ class Ledger:
         """Wraps a connection that already has the extension loaded."""
         self.conn = conn
         self.name = name
+        self._schema, self._table = _split_name(name)  # a malformed name is refused here, once
         self._transactional = False  # the ledger refused a claim outside a transaction
+
+    def _sql_name(self, suffix: str = "") -> str:
+        """The ledger (or its shadow table ``suffix``) as a quoted SQL name."""
+        return (f"{_quote(self._schema)}." if self._schema is not None else "") + _quote(self._table + suffix)
 
     @classmethod
     def open(cls, db: Union[str, "os.PathLike[str]", sqlite3.Connection], name: str = "ledger", *,
@@ -486,21 +485,20 @@ class Ledger:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ValueError(f"Ledger.create: option {k} must be an integer, got {v!r}")
             parts.append(f"{k}={v}")
-        sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {_sql_name(self.name)} USING idempotency"
+        sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._sql_name()} USING idempotency"
         if parts:
             sql += "(" + ", ".join(parts) + ")"
         try:
             self.conn.execute(sql)
         except sqlite3.Error as e:
             # A creator racing another waits on busy_timeout; if the other won, fine.
-            schema, table = _split_name(self.name)
-            exists = self.conn.execute(f"SELECT 1 FROM {_quote(schema or 'main')}.sqlite_schema "
-                                       "WHERE type = 'table' AND name = ?", (table,)).fetchone()
+            exists = self.conn.execute(f"SELECT 1 FROM {_quote(self._schema or 'main')}.sqlite_schema "
+                                       "WHERE type = 'table' AND name = ?", (self._table,)).fetchone()
             if not exists:
                 raise LedgerError.wrap(e) from e
         if options:
             try:
-                stored = dict(self.conn.execute(f"SELECT k, v FROM {_sql_name(self.name, '_meta')}").fetchall())
+                stored = dict(self.conn.execute(f"SELECT k, v FROM {self._sql_name('_meta')}").fetchall())
             except sqlite3.Error as e:
                 raise LedgerError.wrap(e) from e
             for k, v in options.items():
@@ -580,7 +578,7 @@ class Ledger:
     def row(self, tenant: str, key: str) -> Optional[Dict[str, Any]]:
         """The ledger row of a key as a dict (effective status), or None."""
         try:
-            cur = self.conn.execute(f"SELECT * FROM {_sql_name(self.name)} WHERE tenant = ? AND key = ?", (tenant, key))
+            cur = self.conn.execute(f"SELECT * FROM {self._sql_name()} WHERE tenant = ? AND key = ?", (tenant, key))
             r = cur.fetchone()
         except sqlite3.Error as e:
             raise LedgerError.wrap(e) from e
@@ -741,7 +739,7 @@ class Ledger:
             reason, cause = str(e), e
         else:
             column = "result" if status == "succeeded" else "error"
-            stored = self._one(f"SELECT {column} FROM {_sql_name(self.name)} WHERE token = ?", (d.token,))
+            stored = self._one(f"SELECT {column} FROM {self._sql_name()} WHERE token = ?", (d.token,))
             return (None if stored is None else json.loads(stored)), answer
         self._settle_unknown(d, {"reason": reason})
         raise OutcomeUnknown(reason, key=d.key) from cause
@@ -764,7 +762,7 @@ class Ledger:
                 self.settle(d.token, "unknown", None)
         except LedgerError:
             try:
-                row = self.conn.execute(f"SELECT status FROM {_sql_name(self.name)} WHERE token = ?",
+                row = self.conn.execute(f"SELECT status FROM {self._sql_name()} WHERE token = ?",
                                         (d.token,)).fetchone()
             except sqlite3.Error:
                 row = None
