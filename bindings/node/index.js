@@ -23,6 +23,7 @@ const KEY = /^[A-Za-z0-9_-]{1,128}$/;
 const OPTION = /^[a-z_]{1,64}$/;
 const REQUIRES_TRANSACTION = 'requires a transaction (require_transaction=1)';
 const LEASE_LOST = 'do not act on this claim';
+const DETAIL_REFUSED = 'idem_settle: detail'; // the ledger cannot store the detail (not I-JSON, too big)
 
 // --- errors --------------------------------------------------------------------
 
@@ -507,7 +508,7 @@ class Ledger {
       return [stored === null || stored === undefined ? null : JSON.parse(stored), answer];
     } catch (e) {
       if (e instanceof LedgerError) {
-        if (!e.message.startsWith('idem_settle: detail')) throw e;
+        if (!e.message.startsWith(DETAIL_REFUSED)) throw e;
         reason = `${what} cannot be stored: ${e.message}`;
       } else if (e instanceof TypeError) {
         reason = e.message;
@@ -532,7 +533,7 @@ class Ledger {
       } catch (e) {
         // a detail the ledger cannot store (over max_args_bytes) is dropped
         if (detail === null || detail === undefined || !(e instanceof LedgerError) ||
-            !e.message.startsWith('idem_settle: detail')) throw e;
+            !e.message.startsWith(DETAIL_REFUSED)) throw e;
         this.settle(d.token, 'unknown', null);
       }
     } catch (e) {

@@ -102,6 +102,7 @@ def header_value(key: str) -> str:
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _REQUIRES_TRANSACTION = "requires a transaction (require_transaction=1)"
 _LEASE_LOST = "do not act on this claim"
+_DETAIL_REFUSED = "idem_settle: detail"  # the ledger cannot store the detail (not I-JSON, too big)
 
 # --- errors ------------------------------------------------------------------
 
@@ -732,7 +733,7 @@ class Ledger:
             text = None if value is None else _json_text(value, what)
             answer = json.loads(self._one("SELECT idem_settle(?, ?, ?, ?)", (self.name, d.token, status, text)))
         except LedgerError as e:
-            if not str(e).startswith("idem_settle: detail"):
+            if not str(e).startswith(_DETAIL_REFUSED):
                 raise
             reason, cause = f"{what} cannot be stored: {e}", e
         except (TypeError, ValueError) as e:  # not JSON; UnicodeEncodeError: a lone surrogate
@@ -757,7 +758,7 @@ class Ledger:
             try:
                 self.settle(d.token, "unknown", detail)
             except LedgerError as e:
-                if detail is None or not str(e).startswith("idem_settle: detail"):
+                if detail is None or not str(e).startswith(_DETAIL_REFUSED):
                     raise
                 self.settle(d.token, "unknown", None)
         except LedgerError:
