@@ -434,19 +434,13 @@ class Ledger {
   // Claims, and claims again with backoff (10 ms doubling to 500 ms, with
   // jitter, never past the deadline) while the decision is in_progress.
   async wait(tenant, conversation, tool, args, { timeoutMs, effect, operationId } = {}) {
-    if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
-      throw new RangeError(`Ledger.wait: timeoutMs must be a number of milliseconds >= 0, got ${timeoutMs}`);
-    }
-    return waitFor(() => this.claim(tenant, conversation, tool, args, { effect, operationId }), timeoutMs);
+    return waitFor(() => this.claim(tenant, conversation, tool, args, { effect, operationId }), timeoutMs, 'Ledger.wait: timeoutMs');
   }
 
   // Runs one external tool call at most once; action(attempt) resolves to its
   // result. See index.d.ts for the rules.
   async call(tenant, conversation, tool, args, action, { operationId, waitMs = 0, renewSeconds } = {}) {
-    if (!(Number.isFinite(waitMs) && waitMs >= 0)) {
-      throw new RangeError(`Ledger.call: waitMs must be a number of milliseconds >= 0, got ${waitMs}`);
-    }
-    const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId), waitMs);
+    const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId), waitMs, 'Ledger.call: waitMs');
     switch (d.decision) {
       case 'replay':
         return outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, true);
@@ -548,8 +542,12 @@ class Ledger {
   }
 }
 
-// Calls claim() until its decision is not in_progress or timeoutMs passed.
-async function waitFor(claim, timeoutMs) {
+// Calls claim() until its decision is not in_progress or timeoutMs (checked,
+// named what) passed.
+async function waitFor(claim, timeoutMs, what) {
+  if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+    throw new RangeError(`${what} must be a number of milliseconds >= 0, got ${timeoutMs}`);
+  }
   const deadline = Date.now() + timeoutMs;
   let delay = 10;
   for (;;) {

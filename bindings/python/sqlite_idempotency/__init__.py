@@ -633,13 +633,14 @@ class Ledger:
         past the deadline. A later decision may be `Admitted` (the holder
         released), which the caller then owns.
         """
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-            raise ValueError(f"Ledger.wait: timeout must be a number of seconds >= 0, got {timeout!r}")
         return self._wait(lambda: self.claim(tenant, conversation, tool, args, effect=effect,
-                                             operation_id=operation_id), timeout)
+                                             operation_id=operation_id), timeout, "Ledger.wait: timeout")
 
     @staticmethod
-    def _wait(claim: Callable[[], Decision], timeout: float) -> Decision:
+    def _wait(claim: Callable[[], Decision], timeout: float, what: str) -> Decision:
+        """Claims until the decision is not `InProgress` or ``timeout`` (checked, named ``what``) passed."""
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise ValueError(f"{what} must be a number of seconds >= 0, got {timeout!r}")
         deadline = time.monotonic() + timeout
         delay = 0.01
         while True:
@@ -675,9 +676,8 @@ class Ledger:
 
         The result must be JSON (it is stored, and replayed).
         """
-        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
-            raise ValueError(f"Ledger.call: wait must be a number of seconds >= 0, got {wait!r}")
-        d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait)
+        d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait,
+                       "Ledger.call: wait")
         if isinstance(d, Replay):
             return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
         if isinstance(d, InProgress):
