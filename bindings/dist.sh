@@ -43,6 +43,8 @@ if [ "$(uname -s)" = Linux ]; then
   [ -z "$other" ] || die "$LIB links $other, which the packages do not carry"
 fi
 
+mkdir -p "$DIST"
+DIST=$(cd "$DIST" && pwd) # absolute: the builds below run in the staging copies
 stage=$DIST/stage
 rm -rf "$stage"
 mkdir -p "$stage"
@@ -59,7 +61,7 @@ for part in "${parts[@]}"; do
       cp -L "${libs[@]}" "$stage/python/sqlite_idempotency/"
       [ ${#notices[@]} -eq 0 ] || cp "${notices[0]}" "$stage/python/sqlite_idempotency/libcjson.copyright"
       rm -f "$DIST"/sqlite_idempotency-*.whl
-      (cd "$stage/python" && "$PY" setup.py -q bdist_wheel --dist-dir "$(cd "$OLDPWD" && cd "$DIST" && pwd)" >build.log 2>&1) ||
+      (cd "$stage/python" && "$PY" setup.py -q bdist_wheel --dist-dir "$DIST" >build.log 2>&1) ||
         { cat "$stage/python/build.log" >&2; die "the wheel build failed"; }
       ls "$DIST"/sqlite_idempotency-"$version"-py3-none-*.whl
       ;;
@@ -67,12 +69,13 @@ for part in "${parts[@]}"; do
       command -v npm >/dev/null 2>&1 || die "npm is not installed"
       plat=$(node -p 'process.platform + "-" + process.arch')
       mkdir -p "$stage/node/prebuilds/$plat"
-      cp bindings/node/package.json bindings/node/index.js bindings/node/index.mjs \
-        bindings/node/index.d.ts bindings/node/README.md LICENSE "$stage/node/"
+      # the package's "files" (package.json) choose what npm pack takes
+      cp -r bindings/node/. "$stage/node/"
+      cp LICENSE "$stage/node/"
       cp -L "${libs[@]}" "$stage/node/prebuilds/$plat/"
       [ ${#notices[@]} -eq 0 ] || cp "${notices[0]}" "$stage/node/prebuilds/$plat/libcjson.copyright"
       rm -f "$DIST"/sqlite-idempotency-*.tgz
-      (cd "$stage/node" && npm pack --silent --pack-destination "$(cd "$OLDPWD" && cd "$DIST" && pwd)" >/dev/null) ||
+      (cd "$stage/node" && npm pack --silent --pack-destination "$DIST" >/dev/null) ||
         die "npm pack failed"
       ls "$DIST/sqlite-idempotency-$version.tgz"
       ;;

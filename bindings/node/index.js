@@ -23,6 +23,7 @@ const KEY = /^[A-Za-z0-9_-]{1,128}$/;
 const OPTION = /^[a-z_]{1,64}$/;
 const REQUIRES_TRANSACTION = 'requires a transaction (require_transaction=1)';
 const LEASE_LOST = 'do not act on this claim';
+const DETAIL_REFUSED = 'idem_settle: detail'; // the ledger cannot store the detail (not I-JSON, too big)
 
 // --- errors --------------------------------------------------------------------
 
@@ -218,11 +219,6 @@ function splitName(name) {
   return parts.length === 2 ? parts : [undefined, parts[0]];
 }
 
-// The ledger argument name (or its shadow table suffix) as a quoted SQL name.
-function sqlName(name, suffix = '') {
-  const [schema, table] = splitName(name);
-  return `${schema === undefined ? '' : `${quote(schema)}.`}${quote(table + suffix)}`;
-}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // --- the ledger ------------------------------------------------------------------
@@ -248,8 +244,14 @@ class Ledger {
   constructor(db, { name = 'ledger' } = {}) {
     this.db = db;
     this.name = name;
+    [this.schema, this.table] = splitName(name); // a malformed name is refused here, once
     this.stmts = new Map();
     this.transactional = false; // the ledger refused a claim outside a transaction
+  }
+
+  // The ledger (or its shadow table suffix) as a quoted SQL name.
+  sqlName(suffix = '') {
+    return `${this.schema === undefined ? '' : `${quote(this.schema)}.`}${quote(this.table + suffix)}`;
   }
 
   // Whether a transaction is open (undefined when the driver does not say).
@@ -319,13 +321,12 @@ class Ledger {
       if (!Number.isInteger(v)) throw new RangeError(`Ledger.create: option ${k} must be an integer, got ${JSON.stringify(v)}`);
       parts.push(`${k}=${v}`);
     }
-    const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${sqlName(this.name)} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
+    const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${this.sqlName()} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
     try {
       this.db.exec(sql);
     } catch (e) {
       // A creator racing another waits on busy_timeout; if the other won, fine.
-      const [schema, table] = splitName(this.name);
-      if (!this.value(`SELECT count(*) AS v FROM ${quote(schema ?? 'main')}.sqlite_schema WHERE type = 'table' AND name = ?`, [table])) {
+      if (!this.value(`SELECT count(*) AS v FROM ${quote(this.schema ?? 'main')}.sqlite_schema WHERE type = 'table' AND name = ?`, [this.table])) {
         throw LedgerError.wrap(e);
       }
     }
@@ -334,7 +335,7 @@ class Ledger {
     if (parts.length) {
       let rows;
       try {
-        rows = this.db.prepare(`SELECT k, v FROM ${sqlName(this.name, '_meta')}`).all();
+        rows = this.db.prepare(`SELECT k, v FROM ${this.sqlName('_meta')}`).all();
       } catch (e) {
         throw LedgerError.wrap(e);
       }
@@ -417,7 +418,7 @@ class Ledger {
   row(tenant, key) {
     let r;
     try {
-      r = this.db.prepare(`SELECT * FROM ${sqlName(this.name)} WHERE tenant = ? AND key = ?`).get(tenant, key);
+      r = this.db.prepare(`SELECT * FROM ${this.sqlName()} WHERE tenant = ? AND key = ?`).get(tenant, key);
     } catch (e) {
       throw LedgerError.wrap(e);
     }
@@ -433,19 +434,13 @@ class Ledger {
   // Claims, and claims again with backoff (10 ms doubling to 500 ms, with
   // jitter, never past the deadline) while the decision is in_progress.
   async wait(tenant, conversation, tool, args, { timeoutMs, effect, operationId } = {}) {
-    if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
-      throw new RangeError(`Ledger.wait: timeoutMs must be a number of milliseconds >= 0, got ${timeoutMs}`);
-    }
-    return waitFor(() => this.claim(tenant, conversation, tool, args, { effect, operationId }), timeoutMs);
+    return waitFor(() => this.claim(tenant, conversation, tool, args, { effect, operationId }), timeoutMs, 'Ledger.wait: timeoutMs');
   }
 
   // Runs one external tool call at most once; action(attempt) resolves to its
   // result. See index.d.ts for the rules.
   async call(tenant, conversation, tool, args, action, { operationId, waitMs = 0, renewSeconds } = {}) {
-    if (!(Number.isFinite(waitMs) && waitMs >= 0)) {
-      throw new RangeError(`Ledger.call: waitMs must be a number of milliseconds >= 0, got ${waitMs}`);
-    }
-    const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId), waitMs);
+    const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId), waitMs, 'Ledger.call: waitMs');
     switch (d.decision) {
       case 'replay':
         return outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, true);
@@ -503,11 +498,11 @@ class Ledger {
       const text = jsonText(value, what);
       const answer = JSON.parse(this.value('SELECT idem_settle(?, ?, ?, ?) AS v', [this.name, d.token, status, text]));
       const column = status === 'succeeded' ? 'result' : 'error';
-      const stored = this.value(`SELECT ${column} AS v FROM ${sqlName(this.name)} WHERE token = ?`, [d.token]);
+      const stored = this.value(`SELECT ${column} AS v FROM ${this.sqlName()} WHERE token = ?`, [d.token]);
       return [stored === null || stored === undefined ? null : JSON.parse(stored), answer];
     } catch (e) {
       if (e instanceof LedgerError) {
-        if (!e.message.startsWith('idem_settle: detail')) throw e;
+        if (!e.message.startsWith(DETAIL_REFUSED)) throw e;
         reason = `${what} cannot be stored: ${e.message}`;
       } else if (e instanceof TypeError) {
         reason = e.message;
@@ -532,13 +527,13 @@ class Ledger {
       } catch (e) {
         // a detail the ledger cannot store (over max_args_bytes) is dropped
         if (detail === null || detail === undefined || !(e instanceof LedgerError) ||
-            !e.message.startsWith('idem_settle: detail')) throw e;
+            !e.message.startsWith(DETAIL_REFUSED)) throw e;
         this.settle(d.token, 'unknown', null);
       }
     } catch (e) {
       let row;
       try {
-        row = this.db.prepare(`SELECT status FROM ${sqlName(this.name)} WHERE token = ?`).get(d.token);
+        row = this.db.prepare(`SELECT status FROM ${this.sqlName()} WHERE token = ?`).get(d.token);
       } catch {
         row = undefined;
       }
@@ -547,8 +542,12 @@ class Ledger {
   }
 }
 
-// Calls claim() until its decision is not in_progress or timeoutMs passed.
-async function waitFor(claim, timeoutMs) {
+// Calls claim() until its decision is not in_progress or timeoutMs (checked,
+// named what) passed.
+async function waitFor(claim, timeoutMs, what) {
+  if (!(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+    throw new RangeError(`${what} must be a number of milliseconds >= 0, got ${timeoutMs}`);
+  }
   const deadline = Date.now() + timeoutMs;
   let delay = 10;
   for (;;) {

@@ -1,21 +1,5 @@
-// ES module entry of sqlite-idempotency: the same objects as index.js.
-import m from './index.js';
-
-export const {
-  VERSION,
-  getLoadablePath,
-  load,
-  headerValue,
-  Ledger,
-  Attempt,
-  IdempotencyError,
-  LedgerError,
-  LeaseLost,
-  NotCommitted,
-  ClaimInProgress,
-  ClaimMismatch,
-  OutcomeUnknown,
-  NotSent,
-  ToolFailed,
-} = m;
-export default m;
+// ES module entry of sqlite-idempotency: the same objects as index.js. Node
+// finds the names of index.js's `module.exports = { ... }`, so nothing is
+// listed twice.
+export * from './index.js';
+export { default } from './index.js';

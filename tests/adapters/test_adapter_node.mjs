@@ -37,22 +37,14 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { ClaimInProgress, LeaseLost, NotSent, OutcomeUnknown } from 'sqlite-idempotency';
 import { IdemAdapter } from './idem_adapter.mjs';
+import { Checks } from '../lib/checks.mjs';
 
 const require = createRequire(import.meta.url);
 const SELF = fileURLToPath(import.meta.url);
 const TENANT = 'tenant-a';
 const CONV = 'conv-1';
-let PREFIX = 'adapters.node';
-let failures = 0;
-
-function report(ok, name, why = '') {
-  if (ok) {
-    console.log(`PASS ${PREFIX}:${name}`);
-  } else {
-    failures++;
-    console.log(`FAIL ${PREFIX}:${name}: ${String(why).replace(/\n/g, ' ')}`);
-  }
-}
+const tally = new Checks('adapters.node');
+const { report } = tally;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const j = (v) => JSON.stringify(v);
@@ -133,7 +125,7 @@ async function checks(driver, dbPath, srv) {
   const base = `http://127.0.0.1:${srv.port}`;
   const send = `${base}/send`;
   const pkg = fs.realpathSync(require.resolve('sqlite-idempotency'));
-  const project = fs.realpathSync(path.dirname(SELF));
+  const project = fs.realpathSync(path.join(path.dirname(SELF), '..', '..')); // PROJECT/tests/DIR/SELF
   report(pkg.startsWith(path.join(project, 'node_modules', 'sqlite-idempotency') + path.sep), 'installed',
          `sqlite-idempotency resolved to ${pkg}, want under ${project}/node_modules`);
   const idem = IdemAdapter.open(openDb(driver, dbPath));
@@ -274,7 +266,7 @@ async function checks(driver, dbPath, srv) {
       }
       if (c.keys[k] !== 1) problems.push(`${k}: the target saw it ${c.keys[k]} times`);
     }
-    console.log(`   ${PREFIX}: concurrent: ${results.length} callers (${nWorkers} processes x 2 async) on 2 keys, ${results.filter((o) => o.idempotent).length} replays`);
+    console.log(`   ${tally.prefix}: concurrent: ${results.length} callers (${nWorkers} processes x 2 async) on 2 keys, ${results.filter((o) => o.idempotent).length} replays`);
     report(problems.length === 0, 'concurrent', problems.join('; '));
   }
 
@@ -293,7 +285,7 @@ if (argv.length !== 3) {
   process.exit(2);
 }
 const [driver, python, serverPy] = argv;
-PREFIX = `adapters.node.${driver}`;
+tally.prefix = `adapters.node.${driver}`;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-adapter-node-'));
 try {
   const srv = await startServer(python, serverPy);
@@ -307,4 +299,4 @@ try {
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });
 }
-process.exit(failures ? 1 : 0);
+process.exit(tally.status());

@@ -38,23 +38,17 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import sqlite_idempotency  # noqa: E402
 from sqlite_idempotency import LeaseLost, NotSent, OutcomeUnknown  # noqa: E402
 from idem_adapter import IdemAdapter  # noqa: E402
 import test_server  # noqa: E402
+from checks import Checks  # noqa: E402
 
 PREFIX = "adapters.python"
 TENANT, CONV = "tenant-a", "conv-1"
-failures = 0
-
-
-def report(ok, name, why=""):
-    global failures
-    if ok:
-        print(f"PASS {PREFIX}:{name}", flush=True)
-    else:
-        failures += 1
-        print(f"FAIL {PREFIX}:{name}: " + str(why).replace("\n", " "), flush=True)
+checks = Checks(PREFIX)
+report = checks.report
 
 
 def worker(db_path, url, args_json):
@@ -84,7 +78,7 @@ def main():
     finally:
         srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failures else 0
+    return checks.status()
 
 
 def expect_raise(cls, fn):

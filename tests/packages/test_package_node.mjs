@@ -4,7 +4,8 @@
 // waiting, renewal; also through require() (CommonJS).
 //
 // Usage: node test_package_node.mjs DRIVER     (better-sqlite3, libsql or node:sqlite)
-//   run from the npm project (tests/suites/63-packages.sh copies it there).
+//   run from the npm project (tests/suites/63-packages.sh copies it there, as
+//   tests/packages/, beside tests/lib/).
 //
 // Actions here are local functions that count their runs; the HTTP adapter
 // over the same API is tests/adapters/test_adapter_node.mjs. Prints
@@ -15,6 +16,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import * as idem from 'sqlite-idempotency';
+import { Checks } from '../lib/checks.mjs';
 
 const require = createRequire(import.meta.url);
 const SELF = fileURLToPath(import.meta.url);
@@ -22,16 +24,8 @@ const T = 'tenant-a';
 const C = 'conv-1';
 const driver = process.argv[2];
 const PREFIX = `packages.node.${driver}`;
-let failures = 0;
-
-function report(ok, name, why = '') {
-  if (ok) {
-    console.log(`PASS ${PREFIX}:${name}`);
-  } else {
-    failures++;
-    console.log(`FAIL ${PREFIX}:${name}: ${String(why).replace(/\n/g, ' ')}`);
-  }
-}
+const tally = new Checks(PREFIX);
+const { report } = tally;
 
 const j = (v) => JSON.stringify(v);
 // JSON values compared regardless of member order (the ledger may reorder members).
@@ -65,7 +59,7 @@ function openDb(file) {
 async function run(tmp) {
   // --- installed, load ----------------------------------------------------------
   const pkgDir = path.dirname(fs.realpathSync(require.resolve('sqlite-idempotency/package.json')));
-  const project = fs.realpathSync(path.dirname(SELF));
+  const project = fs.realpathSync(path.join(path.dirname(SELF), '..', '..')); // PROJECT/tests/DIR/SELF
   report(pkgDir === path.join(project, 'node_modules', 'sqlite-idempotency'), 'installed', `package at ${pkgDir}`);
   const cjs = require('sqlite-idempotency');
   report(cjs.Ledger === idem.Ledger && cjs.LedgerError === idem.LedgerError && typeof cjs.load === 'function',
@@ -380,4 +374,4 @@ try {
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });
 }
-process.exit(failures ? 1 : 0);
+process.exit(tally.status());

@@ -18,20 +18,14 @@ import threading
 import time
 
 sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sqlite_idempotency as idem  # noqa: E402
+from checks import Checks  # noqa: E402
 
 PREFIX = "packages.python"
 T, C = "tenant-a", "conv-1"
-failures = 0
-
-
-def report(ok, name, why=""):
-    global failures
-    if ok:
-        print(f"PASS {PREFIX}:{name}", flush=True)
-    else:
-        failures += 1
-        print(f"FAIL {PREFIX}:{name}: " + str(why).replace("\n", " "), flush=True)
+checks = Checks(PREFIX)
+report = checks.report
 
 
 def raised(fn):
@@ -70,7 +64,7 @@ def main():
         report(False, "unexpected", f"{type(e).__name__}: {e}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failures else 0
+    return checks.status()
 
 
 def run(tmp):

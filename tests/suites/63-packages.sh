@@ -183,11 +183,17 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   fi
   server_py=""
   if [ -x "$PY" ]; then server_py=$PY; elif command -v python3 >/dev/null 2>&1; then server_py=$(command -v python3); fi
-  cp tests/packages/test_package_node.mjs tests/adapters/idem_adapter.mjs tests/adapters/test_adapter_node.mjs "$project/"
+  # the test programs keep their places (tests/{lib,packages,adapters}) so
+  # that they import each other as in the tree; sqlite-idempotency resolves
+  # from the project's node_modules
+  mkdir -p "$project/tests/lib" "$project/tests/packages" "$project/tests/adapters"
+  cp tests/lib/checks.mjs "$project/tests/lib/"
+  cp tests/packages/test_package_node.mjs "$project/tests/packages/"
+  cp tests/adapters/idem_adapter.mjs tests/adapters/test_adapter_node.mjs "$project/tests/adapters/"
   for d in "${drivers[@]}"; do
-    run_checked packages "node.$d" node "$project/test_package_node.mjs" "$d"
+    run_checked packages "node.$d" node "$project/tests/packages/test_package_node.mjs" "$d"
     if [ -n "$server_py" ]; then
-      run_checked adapters "node.$d" node "$project/test_adapter_node.mjs" "$d" "$server_py" "$ROOT/tests/adapters/test_server.py"
+      run_checked adapters "node.$d" node "$project/tests/adapters/test_adapter_node.mjs" "$d" "$server_py" "$ROOT/tests/adapters/test_server.py"
     else
       echo "SKIP adapters.node.$d: no python3 to run the test server tests/adapters/test_server.py"
     fi
@@ -221,11 +227,11 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
     echo "SKIP packages.node:typescript: npm install typescript@5 failed (no network and not in npm's cache?): $(tail -n 1 <<<"$out")"
   fi
 
-  out=$(node "$project/test_package_node.mjs" node:sqlite 2>&1)
+  out=$(node "$project/tests/packages/test_package_node.mjs" node:sqlite 2>&1)
   if grep -q '^SKIP ' <<<"$out"; then
     printf '%s\n' "$out"
   else
-    run_checked packages node.node-sqlite node "$project/test_package_node.mjs" node:sqlite
+    run_checked packages node.node-sqlite node "$project/tests/packages/test_package_node.mjs" node:sqlite
   fi
 fi
 

@@ -102,6 +102,7 @@ def header_value(key: str) -> str:
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _REQUIRES_TRANSACTION = "requires a transaction (require_transaction=1)"
 _LEASE_LOST = "do not act on this claim"
+_DETAIL_REFUSED = "idem_settle: detail"  # the ledger cannot store the detail (not I-JSON, too big)
 
 # --- errors ------------------------------------------------------------------
 
@@ -291,21 +292,19 @@ class Mismatch:
 Decision = Union[Admitted, Replay, InProgress, Unknown, Mismatch]
 
 
+_DECISIONS = {cls.decision: cls for cls in (Admitted, Replay, InProgress, Unknown, Mismatch)}
+
+
 def _decision(raw: Dict[str, Any]) -> Decision:
-    kind = raw.get("decision")
-    if kind == "admitted":
-        return Admitted(raw["key"], raw["token"], raw["attempt"], raw["effect"], raw["committed"],
-                        raw["durable"], raw["lease_until"], raw.get("note"), raw)
-    if kind == "replay":
-        return Replay(raw["key"], raw["status"], raw["attempt"], raw.get("result"), raw.get("error"),
-                      raw.get("members", []), raw.get("idempotent", True), raw)
-    if kind == "in_progress":
-        return InProgress(raw["key"], raw["attempt"], raw["lease_until"], raw)
-    if kind == "unknown":
-        return Unknown(raw["key"], raw["attempt"], raw["message"], raw)
-    if kind == "mismatch":
-        return Mismatch(raw["key"], raw["differs"], raw["message"], raw)
-    raise IdempotencyError(f"idem_claim returned an unexpected decision {kind!r}: {raw!r}")
+    """The typed decision of an ``idem_claim`` answer: its fields taken by name."""
+    cls = _DECISIONS.get(raw.get("decision"))
+    if cls is None:
+        raise IdempotencyError(f"idem_claim returned an unexpected decision {raw.get('decision')!r}: {raw!r}")
+    try:
+        return cls(**{f.name: raw[f.name] for f in dataclasses.fields(cls) if f.name in raw and f.name != "raw"},
+                   raw=raw)
+    except TypeError as e:  # a field the decision needs is missing
+        raise IdempotencyError(f"idem_claim returned an unreadable {cls.decision} decision ({e}): {raw!r}") from None
 
 
 @dataclass(frozen=True)
@@ -414,12 +413,6 @@ def _split_name(name: str) -> Tuple[Optional[str], str]:
     return (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
 
 
-def _sql_name(name: str, suffix: str = "") -> str:
-    """The ledger argument ``name`` (or its shadow table ``suffix``) as a quoted SQL name."""
-    schema, table = _split_name(name)
-    return (f"{_quote(schema)}." if schema is not None else "") + _quote(table + suffix)
-
-
 _OPTION = re.compile(r"[a-z_]{1,64}")
 
 
@@ -435,7 +428,12 @@ class Ledger:
         """Wraps a connection that already has the extension loaded."""
         self.conn = conn
         self.name = name
+        self._schema, self._table = _split_name(name)  # a malformed name is refused here, once
         self._transactional = False  # the ledger refused a claim outside a transaction
+
+    def _sql_name(self, suffix: str = "") -> str:
+        """The ledger (or its shadow table ``suffix``) as a quoted SQL name."""
+        return (f"{_quote(self._schema)}." if self._schema is not None else "") + _quote(self._table + suffix)
 
     @classmethod
     def open(cls, db: Union[str, "os.PathLike[str]", sqlite3.Connection], name: str = "ledger", *,
@@ -488,21 +486,20 @@ class Ledger:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ValueError(f"Ledger.create: option {k} must be an integer, got {v!r}")
             parts.append(f"{k}={v}")
-        sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {_sql_name(self.name)} USING idempotency"
+        sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._sql_name()} USING idempotency"
         if parts:
             sql += "(" + ", ".join(parts) + ")"
         try:
             self.conn.execute(sql)
         except sqlite3.Error as e:
             # A creator racing another waits on busy_timeout; if the other won, fine.
-            schema, table = _split_name(self.name)
-            exists = self.conn.execute(f"SELECT 1 FROM {_quote(schema or 'main')}.sqlite_schema "
-                                       "WHERE type = 'table' AND name = ?", (table,)).fetchone()
+            exists = self.conn.execute(f"SELECT 1 FROM {_quote(self._schema or 'main')}.sqlite_schema "
+                                       "WHERE type = 'table' AND name = ?", (self._table,)).fetchone()
             if not exists:
                 raise LedgerError.wrap(e) from e
         if options:
             try:
-                stored = dict(self.conn.execute(f"SELECT k, v FROM {_sql_name(self.name, '_meta')}").fetchall())
+                stored = dict(self.conn.execute(f"SELECT k, v FROM {self._sql_name('_meta')}").fetchall())
             except sqlite3.Error as e:
                 raise LedgerError.wrap(e) from e
             for k, v in options.items():
@@ -582,7 +579,7 @@ class Ledger:
     def row(self, tenant: str, key: str) -> Optional[Dict[str, Any]]:
         """The ledger row of a key as a dict (effective status), or None."""
         try:
-            cur = self.conn.execute(f"SELECT * FROM {_sql_name(self.name)} WHERE tenant = ? AND key = ?", (tenant, key))
+            cur = self.conn.execute(f"SELECT * FROM {self._sql_name()} WHERE tenant = ? AND key = ?", (tenant, key))
             r = cur.fetchone()
         except sqlite3.Error as e:
             raise LedgerError.wrap(e) from e
@@ -636,13 +633,14 @@ class Ledger:
         past the deadline. A later decision may be `Admitted` (the holder
         released), which the caller then owns.
         """
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-            raise ValueError(f"Ledger.wait: timeout must be a number of seconds >= 0, got {timeout!r}")
         return self._wait(lambda: self.claim(tenant, conversation, tool, args, effect=effect,
-                                             operation_id=operation_id), timeout)
+                                             operation_id=operation_id), timeout, "Ledger.wait: timeout")
 
     @staticmethod
-    def _wait(claim: Callable[[], Decision], timeout: float) -> Decision:
+    def _wait(claim: Callable[[], Decision], timeout: float, what: str) -> Decision:
+        """Claims until the decision is not `InProgress` or ``timeout`` (checked, named ``what``) passed."""
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise ValueError(f"{what} must be a number of seconds >= 0, got {timeout!r}")
         deadline = time.monotonic() + timeout
         delay = 0.01
         while True:
@@ -678,9 +676,8 @@ class Ledger:
 
         The result must be JSON (it is stored, and replayed).
         """
-        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
-            raise ValueError(f"Ledger.call: wait must be a number of seconds >= 0, got {wait!r}")
-        d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait)
+        d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait,
+                       "Ledger.call: wait")
         if isinstance(d, Replay):
             return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
         if isinstance(d, InProgress):
@@ -736,14 +733,14 @@ class Ledger:
             text = None if value is None else _json_text(value, what)
             answer = json.loads(self._one("SELECT idem_settle(?, ?, ?, ?)", (self.name, d.token, status, text)))
         except LedgerError as e:
-            if not str(e).startswith("idem_settle: detail"):
+            if not str(e).startswith(_DETAIL_REFUSED):
                 raise
             reason, cause = f"{what} cannot be stored: {e}", e
         except (TypeError, ValueError) as e:  # not JSON; UnicodeEncodeError: a lone surrogate
             reason, cause = str(e), e
         else:
             column = "result" if status == "succeeded" else "error"
-            stored = self._one(f"SELECT {column} FROM {_sql_name(self.name)} WHERE token = ?", (d.token,))
+            stored = self._one(f"SELECT {column} FROM {self._sql_name()} WHERE token = ?", (d.token,))
             return (None if stored is None else json.loads(stored)), answer
         self._settle_unknown(d, {"reason": reason})
         raise OutcomeUnknown(reason, key=d.key) from cause
@@ -761,12 +758,12 @@ class Ledger:
             try:
                 self.settle(d.token, "unknown", detail)
             except LedgerError as e:
-                if detail is None or not str(e).startswith("idem_settle: detail"):
+                if detail is None or not str(e).startswith(_DETAIL_REFUSED):
                     raise
                 self.settle(d.token, "unknown", None)
         except LedgerError:
             try:
-                row = self.conn.execute(f"SELECT status FROM {_sql_name(self.name)} WHERE token = ?",
+                row = self.conn.execute(f"SELECT status FROM {self._sql_name()} WHERE token = ?",
                                         (d.token,)).fetchone()
             except sqlite3.Error:
                 row = None

@@ -1,0 +1,23 @@
+"""tests/lib/checks.py: the PASS/FAIL lines of a Python test program.
+
+    checks = Checks("packages.python")
+    checks.report(ok, "name", "why it failed")
+    return checks.status()          # the exit status: 1 when a check failed
+"""
+
+
+class Checks:
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.failures = 0
+
+    def report(self, ok, name, why=""):
+        """Prints ``PASS prefix:name`` or ``FAIL prefix:name: why`` (on one line)."""
+        if ok:
+            print(f"PASS {self.prefix}:{name}", flush=True)
+        else:
+            self.failures += 1
+            print(f"FAIL {self.prefix}:{name}: " + str(why).replace("\n", " "), flush=True)
+
+    def status(self):
+        return 1 if self.failures else 0
