@@ -1,4 +1,4 @@
-"""tests/lib/checks.py: the PASS/FAIL lines of a Python test program.
+"""tests/lib/checks.py: the PASS/FAIL/SKIP lines of a Python test program.
 
     checks = Checks("packages.python")
     checks.report(ok, "name", "why it failed")
@@ -18,6 +18,13 @@ class Checks:
         else:
             self.failures += 1
             print(f"FAIL {self.prefix}:{name}: " + str(why).replace("\n", " "), flush=True)
+
+    def check_eq(self, name, got, want):
+        self.report(got == want, name, f"got {got!r}, want {want!r}")
+
+    def skip(self, name, why):
+        """Prints ``SKIP prefix:name: why``."""
+        print(f"SKIP {self.prefix}:{name}: {why}", flush=True)
 
     def status(self):
         return 1 if self.failures else 0

@@ -4,27 +4,7 @@ tests/bindings/test_python.py): check lines, the extension loading, one
 value of a query."""
 import os
 
-
-class Checks:
-    """Prints PASS/FAIL/SKIP <prefix>:<name>[: why]; counts the failures."""
-
-    def __init__(self, prefix):
-        self.prefix = prefix
-        self.failures = 0
-
-    def report(self, ok, name, why=""):
-        if ok:
-            print(f"PASS {self.prefix}:{name}", flush=True)
-        else:
-            self.failures += 1
-            why = str(why).replace("\n", " ")
-            print(f"FAIL {self.prefix}:{name}: {why}", flush=True)
-
-    def check_eq(self, name, got, want):
-        self.report(got == want, name, f"got {got!r}, want {want!r}")
-
-    def skip(self, name, why):
-        print(f"SKIP {self.prefix}:{name}: {why}", flush=True)
+from checks import Checks  # noqa: F401 (re-exported: one Checks for every test)
 
 
 def load_ext(db, ext):
