@@ -22,12 +22,6 @@ SQLITE_EXTENSION_INIT3
 
 #include <string.h>
 
-/* The write, first: extends a claim whose lease has not passed, fenced by
-** its token, and hands back the new lease. */
-#define RENEW_UPDATE                                                            \
-  "UPDATE \"%w\".\"%w_rows\" SET lease_until=max(lease_until,?1),updated_at=?2" \
-  " WHERE id=?3 AND token=?4 AND status='claimed' AND lease_until>?2 RETURNING lease_until"
-
 /*
 ** How an argument that should have been an INTEGER is named in an error:
 ** the integer, the text in JSON quotes, or its type (REAL, BLOB, NULL).
@@ -107,7 +101,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
   sqlite3_stmt *pGet = 0, *pUpd = 0;
   const char *zToken = 0;
   sqlite3_int64 iId = 0, iRnd = 0;
-  char *zSql = 0, *zWhy = 0;
+  char *zWhy = 0;
   sqlite3_int64 now = ledger_now(p);
   int rc, bFound = 0, eEff = 0;
   LedgerRow r;
@@ -127,12 +121,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
   }
   rc = ledger_check_triggers(p, zFunc, pzErr);
   if (rc) goto done;
-  zSql = sqlite3_mprintf(RENEW_UPDATE, p->zDb, p->zName);
-  if (zSql == 0) {
-    rc = SQLITE_NOMEM;
-    goto done;
-  }
-  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pUpd, 0);
+  rc = ledger_stmt(p, ST_RENEW, &pUpd);
   if (rc) goto done;
   sqlite3_bind_int64(pUpd, 1, now + nSec * 1000);
   sqlite3_bind_int64(pUpd, 2, now);
@@ -147,7 +136,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
     goto done;
   }
   if (rc != SQLITE_DONE) goto done;
-  rc = sqlite3_finalize(pUpd);
+  rc = sqlite3_reset(pUpd);
   pUpd = 0;
   if (rc) goto done;
 
@@ -184,10 +173,9 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
 
 done:
   if (pUpd) {
-    int rcF = sqlite3_finalize(pUpd);
-    if (rc == SQLITE_OK) rc = rcF;
+    int rcR = sqlite3_reset(pUpd);
+    if (rc == SQLITE_OK) rc = rcR;
   }
-  sqlite3_free(zSql);
   sqlite3_free(zWhy);
   ledger_row_free(&r);
   return rc;

@@ -238,6 +238,9 @@ int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd
   return 1;
 }
 
+#define IDEM_STR_(x) #x
+#define IDEM_STR(x) IDEM_STR_(x)
+
 /* The columns every row query selects, in RC_* order. */
 #define ROW_COLUMNS                                                                 \
   "id,conversation,tool,args,effect,status,result,error,attempt,token,lease_until," \
@@ -293,6 +296,21 @@ static const char *const azStmtSql[N_STMT] = {
     "ROLLBACK%.0s%.0s",
     /* ST_WRITE_LOCK: takes the write lock, writes nothing (no row matches) */
     "DELETE FROM \"%w\".\"%w_rows\" WHERE 0",
+    /* ST_RENEW: extends a claim whose lease has not passed, fenced by its
+    ** token, and hands back the new lease */
+    "UPDATE \"%w\".\"%w_rows\" SET lease_until=max(lease_until,?1),updated_at=?2"
+    " WHERE id=?3 AND token=?4 AND status='claimed' AND lease_until>?2 RETURNING lease_until",
+    /* ST_RET_SCAN (ledger_retention.c): ?1 the cursor, ?2 the cutoff (Unix
+    ** ms): each row's id, whether it is due, and whether it was created
+    ** after the cutoff. RETENTION_SCAN rows. */
+    "SELECT id, (status='succeeded' OR status='failed' OR status='released') AND updated_at<?2,"
+    " created_at>=?2 FROM \"%w\".\"%w_rows\" WHERE id>?1 ORDER BY id LIMIT " IDEM_STR(
+        RETENTION_SCAN),
+    /* ST_RET_DELETE: the same test again at the delete, so a row changed
+    ** meanwhile stays. (OR chains rather than IN lists: no ephemeral table
+    ** per run.) */
+    "DELETE FROM \"%w\".\"%w_rows\" WHERE id=?1"
+    " AND (status='succeeded' OR status='failed' OR status='released') AND updated_at<?2",
     /* ST_CUR_ALL, ST_CUR_KEY, ST_CUR_TENANT, ST_CUR_TOKEN */
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" ORDER BY id",
     "SELECT " ROW_COLUMNS
@@ -341,7 +359,6 @@ void ledger_finalize_all(IdemLedger *p) {
     p->aStmt[i] = 0;
   }
   p->mBusy = 0;
-  ledger_retention_finalize(p);
 }
 /* ------------------------------------------------------------------ */
 /* Schema of the shadow tables (format 2)                              */
