@@ -703,7 +703,9 @@ int ledger_step_done(sqlite3_stmt *pS);
 /* synchronous >= FULL on a file database: a power loss keeps the claim. */
 int ledger_durable(IdemLedger *p);
 char *ledger_arg_got(sqlite3_value *v);
-char *ledger_token_error(const char *zFunc, sqlite3_value *v);
+/* Parse a token argument; SQLITE_CONSTRAINT with the error when malformed. */
+int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
+                     const char **pzToken, char **pzErr);
 /* 1 when database zDb of db is served by dqlite's VFS ("dqlite-<n>"). */
 int ledger_under_dqlite(sqlite3 *db, const char *zDb);
 /* A nested write that did not change exactly one row is an error. */

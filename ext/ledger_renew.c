@@ -39,22 +39,31 @@ char *ledger_arg_got(sqlite3_value *v) {
 }
 
 /*
-** The error for a token argument that is not 32 lowercase hex digits,
-** naming what was given (a text longer than a token by its length).
-** sqlite3_malloc; NULL on OOM.
+** The token argument v of zFunc: SQLITE_OK with *pId and *pRnd set (and
+** *pzToken, when given, its text); SQLITE_CONSTRAINT with *pzErr naming
+** what was given (a text longer than a token by its length) when it is not
+** 32 lowercase hex digits; SQLITE_NOMEM.
 */
-char *ledger_token_error(const char *zFunc, sqlite3_value *v) {
-  char *zGot, *zErr;
+int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
+                     const char **pzToken, char **pzErr) {
+  const char *zToken = 0;
+  char *zGot;
+  if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    zToken = (const char *)sqlite3_value_text(v);
+    if (zToken == 0) return SQLITE_NOMEM;
+  }
+  if (pzToken) *pzToken = zToken;
+  if (ledger_token_parse(zToken, pId, pRnd)) return SQLITE_OK;
   if (sqlite3_value_type(v) == SQLITE_TEXT && sqlite3_value_bytes(v) > 64) {
     zGot = sqlite3_mprintf("a TEXT of %d bytes", sqlite3_value_bytes(v));
   } else {
     zGot = ledger_arg_got(v);
   }
-  if (zGot == 0) return 0;
-  zErr = sqlite3_mprintf(
+  if (zGot == 0) return SQLITE_NOMEM;
+  *pzErr = sqlite3_mprintf(
       "%s: token must be the 32 lowercase hex digits idem_claim returned, got %s", zFunc, zGot);
   sqlite3_free(zGot);
-  return zErr;
+  return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
 }
 
 /*
@@ -107,14 +116,8 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
   LedgerRow r;
 
   memset(&r, 0, sizeof(r));
-  if (sqlite3_value_type(pToken) == SQLITE_TEXT) {
-    zToken = (const char *)sqlite3_value_text(pToken);
-    if (zToken == 0) return SQLITE_NOMEM;
-  }
-  if (!ledger_token_parse(zToken, &iId, &iRnd)) {
-    *pzErr = ledger_token_error(zFunc, pToken);
-    return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
-  }
+  rc = ledger_token_arg(zFunc, pToken, &iId, &iRnd, &zToken, pzErr);
+  if (rc) return rc;
   if (!sqlite3_get_autocommit(p->db)) {
     rc = ledger_write_first(p);
     if (rc) goto done;
