@@ -594,6 +594,9 @@ struct LedgerOption {
 };
 extern const LedgerOption ledger_options[IDEM_N_OPT];
 
+/* Index into ledger_options of the option "name=value" text z names:
+** IDEM_N_OPT when unknown, -1 without '='; *pzName, *pnName its name. */
+int ledger_option_index(const char *z, const char **pzName, size_t *pnName);
 /* Parse CREATE's "name=value" arguments (argv[3..]) into aVal; bDqlite
 ** makes require_transaction default to 1. */
 int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3_int64 *aVal,

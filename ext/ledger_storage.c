@@ -46,6 +46,27 @@ const LedgerOption ledger_options[IDEM_N_OPT] = {
     {"require_transaction", 0, 1, 0, 1},
 };
 
+/*
+** The option that "name=value" text z names, as an index into
+** ledger_options: IDEM_N_OPT for an unknown name, -1 without '='. The name
+** (leading and trailing blanks skipped) is *pzName, *pnName bytes.
+*/
+int ledger_option_index(const char *z, const char **pzName, size_t *pnName) {
+  const char *zEq = strchr(z, '=');
+  size_t n;
+  int j;
+  while (*z == ' ' || *z == '\t' || *z == '\n') z++;
+  if (zEq == 0) return -1;
+  n = (size_t)(zEq - z);
+  while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
+  if (pzName) *pzName = z;
+  if (pnName) *pnName = n;
+  for (j = 0; j < IDEM_N_OPT; j++) {
+    if (strlen(ledger_options[j].zName) == n && strncmp(ledger_options[j].zName, z, n) == 0) break;
+  }
+  return j;
+}
+
 /* Parse "name=value" options (argv[3..]) into aVal. Under dqlite
 ** (bDqlite, see ledger_under_dqlite) require_transaction defaults to 1. */
 int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3_int64 *aVal,
@@ -54,22 +75,14 @@ int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3
   for (j = 0; j < IDEM_N_OPT; j++) aVal[j] = ledger_options[j].iDefault;
   if (bDqlite) aVal[IDEM_OPT_REQUIRE_TXN] = 1;
   for (i = 3; i < argc; i++) {
-    const char *z = argv[i], *zEq = strchr(z, '=');
-    size_t nName;
-    const char *zV;
+    const char *z = 0, *zV;
+    size_t nName = 0;
     char *zEnd;
     sqlite3_int64 v;
-    while (*z == ' ' || *z == '\t' || *z == '\n') z++;
-    if (zEq == 0) {
+    j = ledger_option_index(argv[i], &z, &nName);
+    if (j < 0) {
       *pzErr = sqlite3_mprintf("idempotency: option \"%s\" needs the form name=value", argv[i]);
       return SQLITE_ERROR;
-    }
-    nName = (size_t)(zEq - z);
-    while (nName > 0 && (z[nName - 1] == ' ' || z[nName - 1] == '\t')) nName--;
-    for (j = 0; j < IDEM_N_OPT; j++) {
-      if (strlen(ledger_options[j].zName) == nName &&
-          strncmp(ledger_options[j].zName, z, nName) == 0)
-        break;
     }
     if (j == IDEM_N_OPT) {
       /* the list comes from the table, so a new option is named at once */
@@ -89,7 +102,7 @@ int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3
       *pzErr = sqlite3_mprintf("idempotency: option %s is given twice", ledger_options[j].zName);
       return SQLITE_ERROR;
     }
-    zV = zEq + 1;
+    zV = strchr(argv[i], '=') + 1;
     while (*zV == ' ' || *zV == '\t') zV++;
     v = strtoll(zV, &zEnd, 10);
     while (*zEnd == ' ' || *zEnd == '\t' || *zEnd == '\n') zEnd++;
