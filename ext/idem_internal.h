@@ -491,7 +491,7 @@ struct IdemLedger {
   int bDead;                      /* disconnected; statements finalized */
   IdemLedger *pNext;              /* registry list */
   sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
-  sqlite3_stmt *aStmt[24];
+  sqlite3_stmt *aStmt[32];
   unsigned mBusy; /* aStmt slots lent to an open cursor */
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
   int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
@@ -505,9 +505,8 @@ struct IdemLedger {
   int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
   char *zForeign;            /* why operations are refused, or NULL */
   char zId[17];              /* random identity, kept in <name>_meta: guards name it */
-  /* retention_seconds (ledger_retention.c): its statements and where the
-  ** next walk over old rows starts */
-  sqlite3_stmt *pRetScan, *pRetDelete;
+  /* retention_seconds (ledger_retention.c): where the next walk over old
+  ** rows starts (its statements are ST_RET_SCAN and ST_RET_DELETE) */
   sqlite3_int64 iRetCursor;
   char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
   IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
@@ -595,6 +594,9 @@ struct LedgerOption {
 };
 extern const LedgerOption ledger_options[IDEM_N_OPT];
 
+/* Index into ledger_options of the option "name=value" text z names:
+** IDEM_N_OPT when unknown, -1 without '='; *pzName, *pnName its name. */
+int ledger_option_index(const char *z, const char **pzName, size_t *pnName);
 /* Parse CREATE's "name=value" arguments (argv[3..]) into aVal; bDqlite
 ** makes require_transaction default to 1. */
 int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3_int64 *aVal,
@@ -662,6 +664,9 @@ enum {
   ST_ROLLBACK_TO,
   ST_ROLLBACK,
   ST_WRITE_LOCK,
+  ST_RENEW,
+  ST_RET_SCAN,
+  ST_RET_DELETE,
   ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
   ST_CUR_KEY,
   ST_CUR_TENANT,
@@ -701,7 +706,9 @@ int ledger_step_done(sqlite3_stmt *pS);
 /* synchronous >= FULL on a file database: a power loss keeps the claim. */
 int ledger_durable(IdemLedger *p);
 char *ledger_arg_got(sqlite3_value *v);
-char *ledger_token_error(const char *zFunc, sqlite3_value *v);
+/* Parse a token argument; SQLITE_CONSTRAINT with the error when malformed. */
+int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
+                     const char **pzToken, char **pzErr);
 /* 1 when database zDb of db is served by dqlite's VFS ("dqlite-<n>"). */
 int ledger_under_dqlite(sqlite3 *db, const char *zDb);
 /* A nested write that did not change exactly one row is an error. */
@@ -845,8 +852,8 @@ void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 ** fails the claim.
 */
 int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
-/* Finalize the retention statements (disconnect, rename). */
-void ledger_retention_finalize(IdemLedger *p);
+/* Rows read (and at most deleted) per retention step: ST_RET_SCAN's LIMIT. */
+#define RETENTION_SCAN 16
 
 /* ledger_lifecycle.c: adoption and missing shadow tables --------------*/
 

@@ -169,6 +169,41 @@ static IdemLedger *registry_find(IdemConn *pConn, const char *zDb, const char *z
 }
 
 /*
+** Probe table zName in every schema, in resolution order (temp, main,
+** then attached). Preparing against a virtual table connects it, which
+** registers it. With ppFound, stop at the first schema that has such a
+** table and set *ppFound to its ledger (NULL: a table, but not a
+** ledger); without it, probe every schema. On an error *pzErr (when
+** given) is set to zFunc's message for it, taken before the
+** list statement is finalized (which clears the connection's message).
+*/
+static int probe_schemas(IdemConn *pConn, sqlite3 *db, const char *zName, IdemLedger **ppFound,
+                         const char *zFunc, char **pzErr) {
+  sqlite3_stmt *pList = 0;
+  int rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list ORDER BY seq<>1, seq", -1,
+                              &pList, 0);
+  while (rc == SQLITE_OK) {
+    const char *zDb;
+    int bFound = 0;
+    rc = sqlite3_step(pList);
+    if (rc == SQLITE_DONE) {
+      rc = SQLITE_OK;
+      break;
+    }
+    if (rc != SQLITE_ROW) break;
+    zDb = (const char *)sqlite3_column_text(pList, 0);
+    rc = zDb ? probe_table(db, zDb, zName, &bFound) : SQLITE_NOMEM;
+    if (rc == SQLITE_OK && bFound && ppFound) {
+      *ppFound = registry_find(pConn, zDb, zName);
+      break;
+    }
+  }
+  if (rc && pzErr) *pzErr = idem_db_error(db, zFunc, rc);
+  sqlite3_finalize(pList);
+  return rc;
+}
+
+/*
 ** Split a ledger argument into its schema (NULL when unqualified) and its
 ** table name: "ledger", "schema.ledger", and either part in double quotes
 ** with a quote inside doubled ("a.b"."x""y"). An unquoted part is taken
@@ -253,7 +288,6 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
   LedgerRef *pRef = (LedgerRef *)sqlite3_get_auxdata(ctx, iArg);
   const char *zName, *zDbPart = 0, *zTable = 0, *zWhy = 0;
   char *zBuf = 0;
-  sqlite3_stmt *pList = 0;
   IdemLedger *p = 0;
   char *zErr = 0;
   int rc;
@@ -306,34 +340,11 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
     int bFound = 0;
     rc = probe_table(db, zDbPart, zTable, &bFound);
     if (rc == SQLITE_OK && bFound) p = registry_find(pConn, zDbPart, zTable);
+    if (rc) zErr = idem_db_error(db, zFunc, rc);
   } else {
     /* schemas in resolution order: temp first, then main, then attached */
-    rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list ORDER BY seq<>1, seq", -1,
-                            &pList, 0);
-    while (rc == SQLITE_OK) {
-      const char *zDb;
-      int bFound = 0;
-      rc = sqlite3_step(pList);
-      if (rc == SQLITE_DONE) {
-        rc = SQLITE_OK;
-        break;
-      }
-      if (rc != SQLITE_ROW) break;
-      zDb = (const char *)sqlite3_column_text(pList, 0);
-      if (zDb == 0) {
-        rc = SQLITE_NOMEM;
-        break;
-      }
-      /* preparing connects the virtual table, which registers it */
-      rc = probe_table(db, zDb, zTable, &bFound);
-      if (rc == SQLITE_OK && bFound) {
-        p = registry_find(pConn, zDb, zTable); /* NULL: a table, but not a ledger */
-        break;
-      }
-    }
+    rc = probe_schemas(pConn, db, zTable, &p, zFunc, &zErr);
   }
-  if (rc) zErr = idem_db_error(db, zFunc, rc);
-  sqlite3_finalize(pList);
   sqlite3_free(zBuf);
   if (rc) {
     idem_result_error(ctx, rc, zErr);
@@ -384,7 +395,6 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
                                    int *pRc) {
   IdemConn *pConn = (IdemConn *)sqlite3_user_data(ctx);
   sqlite3 *db = sqlite3_context_db_handle(ctx);
-  sqlite3_stmt *pList = 0;
   IdemLedger *p;
   int rc, iPass;
   for (iPass = 0; iPass < 2; iPass++) {
@@ -396,20 +406,7 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
     }
     if (iPass) break;
     /* not connected yet: connect every same-named table, then look again */
-    rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list", -1, &pList, 0);
-    while (rc == SQLITE_OK) {
-      const char *zDb;
-      int bFound = 0;
-      rc = sqlite3_step(pList);
-      if (rc == SQLITE_DONE) {
-        rc = SQLITE_OK;
-        break;
-      }
-      if (rc != SQLITE_ROW) break;
-      zDb = (const char *)sqlite3_column_text(pList, 0);
-      rc = zDb ? probe_table(db, zDb, zName, &bFound) : SQLITE_NOMEM;
-    }
-    sqlite3_finalize(pList);
+    rc = probe_schemas(pConn, db, zName, 0, 0, 0);
     if (rc) {
       *pRc = rc;
       return 0;

@@ -82,24 +82,6 @@ char *ledger_shadow_message(const char *zName, int mMissing) {
   return sqlite3_str_finish(s);
 }
 
-/* The option named by argv[i] ("name=value", checked by
-** ledger_parse_options), as an index into ledger_options, or -1. */
-static int option_index(const char *z) {
-  const char *zEq = strchr(z, '=');
-  size_t n;
-  int j;
-  while (*z == ' ' || *z == '\t' || *z == '\n') z++;
-  if (zEq == 0) return -1;
-  n = (size_t)(zEq - z);
-  while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
-  for (j = 0; j < IDEM_N_OPT; j++) {
-    if (strlen(ledger_options[j].zName) == n && strncmp(ledger_options[j].zName, z, n) == 0) {
-      return j;
-    }
-  }
-  return -1;
-}
-
 int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
                  int *piFormat, int *pbAdopted, char **pzErr) {
   const char *zDb = argv[1], *zName = argv[2];
@@ -128,8 +110,8 @@ int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *
   rc = ledger_read_meta(db, zDb, zName, aStored, zId, piFormat, pzErr);
   if (rc) return rc;
   for (i = 3; i < argc; i++) {
-    int j = option_index(argv[i]);
-    if (j >= 0 && aVal[j] != aStored[j]) {
+    int j = ledger_option_index(argv[i], 0, 0);
+    if (j >= 0 && j < IDEM_N_OPT && aVal[j] != aStored[j]) {
       *pzErr = sqlite3_mprintf(
           "idempotency: ledger %s would adopt its existing shadow tables, made with %s=%lld, "
           "but CREATE gives %s=%lld; give the stored value or omit the option",

@@ -22,12 +22,6 @@ SQLITE_EXTENSION_INIT3
 
 #include <string.h>
 
-/* The write, first: extends a claim whose lease has not passed, fenced by
-** its token, and hands back the new lease. */
-#define RENEW_UPDATE                                                            \
-  "UPDATE \"%w\".\"%w_rows\" SET lease_until=max(lease_until,?1),updated_at=?2" \
-  " WHERE id=?3 AND token=?4 AND status='claimed' AND lease_until>?2 RETURNING lease_until"
-
 /*
 ** How an argument that should have been an INTEGER is named in an error:
 ** the integer, the text in JSON quotes, or its type (REAL, BLOB, NULL).
@@ -45,22 +39,31 @@ char *ledger_arg_got(sqlite3_value *v) {
 }
 
 /*
-** The error for a token argument that is not 32 lowercase hex digits,
-** naming what was given (a text longer than a token by its length).
-** sqlite3_malloc; NULL on OOM.
+** The token argument v of zFunc: SQLITE_OK with *pId and *pRnd set (and
+** *pzToken, when given, its text); SQLITE_CONSTRAINT with *pzErr naming
+** what was given (a text longer than a token by its length) when it is not
+** 32 lowercase hex digits; SQLITE_NOMEM.
 */
-char *ledger_token_error(const char *zFunc, sqlite3_value *v) {
-  char *zGot, *zErr;
+int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
+                     const char **pzToken, char **pzErr) {
+  const char *zToken = 0;
+  char *zGot;
+  if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    zToken = (const char *)sqlite3_value_text(v);
+    if (zToken == 0) return SQLITE_NOMEM;
+  }
+  if (pzToken) *pzToken = zToken;
+  if (ledger_token_parse(zToken, pId, pRnd)) return SQLITE_OK;
   if (sqlite3_value_type(v) == SQLITE_TEXT && sqlite3_value_bytes(v) > 64) {
     zGot = sqlite3_mprintf("a TEXT of %d bytes", sqlite3_value_bytes(v));
   } else {
     zGot = ledger_arg_got(v);
   }
-  if (zGot == 0) return 0;
-  zErr = sqlite3_mprintf(
+  if (zGot == 0) return SQLITE_NOMEM;
+  *pzErr = sqlite3_mprintf(
       "%s: token must be the 32 lowercase hex digits idem_claim returned, got %s", zFunc, zGot);
   sqlite3_free(zGot);
-  return zErr;
+  return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
 }
 
 /*
@@ -107,32 +110,21 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
   sqlite3_stmt *pGet = 0, *pUpd = 0;
   const char *zToken = 0;
   sqlite3_int64 iId = 0, iRnd = 0;
-  char *zSql = 0, *zWhy = 0;
+  char *zWhy = 0;
   sqlite3_int64 now = ledger_now(p);
   int rc, bFound = 0, eEff = 0;
   LedgerRow r;
 
   memset(&r, 0, sizeof(r));
-  if (sqlite3_value_type(pToken) == SQLITE_TEXT) {
-    zToken = (const char *)sqlite3_value_text(pToken);
-    if (zToken == 0) return SQLITE_NOMEM;
-  }
-  if (!ledger_token_parse(zToken, &iId, &iRnd)) {
-    *pzErr = ledger_token_error(zFunc, pToken);
-    return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
-  }
+  rc = ledger_token_arg(zFunc, pToken, &iId, &iRnd, &zToken, pzErr);
+  if (rc) return rc;
   if (!sqlite3_get_autocommit(p->db)) {
     rc = ledger_write_first(p);
     if (rc) goto done;
   }
   rc = ledger_check_triggers(p, zFunc, pzErr);
   if (rc) goto done;
-  zSql = sqlite3_mprintf(RENEW_UPDATE, p->zDb, p->zName);
-  if (zSql == 0) {
-    rc = SQLITE_NOMEM;
-    goto done;
-  }
-  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pUpd, 0);
+  rc = ledger_stmt(p, ST_RENEW, &pUpd);
   if (rc) goto done;
   sqlite3_bind_int64(pUpd, 1, now + nSec * 1000);
   sqlite3_bind_int64(pUpd, 2, now);
@@ -147,7 +139,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
     goto done;
   }
   if (rc != SQLITE_DONE) goto done;
-  rc = sqlite3_finalize(pUpd);
+  rc = sqlite3_reset(pUpd);
   pUpd = 0;
   if (rc) goto done;
 
@@ -184,10 +176,9 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
 
 done:
   if (pUpd) {
-    int rcF = sqlite3_finalize(pUpd);
-    if (rc == SQLITE_OK) rc = rcF;
+    int rcR = sqlite3_reset(pUpd);
+    if (rc == SQLITE_OK) rc = rcR;
   }
-  sqlite3_free(zSql);
   sqlite3_free(zWhy);
   ledger_row_free(&r);
   return rc;

@@ -1142,21 +1142,9 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
     sqlite3_bind_value(pGet, 1, pTenant);
     sqlite3_bind_value(pGet, 2, pKey);
   } else {
-    const char *zToken = 0;
     sqlite3_int64 iId = 0, iRnd = 0;
-    if (sqlite3_value_type(pToken) == SQLITE_TEXT) {
-      zToken = (const char *)sqlite3_value_text(pToken);
-      if (zToken == 0) {
-        rc = SQLITE_NOMEM;
-        goto done;
-      }
-    }
-    if (!ledger_token_parse(zToken, &iId, &iRnd)) {
-      *pzErr = ledger_token_error(zFunc, pToken);
-      rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
-      goto done;
-    }
-    rc = outcome_args(p, zFunc, pStatus, azOutcome, pDetail, &detail, pzErr);
+    rc = ledger_token_arg(zFunc, pToken, &iId, &iRnd, 0, pzErr);
+    if (rc == SQLITE_OK) rc = outcome_args(p, zFunc, pStatus, azOutcome, pDetail, &detail, pzErr);
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, pzErr);
     if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
     if (rc) goto done;

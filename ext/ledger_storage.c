@@ -46,6 +46,27 @@ const LedgerOption ledger_options[IDEM_N_OPT] = {
     {"require_transaction", 0, 1, 0, 1},
 };
 
+/*
+** The option that "name=value" text z names, as an index into
+** ledger_options: IDEM_N_OPT for an unknown name, -1 without '='. The name
+** (leading and trailing blanks skipped) is *pzName, *pnName bytes.
+*/
+int ledger_option_index(const char *z, const char **pzName, size_t *pnName) {
+  const char *zEq = strchr(z, '=');
+  size_t n;
+  int j;
+  while (*z == ' ' || *z == '\t' || *z == '\n') z++;
+  if (zEq == 0) return -1;
+  n = (size_t)(zEq - z);
+  while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t')) n--;
+  if (pzName) *pzName = z;
+  if (pnName) *pnName = n;
+  for (j = 0; j < IDEM_N_OPT; j++) {
+    if (strlen(ledger_options[j].zName) == n && strncmp(ledger_options[j].zName, z, n) == 0) break;
+  }
+  return j;
+}
+
 /* Parse "name=value" options (argv[3..]) into aVal. Under dqlite
 ** (bDqlite, see ledger_under_dqlite) require_transaction defaults to 1. */
 int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3_int64 *aVal,
@@ -54,22 +75,14 @@ int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3
   for (j = 0; j < IDEM_N_OPT; j++) aVal[j] = ledger_options[j].iDefault;
   if (bDqlite) aVal[IDEM_OPT_REQUIRE_TXN] = 1;
   for (i = 3; i < argc; i++) {
-    const char *z = argv[i], *zEq = strchr(z, '=');
-    size_t nName;
-    const char *zV;
+    const char *z = 0, *zV;
+    size_t nName = 0;
     char *zEnd;
     sqlite3_int64 v;
-    while (*z == ' ' || *z == '\t' || *z == '\n') z++;
-    if (zEq == 0) {
+    j = ledger_option_index(argv[i], &z, &nName);
+    if (j < 0) {
       *pzErr = sqlite3_mprintf("idempotency: option \"%s\" needs the form name=value", argv[i]);
       return SQLITE_ERROR;
-    }
-    nName = (size_t)(zEq - z);
-    while (nName > 0 && (z[nName - 1] == ' ' || z[nName - 1] == '\t')) nName--;
-    for (j = 0; j < IDEM_N_OPT; j++) {
-      if (strlen(ledger_options[j].zName) == nName &&
-          strncmp(ledger_options[j].zName, z, nName) == 0)
-        break;
     }
     if (j == IDEM_N_OPT) {
       /* the list comes from the table, so a new option is named at once */
@@ -89,7 +102,7 @@ int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3
       *pzErr = sqlite3_mprintf("idempotency: option %s is given twice", ledger_options[j].zName);
       return SQLITE_ERROR;
     }
-    zV = zEq + 1;
+    zV = strchr(argv[i], '=') + 1;
     while (*zV == ' ' || *zV == '\t') zV++;
     v = strtoll(zV, &zEnd, 10);
     while (*zEnd == ' ' || *zEnd == '\t' || *zEnd == '\n') zEnd++;
@@ -238,6 +251,9 @@ int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd
   return 1;
 }
 
+#define IDEM_STR_(x) #x
+#define IDEM_STR(x) IDEM_STR_(x)
+
 /* The columns every row query selects, in RC_* order. */
 #define ROW_COLUMNS                                                                 \
   "id,conversation,tool,args,effect,status,result,error,attempt,token,lease_until," \
@@ -293,6 +309,21 @@ static const char *const azStmtSql[N_STMT] = {
     "ROLLBACK%.0s%.0s",
     /* ST_WRITE_LOCK: takes the write lock, writes nothing (no row matches) */
     "DELETE FROM \"%w\".\"%w_rows\" WHERE 0",
+    /* ST_RENEW: extends a claim whose lease has not passed, fenced by its
+    ** token, and hands back the new lease */
+    "UPDATE \"%w\".\"%w_rows\" SET lease_until=max(lease_until,?1),updated_at=?2"
+    " WHERE id=?3 AND token=?4 AND status='claimed' AND lease_until>?2 RETURNING lease_until",
+    /* ST_RET_SCAN (ledger_retention.c): ?1 the cursor, ?2 the cutoff (Unix
+    ** ms): each row's id, whether it is due, and whether it was created
+    ** after the cutoff. RETENTION_SCAN rows. */
+    "SELECT id, (status='succeeded' OR status='failed' OR status='released') AND updated_at<?2,"
+    " created_at>=?2 FROM \"%w\".\"%w_rows\" WHERE id>?1 ORDER BY id LIMIT " IDEM_STR(
+        RETENTION_SCAN),
+    /* ST_RET_DELETE: the same test again at the delete, so a row changed
+    ** meanwhile stays. (OR chains rather than IN lists: no ephemeral table
+    ** per run.) */
+    "DELETE FROM \"%w\".\"%w_rows\" WHERE id=?1"
+    " AND (status='succeeded' OR status='failed' OR status='released') AND updated_at<?2",
     /* ST_CUR_ALL, ST_CUR_KEY, ST_CUR_TENANT, ST_CUR_TOKEN */
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" ORDER BY id",
     "SELECT " ROW_COLUMNS
@@ -341,7 +372,6 @@ void ledger_finalize_all(IdemLedger *p) {
     p->aStmt[i] = 0;
   }
   p->mBusy = 0;
-  ledger_retention_finalize(p);
 }
 /* ------------------------------------------------------------------ */
 /* Schema of the shadow tables (format 2)                              */
