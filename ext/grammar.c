@@ -91,7 +91,7 @@ static int digest_sink(void *pCtx, const char *p, size_t n) {
 static void digest_begin(DigestSink *d, const char *zPrefix, size_t nPrefix) {
   d->bStreaming = 0;
   d->n = 0;
-  digest_sink(d, zPrefix, nPrefix);
+  if (nPrefix) digest_sink(d, zPrefix, nPrefix); /* zPrefix may be 0 then */
 }
 
 /* The hash of everything sunk into d, as 32 hex digits into zHex. */
@@ -116,6 +116,6 @@ int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs, size_t n
 void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n, char *zHex) {
   DigestSink d;
   digest_begin(&d, zPrefix, nPrefix);
-  digest_sink(&d, z, n);
+  if (n) digest_sink(&d, z, n); /* z may be 0 then */
   digest_end(&d, zHex);
 }
