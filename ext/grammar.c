@@ -87,48 +87,35 @@ static int digest_sink(void *pCtx, const char *p, size_t n) {
   return IDEM_JCS_OK;
 }
 
+/* Start d with the key prefix (hashed first, as if sunk). */
+static void digest_begin(DigestSink *d, const char *zPrefix, size_t nPrefix) {
+  d->bStreaming = 0;
+  d->n = 0;
+  if (nPrefix) digest_sink(d, zPrefix, nPrefix); /* zPrefix may be 0 then */
+}
+
+/* The hash of everything sunk into d, as 32 hex digits into zHex. */
+static void digest_end(DigestSink *d, char *zHex) {
+  XXH128_canonical_t canon;
+  XXH128_hash_t h = d->bStreaming ? XXH3_128bits_digest(&d->state) : XXH3_128bits(d->a, d->n);
+  XXH128_canonicalFromHash(&canon, h);
+  idem_hex(canon.digest, sizeof(canon.digest), zHex);
+}
+
 int idem_digest(const char *zPrefix, size_t nPrefix, const char *zArgs, size_t nArgs,
                 const IdemMem *pMem, char *zHex, IdemJcsError *pErr) {
   DigestSink d;
-  XXH128_canonical_t canon;
   int rc;
   if (pMem == 0) pMem = &idem_libc_mem;
-  d.bStreaming = 0;
-  d.n = 0;
-  if (nPrefix > sizeof(d.a)) {
-    XXH3_INITSTATE(&d.state);
-    XXH3_128bits_reset(&d.state);
-    XXH3_128bits_update(&d.state, zPrefix, nPrefix);
-    d.bStreaming = 1;
-  } else if (nPrefix) {
-    memcpy(d.a, zPrefix, nPrefix);
-    d.n = nPrefix;
-  }
+  digest_begin(&d, zPrefix, nPrefix);
   rc = idem_jcs_canonicalize(zArgs, nArgs, pMem, digest_sink, &d, pErr);
-  if (rc == IDEM_JCS_OK) {
-    XXH128_hash_t h = d.bStreaming ? XXH3_128bits_digest(&d.state) : XXH3_128bits(d.a, d.n);
-    XXH128_canonicalFromHash(&canon, h);
-    idem_hex(canon.digest, sizeof(canon.digest), zHex);
-  }
+  if (rc == IDEM_JCS_OK) digest_end(&d, zHex);
   return rc;
 }
 
 void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_t n, char *zHex) {
-  XXH3_state_t state;
-  XXH128_canonical_t canon;
-  if (nPrefix <= 1536 && n <= 1536 - nPrefix) {
-    /* small (most tool arguments): one call, the same hash as streaming */
-    char a[1536];
-    memcpy(a, zPrefix, nPrefix);
-    if (n) memcpy(a + nPrefix, z, n);
-    XXH128_canonicalFromHash(&canon, XXH3_128bits(a, nPrefix + n));
-    idem_hex(canon.digest, sizeof(canon.digest), zHex);
-    return;
-  }
-  XXH3_INITSTATE(&state);
-  XXH3_128bits_reset(&state);
-  XXH3_128bits_update(&state, zPrefix, nPrefix);
-  XXH3_128bits_update(&state, z, n);
-  XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(&state));
-  idem_hex(canon.digest, sizeof(canon.digest), zHex);
+  DigestSink d;
+  digest_begin(&d, zPrefix, nPrefix);
+  if (n) digest_sink(&d, z, n); /* z may be 0 then */
+  digest_end(&d, zHex);
 }

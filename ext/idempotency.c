@@ -27,38 +27,38 @@ SQLITE_EXTENSION_INIT1
 /* Pure functions read only their arguments: deterministic and innocuous,
 ** so they are allowed in CHECK, index and generated-column expressions and
 ** in schemas under trusted_schema=OFF. */
-#define IDEM_PURE (SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
+#define IDEM_PURE (SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
 
-/* The functions that read JSON are registered a second and third time for
-** UTF-16 databases (SQLite calls the variant of the database's encoding),
-** marked by their user data. A UTF-8 function gets UTF-16 text converted
-** by SQLite first, and that conversion merges a lone surrogate with the
-** next code unit into one character; the UTF-16 variants look at the text
-** before it is converted and refuse lone surrogates (keyfuncs.c). */
-#define IDEM_PURE16LE (SQLITE_UTF16LE | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
-#define IDEM_PURE16BE (SQLITE_UTF16BE | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
+/* The functions that read JSON (bUtf16) are registered a second and third
+** time for UTF-16 databases (SQLite calls the variant of the database's
+** encoding), marked by their user data. A UTF-8 function gets UTF-16 text
+** converted by SQLite first, and that conversion merges a lone surrogate
+** with the next code unit into one character; the UTF-16 variants look at
+** the text before it is converted and refuse lone surrogates
+** (keyfuncs.c). */
 static char idem_utf16_variant; /* its address is the UTF-16 variants' user data */
+static const int aEnc[] = {SQLITE_UTF8, SQLITE_UTF16LE, SQLITE_UTF16BE};
 
 static const struct {
   const char *zName;
   int nArg;
-  int flags;
+  int flags; /* without the encoding, which aEnc gives */
   void (*xFunc)(sqlite3_context *, int, sqlite3_value **);
-  int bUtf16; /* user data = &idem_utf16_variant */
+  int bUtf16; /* also registered for aEnc[1..2], user data = &idem_utf16_variant */
 } aFunc[] = {
     {"idem_version", 0, IDEM_PURE, idem_version_func, 0},
     {"idem_valid_key", 1, IDEM_PURE, idem_valid_key_func, 0},
     {"idem_check_key", 2, IDEM_PURE, idem_check_key_func, 0},
-    {"idem_canonical", 1, IDEM_PURE, idem_canonical_func, 0},
-    {"idem_fingerprint", 1, IDEM_PURE, idem_fingerprint_func, 0},
-    {"idem_key", 4, IDEM_PURE, idem_key_func, 0},
-    {"idem_canonical", 1, IDEM_PURE16LE, idem_canonical_func, 1},
-    {"idem_fingerprint", 1, IDEM_PURE16LE, idem_fingerprint_func, 1},
-    {"idem_key", 4, IDEM_PURE16LE, idem_key_func, 1},
-    {"idem_canonical", 1, IDEM_PURE16BE, idem_canonical_func, 1},
-    {"idem_fingerprint", 1, IDEM_PURE16BE, idem_fingerprint_func, 1},
-    {"idem_key", 4, IDEM_PURE16BE, idem_key_func, 1},
+    {"idem_canonical", 1, IDEM_PURE, idem_canonical_func, 1},
+    {"idem_fingerprint", 1, IDEM_PURE, idem_fingerprint_func, 1},
+    {"idem_key", 4, IDEM_PURE, idem_key_func, 1},
 };
+
+/* Register (xFunc set) or remove (xFunc 0) aFunc[i] for encoding aEnc[e]. */
+static int idem_func_set(sqlite3 *db, size_t i, size_t e, int bRemove) {
+  return sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, aFunc[i].flags | aEnc[e],
+                                 e ? &idem_utf16_variant : 0, bRemove ? 0 : aFunc[i].xFunc, 0, 0);
+}
 
 /*
 ** Whether this connection has the extension already (SQL load_extension()
@@ -84,7 +84,7 @@ static int idem_loaded(sqlite3 *db) {
 }
 
 int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
-  size_t i;
+  size_t i, e;
   int rc = SQLITE_OK;
   void *pConn = 0; /* the ledger registry, shared with the guard functions */
   SQLITE_EXTENSION_INIT2(pApi);
@@ -99,8 +99,8 @@ int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rou
   }
   if (idem_loaded(db)) return SQLITE_OK; /* loaded again: everything is registered */
   for (i = 0; rc == SQLITE_OK && i < sizeof(aFunc) / sizeof(aFunc[0]); i++) {
-    rc = sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, aFunc[i].flags,
-                                 aFunc[i].bUtf16 ? &idem_utf16_variant : 0, aFunc[i].xFunc, 0, 0);
+    for (e = 0; rc == SQLITE_OK && e < (aFunc[i].bUtf16 ? 3u : 1u); e++)
+      rc = idem_func_set(db, i, e, 0);
     if (rc != SQLITE_OK && pzErrMsg) {
       *pzErrMsg = sqlite3_mprintf("idempotency: cannot register function %s: %s", aFunc[i].zName,
                                   sqlite3_errstr(rc));
@@ -114,7 +114,7 @@ int sqlite3_idempotency_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rou
     idem_unregister_guard(db);
     idem_unregister_ledger(db);
     for (i = 0; i < sizeof(aFunc) / sizeof(aFunc[0]); i++) {
-      sqlite3_create_function(db, aFunc[i].zName, aFunc[i].nArg, aFunc[i].flags & 7, 0, 0, 0, 0);
+      for (e = 0; e < (aFunc[i].bUtf16 ? 3u : 1u); e++) idem_func_set(db, i, e, 1);
     }
   }
   return rc;

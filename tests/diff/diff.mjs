@@ -19,7 +19,7 @@
 // be refused by us with the matching message.
 //
 // Prints one "PASS name" / "FAIL name: why" line per check.
-import { spawnSync } from 'node:child_process';
+import { runCli, report, fail, pass } from './run_cli.mjs';
 import canonicalize from 'canonicalize';
 
 const cli = process.argv[2];
@@ -239,21 +239,7 @@ for (const d of docs) {
   const b = Buffer.from(d.text, 'utf8');
   frames.push(Buffer.from(b.length + '\n'), b);
 }
-const wrap = (process.env.TEST_WRAP || '').split(/\s+/).filter(Boolean);
-const argv = [...wrap, cli];
-const run = spawnSync(argv[0], argv.slice(1), {
-  input: Buffer.concat(frames),
-  maxBuffer: 1 << 30
-});
-let ok = true;
-function fail (name, why) { console.log(`FAIL ${name}: ${why}`); ok = false; }
-function pass (name) { console.log(`PASS ${name}`); }
-
-if (run.error || run.status !== 0) {
-  fail('diff.jcs_cli', `${argv.join(' ')} exited with ${run.error ? run.error.message : 'status ' + run.status}: ${String(run.stderr).slice(0, 2000)}`);
-  process.exit(1);
-}
-pass('diff.jcs_cli');
+const run = runCli(cli, Buffer.concat(frames), 'diff.jcs_cli');
 
 // Parse the answer frames.
 const out = run.stdout;
@@ -321,4 +307,4 @@ else fail('diff.canonicalize-accepts', `${nTheirsRefused} generated documents re
 if (nStrict > 0 && nStrictOk === nStrict) pass('diff.strict-refusals');
 else fail('diff.strict-refusals', `${nStrict - nStrictOk} of ${nStrict} not refused as designed: ${strictBad.slice(0, 3).join(' | ')}`);
 
-process.exit(ok ? 0 : 1);
+process.exit(report.ok ? 0 : 1);

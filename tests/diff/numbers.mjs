@@ -24,7 +24,7 @@
 // Integer literals beyond 2^53-1 are refused by design and never sent.
 //
 // Prints one "PASS name" / "FAIL name: why" line per check.
-import { spawnSync } from 'node:child_process';
+import { runCli, report, fail, pass } from './run_cli.mjs';
 
 const cli = process.argv[2];
 if (!cli) {
@@ -220,17 +220,7 @@ for (let i = 0; i < Math.max(1000, NRANDOM / 10); i++) {
 }
 
 // ---------------------------------------------------------------- run
-const wrap = (process.env.TEST_WRAP || '').split(/\s+/).filter(Boolean);
-const argv = [...wrap, cli];
-const run = spawnSync(argv[0], argv.slice(1), { input: req.join('\n') + '\n', maxBuffer: 1 << 30 });
-let ok = true;
-function fail (name, why) { console.log(`FAIL ${name}: ${why}`); ok = false; }
-function pass (name) { console.log(`PASS ${name}`); }
-if (run.error || run.status !== 0) {
-  fail('numbers.num_cli', `${argv.join(' ')} exited with ${run.error ? run.error.message : 'status ' + run.status}: ${String(run.stderr).slice(0, 2000)}`);
-  process.exit(1);
-}
-pass('numbers.num_cli');
+const run = runCli(cli, req.join('\n') + '\n', 'numbers.num_cli');
 
 const answers = run.stdout.toString('latin1').split('\n');
 answers.pop(); // after the last newline
@@ -256,4 +246,4 @@ for (const [name, g] of groups) {
   if (g.bad === 0 && g.n > 0) pass(name);
   else fail(name, `${g.bad} of ${g.n} differ from Node: ${g.first.join(' | ')}`);
 }
-process.exit(ok ? 0 : 1);
+process.exit(report.ok ? 0 : 1);
