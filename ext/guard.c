@@ -5,22 +5,15 @@
 **   idem_unguard(ledger, table)
 **   idem_guard_check(ledger, ledger_id, table, tenant, key [, token])   -- the triggers' check
 **
-** A guard is two triggers on a rowid table in the ledger's schema:
-**
-**   "<table>_idem_<ledger>_insert"  BEFORE INSERT: the new row's (tenant,
-**       key) must hold a live claimed claim of the ledger (and, with a token
-**       column, carry that claim's token), else idem_guard_check raises
-**       SQLITE_CONSTRAINT naming the table and the key. The function is
-**       DETERMINISTIC|INNOCUOUS, so the trigger runs under trusted_schema=OFF
-**       and in defensive mode, and fails closed ("no such function") when the
-**       extension is not loaded. A function error is not a constraint
-**       conflict, so OR IGNORE / OR REPLACE cannot turn it into a skip.
-**   "<table>_idem_<ledger>_update"  BEFORE UPDATE: the key, tenant and token
-**       columns cannot change.
-**
-** The guard is recorded in <ledger>_guards. guard_sql() builds the trigger
-** text and guard_install() runs it, so tests can read what is installed.
-** Rows already in the table when the guard is installed are left alone.
+** A guard is three triggers on a rowid table in the ledger's schema, whose
+** text ledger_storage.c writes (ledger_guard_trigger_sql: the member
+** trigger writes the ledger's <name>_members): "<table>_idem_<ledger>_insert"
+** checks that the new row's (tenant, key) holds a live claimed claim (and
+** its token), "..._member" records the row as a member of that claim, and
+** "..._update" refuses a change of the rowid, key, tenant or token. The
+** guard is recorded in <ledger>_guards after its triggers exist (that
+** table's own trigger requires them). Rows already in the table when the
+** guard is installed are left alone.
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
@@ -28,99 +21,6 @@ SQLITE_EXTENSION_INIT3
 #include "idem_internal.h"
 
 #include <string.h>
-
-/*
-** The SQL that creates the guard triggers of table zTable (two statements,
-** each ending in ';'). The triggers are named after zTrigBase (the table's
-** name when the guard was installed: a trigger keeps its name when SQLite
-** moves it with a renamed table) and the ledger, and call the check with
-** the ledger's name and identity, so a same-named ledger in another schema
-** never answers for this one. Identifiers are quoted with %w, literals
-** with %Q. zTenCol and zTokCol may be NULL.
-*/
-char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zLedgerId,
-                     const char *zTrigBase, const char *zTable, const char *zKeyCol,
-                     const char *zTenCol, const char *zTokCol) {
-  sqlite3_str *s = sqlite3_str_new(0);
-  sqlite3_str_appendf(s,
-                      "CREATE TRIGGER \"%w\".\"%w_idem_%w_insert\" BEFORE INSERT ON \"%w\""
-                      " BEGIN SELECT idem_guard_check(%Q, %Q, %Q, ",
-                      zDb, zTrigBase, zLedger, zTable, zLedger, zLedgerId, zTable);
-  if (zTenCol) sqlite3_str_appendf(s, "NEW.\"%w\"", zTenCol);
-  else sqlite3_str_appendall(s, "NULL");
-  sqlite3_str_appendf(s, ", NEW.\"%w\"", zKeyCol);
-  if (zTokCol) sqlite3_str_appendf(s, ", NEW.\"%w\"", zTokCol);
-  sqlite3_str_appendall(s, "); END;");
-  sqlite3_str_appendf(s,
-                      "CREATE TRIGGER \"%w\".\"%w_idem_%w_update\" BEFORE UPDATE ON \"%w\""
-                      " WHEN NEW.\"%w\" IS NOT OLD.\"%w\"",
-                      zDb, zTrigBase, zLedger, zTable, zKeyCol, zKeyCol);
-  if (zTenCol) sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\"", zTenCol, zTenCol);
-  if (zTokCol) sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\"", zTokCol, zTokCol);
-  sqlite3_str_appendall(s,
-                        " BEGIN SELECT RAISE(ABORT, 'idem_guard: the key, tenant and token "
-                        "columns of a guarded table cannot be updated'); END;");
-  return sqlite3_str_finish(s);
-}
-
-/* Drop the guard triggers named after zTrigBase for ledger zLedger. */
-static int guard_drop_triggers(sqlite3 *db, const char *zDb, const char *zLedger,
-                               const char *zTrigBase) {
-  char *zSql = sqlite3_mprintf(
-      "DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_insert\";"
-      "DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_update\";",
-      zDb, zTrigBase, zLedger, zDb, zTrigBase, zLedger);
-  int rc;
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_exec(db, zSql, 0, 0, 0);
-  sqlite3_free(zSql);
-  return rc;
-}
-
-/* Run the SQL idem_guard_sql() built. */
-static int guard_install(sqlite3 *db, const char *zSql, char **pzErr) {
-  return sqlite3_exec(db, zSql, 0, 0, pzErr);
-}
-
-/*
-** After ALTER TABLE ... RENAME of a ledger: recreate every guard's
-** triggers so that they name the ledger by its new name. A guard whose
-** table is gone (its trigger with it) is left as it is.
-*/
-static int guard_rename(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
-                        const char *zLedgerId) {
-  sqlite3_stmt *pS = 0;
-  char *zSql = sqlite3_mprintf(
-      "SELECT g.tbl, g.key_column, g.tenant_column, g.token_column, t.tbl_name"
-      " FROM \"%w\".\"%w_guards\" AS g JOIN \"%w\".sqlite_schema AS t"
-      " ON t.type='trigger' AND t.name=g.tbl||'_idem_'||%Q||'_insert'",
-      zDb, zNew, zDb, zOld);
-  int rc;
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
-  sqlite3_free(zSql);
-  if (rc) return rc;
-  while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
-    const char *zBase = (const char *)sqlite3_column_text(pS, 0);
-    char *zG;
-    rc = guard_drop_triggers(db, zDb, zOld, zBase);
-    if (rc) break;
-    zG = idem_guard_sql(zDb, zNew, zLedgerId, zBase, (const char *)sqlite3_column_text(pS, 4),
-                        (const char *)sqlite3_column_text(pS, 1),
-                        (const char *)sqlite3_column_text(pS, 2),
-                        (const char *)sqlite3_column_text(pS, 3));
-    if (zG == 0) {
-      rc = SQLITE_NOMEM;
-      break;
-    }
-    rc = guard_install(db, zG, 0);
-    sqlite3_free(zG);
-    if (rc) break;
-  }
-  if (rc == SQLITE_DONE) rc = SQLITE_OK;
-  sqlite3_finalize(pS);
-  return rc;
-}
 
 /* Does column zCol exist in zDb.zTable? */
 static int column_exists(sqlite3 *db, const char *zDb, const char *zTable, const char *zCol) {
@@ -233,34 +133,47 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     }
   }
   sqlite3_free(zSql);
-  zSql = idem_guard_sql(p->zDb, p->zName, p->zId, zTable, zTable, zKeyCol, zTenCol, zTokCol);
-  if (zSql == 0) {
-    rc = SQLITE_NOMEM;
-    goto done;
-  }
+  zSql = 0;
   rc = sqlite3_exec(db, "SAVEPOINT idem_guard", 0, 0, 0);
   if (rc) goto done;
   bSave = 1;
   {
-    char *zIns = sqlite3_mprintf(
-        "INSERT INTO \"%w\".\"%w_guards\"(tbl,key_column,"
-        "tenant_column,token_column) VALUES(%Q,%Q,%Q,%Q)",
-        p->zDb, p->zName, zTable, zKeyCol, zTenCol, zTokCol);
-    if (zIns == 0) {
-      rc = SQLITE_NOMEM;
-      goto done;
+    /* one guard per table, under its current name or the one it was
+    ** guarded under; the new guard's id is known before its triggers,
+    ** which name it */
+    sqlite3_int64 gid = 0;
+    zSql = sqlite3_mprintf(
+        "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\" AS g"
+        " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
+        " AND t.name=g.tbl||'_idem_'||%Q||'_insert'"
+        " WHERE g.tbl=%Q COLLATE NOCASE OR t.tbl_name=%Q COLLATE NOCASE),"
+        " (SELECT coalesce(max(id),0)+1 FROM \"%w\".\"%w_guards\")",
+        p->zDb, p->zName, p->zDb, p->zName, zTable, zTable, p->zDb, p->zName);
+    rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+    if (rc) goto done;
+    if (sqlite3_step(pS) == SQLITE_ROW) {
+      if (sqlite3_column_int64(pS, 0) > 0) {
+        zErr = sqlite3_mprintf("%s: table \"%s\" is already guarded by ledger %s", zFunc, zTable,
+                               p->zName);
+        rc = SQLITE_ERROR;
+        goto done;
+      }
+      gid = sqlite3_column_int64(pS, 1);
     }
-    rc = sqlite3_exec(db, zIns, 0, 0, 0);
-    sqlite3_free(zIns);
-    if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-      zErr = sqlite3_mprintf("%s: table \"%s\" is already guarded by ledger %s", zFunc, zTable,
-                             p->zName);
-      goto done;
-    }
+    rc = sqlite3_finalize(pS);
+    pS = 0;
+    if (rc) goto done;
+    rc = ledger_guard_create(db, p->zDb, p->zName, p->zId, gid, zTable, zTable, zKeyCol, zTenCol,
+                             zTokCol, 0);
+    if (rc) goto done;
+    sqlite3_free(zSql);
+    zSql = sqlite3_mprintf(
+        "INSERT INTO \"%w\".\"%w_guards\"(id,tbl,key_column,"
+        "tenant_column,token_column) VALUES(%lld,%Q,%Q,%Q,%Q)",
+        p->zDb, p->zName, gid, zTable, zKeyCol, zTenCol, zTokCol);
+    rc = zSql ? sqlite3_exec(db, zSql, 0, 0, 0) : SQLITE_NOMEM;
     if (rc) goto done;
   }
-  rc = guard_install(db, zSql, 0);
-  if (rc) goto done;
   rc = sqlite3_exec(db, "RELEASE idem_guard", 0, 0, 0);
   if (rc == SQLITE_OK) bSave = 0;
 
@@ -334,6 +247,30 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     rc = SQLITE_NOMEM;
     goto done;
   }
+  /* rows written under a claim that is still open are its members: the
+  ** guard that records them stays until the claim is settled */
+  zSql = sqlite3_mprintf(
+      "SELECT r.\"key\" FROM \"%w\".\"%w_members\" AS m JOIN \"%w\".\"%w_rows\" AS r"
+      " ON r.id=m.claim WHERE m.guard=%lld AND (r.status='claimed' OR r.status='unknown')"
+      " LIMIT 1",
+      p->zDb, p->zName, p->zDb, p->zName, iGuard);
+  rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) goto done;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    zErr = sqlite3_mprintf(
+        "%s: table \"%s\" has rows written under the open claim of key \"%s\" of ledger %s; "
+        "settle or resolve it first",
+        zFunc, zTable, sqlite3_column_text(pS, 0), p->zName);
+    rc = SQLITE_ERROR;
+    goto done;
+  }
+  rc = sqlite3_finalize(pS);
+  pS = 0;
+  if (rc) goto done;
+  /* the triggers first: the guards table's own trigger requires them gone */
+  rc = ledger_guard_drop(db, p->zDb, p->zName, zBase);
+  if (rc) goto done;
   zSql =
       sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", p->zDb, p->zName, iGuard);
   if (zSql == 0) {
@@ -348,8 +285,6 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     rc = SQLITE_ERROR;
     goto done;
   }
-  rc = guard_drop_triggers(db, p->zDb, p->zName, zBase);
-  if (rc) goto done;
   rc = sqlite3_exec(db, "RELEASE idem_unguard", 0, 0, 0);
   if (rc == SQLITE_OK) bSave = 0;
 done:
@@ -369,24 +304,14 @@ done:
   sqlite3_result_int(ctx, 1);
 }
 
-/* The current name of the table guarded under the name zBase (the insert
-** trigger, named after zBase, moves with a renamed table); a copy of zBase
-** if it cannot be found. sqlite3_malloc; NULL on OOM. */
+/* The current name of the table guarded under the name zBase (a copy
+** of zBase if it cannot be found). sqlite3_malloc; NULL on OOM. */
 static char *current_table(IdemLedger *p, const char *zBase) {
-  sqlite3_stmt *pS = 0;
-  char *zSql = sqlite3_mprintf(
-      "SELECT tbl_name FROM \"%w\".sqlite_schema WHERE type='trigger'"
-      " AND name=%Q||'_idem_'||%Q||'_insert'",
-      p->zDb, zBase, p->zName);
   char *zOut = 0;
-  if (zSql && sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) == SQLITE_OK &&
-      sqlite3_step(pS) == SQLITE_ROW) {
-    zOut = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(pS, 0));
-  } else {
+  if (ledger_guard_table(p->db, p->zDb, p->zName, zBase, &zOut) != SQLITE_OK || zOut == 0) {
+    sqlite3_free(zOut);
     zOut = sqlite3_mprintf("%s", zBase);
   }
-  sqlite3_finalize(pS);
-  sqlite3_free(zSql);
   return zOut;
 }
 
@@ -506,6 +431,5 @@ int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
       return rc;
     }
   }
-  idem_ledger_on_rename(pConn, guard_rename);
   return SQLITE_OK;
 }

@@ -516,11 +516,6 @@ struct IdemLedger {
 ** connection's registry, which guard functions take as user data. */
 int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
 
-/*
-** The one call the ledger makes into guard.c, through a pointer the guards
-** hand it at registration (so the two files do not call each other in a
-** circle): after a ledger is renamed, rebuild its guards' triggers.
-*/
 /* Bracket every ledger and guard function (user data pConn): a ledger
 ** disconnected meanwhile is finished when the outermost call leaves. */
 void idem_conn_enter(void *pConn);
@@ -531,9 +526,6 @@ void idem_conn_leave(void *pConn);
 ** them. */
 unsigned idem_conn_call(void *pConn);
 
-typedef int (*IdemGuardRename)(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
-                               const char *zLedgerId);
-void idem_ledger_on_rename(void *pConn, IdemGuardRename xHook);
 
 /*
 ** Resolve function argument iArg (a ledger name) like a table name:
@@ -561,10 +553,25 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
 IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, const char *zId,
                                    int *pRc);
 
+/* ledger_storage.c: the guards' triggers (they write the ledger's
+** <name>_members, so the storage owns their text; guard.c installs them) */
+#define IDEM_GUARD_N_TRIGGER 3
+extern const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER]; /* insert, member, update */
+/* Trigger k of guard gid (zDb NULL: the text SQLite stores). sqlite3_malloc. */
+char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, const char *zLedgerId,
+                               sqlite3_int64 gid, const char *zBase, const char *zTable,
+                               const char *zKeyCol, const char *zTenCol, const char *zTokCol);
+/* Create the three triggers of guard gid; drop those named after zBase. */
+int ledger_guard_create(sqlite3 *db, const char *zDb, const char *zLedger, const char *zLedgerId,
+                        sqlite3_int64 gid, const char *zBase, const char *zTable,
+                        const char *zKeyCol, const char *zTenCol, const char *zTokCol,
+                        char **pzErr);
+int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase);
+/* The current name of the table guarded under zBase (NULL: dropped). */
+int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase,
+                       char **pzTable);
+
 /* guard.c */
-char *idem_guard_sql(const char *zDb, const char *zLedger, const char *zLedgerId,
-                     const char *zTrigBase, const char *zTable, const char *zKeyCol,
-                     const char *zTenCol, const char *zTokCol);
 /* Register the guard functions with user data pConn (the ledger registry)
 ** and hand the ledger its rename hook. */
 int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
@@ -581,7 +588,7 @@ void idem_unregister_guard(sqlite3 *db);
 
 /* ledger_storage.c: the shadow-table format ---------------------------*/
 
-#define LEDGER_FORMAT 2
+#define LEDGER_FORMAT 3
 
 /* One option: its name, the range CREATE accepts (and connect checks),
 ** its default, and whether a file may lack it (an option added later:
@@ -671,6 +678,9 @@ enum {
   ST_CUR_KEY,
   ST_CUR_TENANT,
   ST_CUR_TOKEN,
+  ST_CUR_OPEN,
+  ST_MEMBERS,
+  ST_GUARD_NAMES,
   N_STMT
 };
 /* Column numbers of the cursor statements (ST_CUR_*): ROW_COLUMNS then created_at. */
@@ -686,12 +696,11 @@ enum {
 #define RC_TOKEN 9
 #define RC_LEASE 10
 #define RC_MEMBERS 11
-#define RC_MARKS 12
-#define RC_TENANT 13
-#define RC_KEY 14
-#define RC_UPDATED 15
-#define RC_EXPIRATIONS 16
-#define RC_CREATED 17
+#define RC_TENANT 12
+#define RC_KEY 13
+#define RC_UPDATED 14
+#define RC_EXPIRATIONS 15
+#define RC_CREATED 16
 
 /* Statement i of ledger p, prepared on first use (owned by p). */
 int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
@@ -725,7 +734,7 @@ typedef struct LedgerRow LedgerRow;
 struct LedgerRow {
   sqlite3_int64 id, attempt, leaseUntil, updatedAt, expirations;
   const char *zConv, *zTool, *zArgs, *zEffect, *zStatus, *zResult, *zError;
-  const char *zMembers, *zMarks, *zTenant, *zKey;
+  const char *zMembers, *zTenant, *zKey;
   int nArgs;
   /* the stored JSON columns holding a NUL before their end (never valid
   ** JSON; their C strings would end at it): LEDGER_NUL_RESULT, ... */
@@ -755,15 +764,14 @@ sqlite3_int64 ledger_now(IdemLedger *p);
 #define EFF_RELEASED 6
 /*
 ** The one rule for a row's effective status: a claimed row whose lease
-** has passed is unknown when external, or when local and guarded rows of
-** its key landed above its marks; else it stays claimed (expired). When
+** has passed is unknown when external, or when local and its attempt has
+** members (guarded rows written under it); else it stays claimed (expired). When
 ** pzMembers is not NULL and the members were read, *pzMembers gets them
 ** (JSON array, sqlite3_malloc) and *pnMember their count.
 */
 int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
-                     sqlite3_int64 leaseUntil, const char *zTenant, const char *zKey,
-                     const char *zMarks, sqlite3_int64 now, int *peEff, char **pzMembers,
-                     int *pnMember);
+                     sqlite3_int64 leaseUntil, sqlite3_int64 id, sqlite3_int64 attempt,
+                     sqlite3_int64 now, int *peEff, char **pzMembers, int *pnMember);
 /* The name an effective status shows as ("claimed" for EFF_EXPIRED). */
 const char *ledger_effective_name(int eEff);
 
@@ -774,8 +782,6 @@ struct LedgerReq {
   char zKey[IDEM_KEY_MAX_CHARS + 1];
   IdemBuf args;   /* canonical, with a NUL after its n bytes */
   int bArgsTerm;  /* args holds no NUL of its own: it is bound as NUL-terminated */
-  char *zMarks;   /* marks read before the write pass, or NULL */
-  int bMarksRead; /* zMarks was read (NULL then means: no guards) */
   char *zTaken;   /* why a first INSERT was refused (the key is held), or NULL */
   int bNoWhy;     /* the caller does not use LedgerDecision.zWhy: it is not built */
 };

@@ -58,7 +58,6 @@ struct IdemConn {
   IdemLedger *pList; /* connected ledgers */
   ConnCache aCache[N_CACHE];
   int iNext;                    /* next cache slot to replace */
-  IdemGuardRename xGuardRename; /* guard.c's hook, run after a rename */
   LedgerLastList last;          /* idem_last_claim (ledger_last.c) */
   int nDepth;                   /* ledger and guard functions running (nested) */
   unsigned iCall;               /* idem_conn_call(): bumped by every enter */
@@ -724,35 +723,36 @@ static int xDestroy(sqlite3_vtab *pVtab) {
 
 static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
   IdemLedger *p = (IdemLedger *)pVtab;
-  IdemConn *pConn = (IdemConn *)p->pConn;
   int rc;
   ledger_finalize_all(p);
   rc = ledger_rename_schema(p, zNew);
-  if (rc == SQLITE_OK && pConn->xGuardRename) {
-    rc = pConn->xGuardRename(p->db, p->zDb, p->zName, zNew, p->zId);
-  }
   /* xRename does not change p->zName: SQLite reconnects under the new name */
   p->bChecked = 0;
   return rc;
 }
 
 /*
-** The shadow tables. <name>_rows carries the plain-SQL triggers that refuse
-** illegal changes (for a writer without the extension), and SQLite 3.44
-** and later refuse, in defensive mode, any trigger on a shadow table, even
-** one read from the schema: the file could not be opened by a defensive
-** connection that loaded the extension (better-sqlite3 and Node's sqlite
-** are defensive by default). There <name>_rows is not declared a shadow
-** table, so defensive mode does not make it read-only; its CHECKs, unique
-** indexes and triggers still refuse every illegal write, and the
-** foreign-trigger check still guards it. Older SQLite gets both.
+** The shadow tables SQLite is told of. Every shadow table carries
+** plain-SQL triggers (docs/design.md, "Format 3"), which are the
+** protection on every version and for a writer without the extension.
+** SQLite 3.44 and later refuse, in defensive mode, any trigger on a shadow
+** table, even one read from the schema: the file could not be opened by a
+** defensive connection that loaded the extension (better-sqlite3 and
+** Node's sqlite are defensive by default). There no table is declared a
+** shadow table. Older SQLite also makes <name>_rows, _meta and _guards
+** read-only to plain SQL on a defensive connection, when the module was
+** registered before that connection parsed the schema. <name>_members is
+** never declared one: the guards' member triggers, plain SQL, write it.
 */
 #define IDEM_SHADOW_TRIGGERS_REFUSED 3044000
 static int xShadowName(const char *zSuffix) {
-  if (strcmp(zSuffix, "rows") == 0) {
-    return sqlite3_libversion_number() < IDEM_SHADOW_TRIGGERS_REFUSED;
+  static const char *const azShadow[] = {"rows", "meta", "guards"};
+  size_t i;
+  if (sqlite3_libversion_number() >= IDEM_SHADOW_TRIGGERS_REFUSED) return 0;
+  for (i = 0; i < sizeof(azShadow) / sizeof(azShadow[0]); i++) {
+    if (sqlite3_stricmp(zSuffix, azShadow[i]) == 0) return 1;
   }
-  return strcmp(zSuffix, "meta") == 0 || strcmp(zSuffix, "guards") == 0;
+  return 0;
 }
 
 /* Cursor: a statement over zName_rows. */
@@ -931,9 +931,8 @@ static int xColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int iCol) {
     int rc = ledger_effective(p, (const char *)sqlite3_column_text(pS, RC_STATUS),
                               (const char *)sqlite3_column_text(pS, RC_EFFECT),
                               sqlite3_column_int64(pS, RC_LEASE),
-                              (const char *)sqlite3_column_text(pS, RC_TENANT),
-                              (const char *)sqlite3_column_text(pS, RC_KEY),
-                              (const char *)sqlite3_column_text(pS, RC_MARKS), c->now, &eEff, 0, 0);
+                              sqlite3_column_int64(pS, RC_ID),
+                              sqlite3_column_int64(pS, RC_ATTEMPT), c->now, &eEff, 0, 0);
     if (rc) return rc;
     sqlite3_result_text(ctx, ledger_effective_name(eEff), -1, SQLITE_STATIC);
     return SQLITE_OK;
@@ -1118,9 +1117,6 @@ void idem_unregister_ledger(sqlite3 *db) {
   sqlite3_create_module_v2(db, "idempotency", 0, 0, 0);
 }
 
-void idem_ledger_on_rename(void *pConn, IdemGuardRename xHook) {
-  ((IdemConn *)pConn)->xGuardRename = xHook;
-}
 
 int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr) {
   IdemConn *pConn = sqlite3_malloc64(sizeof(IdemConn));

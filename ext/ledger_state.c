@@ -52,166 +52,86 @@ sqlite3_int64 ledger_now(IdemLedger *p) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Guard marks and members (the guards themselves are in guard.c)      */
+/* Members (recorded by the guards' triggers in <name>_members)         */
 /* ------------------------------------------------------------------ */
 
-/*
-** Call xVisit for each guard of p whose table still exists, with the
-** table's current name: a guard follows its table through ALTER TABLE
-** RENAME (its insert trigger keeps its name and SQLite moves it), and a
-** guard whose table was dropped (its trigger went with it) is skipped.
-*/
-static int guards_each(IdemLedger *p,
-                       int (*xVisit)(IdemLedger *, sqlite3_int64, const char *, const char *,
-                                     const char *, void *),
-                       void *pArg) {
-  sqlite3_stmt *pG = 0;
-  int rc = ledger_stmt(p, ST_GUARDS, &pG);
+/* Does claim (id, attempt) have a member? */
+static int has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, int *pb) {
+  sqlite3_stmt *pM = 0;
+  int rc = ledger_stmt(p, ST_MEMBERS, &pM);
+  *pb = 0;
   if (rc) return rc;
-  p->iTempStamp = 0; /* guarded tables are read: temp's version is read again */
-  sqlite3_bind_text(pG, 1, p->zName, -1, SQLITE_STATIC);
-  while ((rc = sqlite3_step(pG)) == SQLITE_ROW) {
-    const char *zTbl = (const char *)sqlite3_column_text(pG, 4);
-    if (sqlite3_column_type(pG, 4) == SQLITE_NULL) continue; /* table dropped */
-    if (zTbl == 0) {
-      rc = SQLITE_NOMEM;
-      break;
-    }
-    rc = xVisit(p, sqlite3_column_int64(pG, 0), zTbl, (const char *)sqlite3_column_text(pG, 2),
-                (const char *)sqlite3_column_text(pG, 3), pArg);
-    if (rc) break;
-  }
-  if (rc == SQLITE_DONE) rc = SQLITE_OK;
-  if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
-  else sqlite3_reset(pG);
+  sqlite3_bind_int64(pM, 1, id);
+  sqlite3_bind_int64(pM, 2, attempt);
+  rc = sqlite3_step(pM);
+  *pb = rc == SQLITE_ROW;
+  rc = sqlite3_reset(pM);
   return rc;
 }
 
-static int marks_visit(IdemLedger *p, sqlite3_int64 iGuard, const char *zTbl, const char *zKeyCol,
-                       const char *zTenCol, void *pArg) {
-  sqlite3_str *s = (sqlite3_str *)pArg;
-  sqlite3_stmt *pM = 0;
-  char *zSql = sqlite3_mprintf("SELECT max(rowid) FROM \"%w\".\"%w\"", p->zDb, zTbl);
-  int rc;
-  (void)zKeyCol;
-  (void)zTenCol;
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pM, 0);
-  sqlite3_free(zSql);
-  if (rc) return rc;
-  if (sqlite3_step(pM) == SQLITE_ROW) {
-    sqlite3_str_appendf(s, "%lld:%lld;", iGuard, sqlite3_column_int64(pM, 0));
-  }
-  return sqlite3_finalize(pM);
-}
-
 /*
-** The marks of a new local claim: for each guard, the guarded table's
-** largest rowid now, as text "gid:rowid;gid:rowid;" (NULL when there are
-** no guards). *pz is from sqlite3_malloc.
+** The members of claim (id, attempt), the guarded rows written under it
+** (whatever rowid they got), as the JSON array a settle stores:
+** {"table":..,"rowid":..} by guard then rowid, the table by its current
+** name, into *pz (sqlite3_malloc; "[]" when none); *pnMember = the number
+** of members recorded (a member whose table was dropped since counts, and
+** is not listed).
 */
-static int ledger_marks(IdemLedger *p, char **pz) {
+static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, char **pz,
+                          int *pnMember) {
+  sqlite3_stmt *pM = 0, *pG = 0;
   sqlite3_str *s = sqlite3_str_new(p->db);
-  int rc = guards_each(p, marks_visit, s);
-  *pz = 0;
-  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(s);
-  if (rc == SQLITE_OK && sqlite3_str_length(s) > 0) {
-    *pz = sqlite3_str_finish(s);
-    if (*pz == 0) rc = SQLITE_NOMEM;
-  } else {
-    sqlite3_free(sqlite3_str_finish(s));
-  }
-  return rc;
-}
-
-/* The mark of guard iGuard in zMarks, or -1 when the guard came later
-** than the claim (then every row of the key counts). */
-static sqlite3_int64 mark_of(const char *zMarks, sqlite3_int64 iGuard) {
-  const char *z = zMarks;
-  while (z && *z) {
-    char *zEnd;
-    sqlite3_int64 g = strtoll(z, &zEnd, 10), m;
-    if (*zEnd != ':') break;
-    m = strtoll(zEnd + 1, &zEnd, 10);
-    if (g == iGuard) return m;
-    if (*zEnd != ';') break;
-    z = zEnd + 1;
-  }
-  return -1;
-}
-
-typedef struct MemberScan MemberScan;
-struct MemberScan {
-  const char *zTenant, *zKey, *zMarks;
-  sqlite3_str *s;
-  int n;
-};
-
-static int members_visit(IdemLedger *p, sqlite3_int64 iGuard, const char *zTbl, const char *zKeyCol,
-                         const char *zTenCol, void *pArg) {
-  MemberScan *m = (MemberScan *)pArg;
-  sqlite3_stmt *pM = 0;
-  char *zSql, *zQ;
-  int rc;
-  if (zTenCol) {
-    zSql = sqlite3_mprintf(
-        "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 AND \"%w\"=?2 AND rowid>?3"
-        " ORDER BY rowid",
-        p->zDb, zTbl, zKeyCol, zTenCol);
-  } else {
-    zSql = sqlite3_mprintf(
-        "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 AND ?2 IS NOT NULL AND rowid>?3"
-        " ORDER BY rowid",
-        p->zDb, zTbl, zKeyCol);
-  }
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pM, 0);
-  sqlite3_free(zSql);
-  if (rc) return rc;
-  zQ = idem_json_string(zTbl);
-  if (zQ == 0) {
-    sqlite3_finalize(pM);
-    return SQLITE_NOMEM;
-  }
-  sqlite3_bind_text(pM, 1, m->zKey, -1, SQLITE_STATIC);
-  sqlite3_bind_text(pM, 2, m->zTenant, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(pM, 3, mark_of(m->zMarks, iGuard));
-  while (sqlite3_step(pM) == SQLITE_ROW) {
-    sqlite3_str_appendf(m->s, "%s{\"table\":%s,\"rowid\":%lld}", m->n ? "," : "", zQ,
-                        sqlite3_column_int64(pM, 0));
-    m->n++;
-  }
-  sqlite3_free(zQ);
-  return sqlite3_finalize(pM);
-}
-
-/*
-** The members of claim (zTenant, zKey, zMarks): the guarded rows of that
-** tenant and key above the claim's marks, as a JSON array of
-** {"table":..,"rowid":..} by guard then rowid, into *pz (sqlite3_malloc;
-** "[]" when none); *pnMember = their count.
-*/
-static int ledger_members(IdemLedger *p, const char *zTenant, const char *zKey, const char *zMarks,
-                          char **pz, int *pnMember) {
-  MemberScan m;
-  int rc;
-  m.zTenant = zTenant;
-  m.zKey = zKey;
-  m.zMarks = zMarks;
-  m.n = 0;
-  m.s = sqlite3_str_new(p->db);
+  sqlite3_int64 iGuard = -1;
+  char *zQ = 0; /* the current guard's table, as a JSON string; NULL: dropped */
+  int rc, n = 0, nListed = 0;
   *pz = 0;
   *pnMember = 0;
-  sqlite3_str_appendchar(m.s, 1, '[');
-  rc = guards_each(p, members_visit, &m);
-  sqlite3_str_appendchar(m.s, 1, ']');
-  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(m.s);
+  rc = ledger_stmt(p, ST_MEMBERS, &pM);
+  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_GUARDS, &pG);
+  if (rc) {
+    sqlite3_free(sqlite3_str_finish(s));
+    return rc;
+  }
+  p->iTempStamp = 0; /* sqlite_schema is read: temp's version is read again */
+  sqlite3_bind_int64(pM, 1, id);
+  sqlite3_bind_int64(pM, 2, attempt);
+  sqlite3_str_appendchar(s, 1, '[');
+  while (rc == SQLITE_OK && sqlite3_step(pM) == SQLITE_ROW) {
+    sqlite3_int64 g = sqlite3_column_int64(pM, 0);
+    n++;
+    if (g != iGuard) {
+      /* the guard's table by its current name (ST_GUARDS is in id order) */
+      iGuard = g;
+      sqlite3_free(zQ);
+      zQ = 0;
+      sqlite3_bind_text(pG, 1, p->zName, -1, SQLITE_STATIC);
+      while (sqlite3_step(pG) == SQLITE_ROW) {
+        if (sqlite3_column_int64(pG, 0) != g) continue;
+        if (sqlite3_column_type(pG, 4) != SQLITE_NULL) {
+          zQ = idem_json_string((const char *)sqlite3_column_text(pG, 4));
+          if (zQ == 0) rc = SQLITE_NOMEM;
+        }
+        break;
+      }
+      if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
+      else sqlite3_reset(pG);
+    }
+    if (rc == SQLITE_OK && zQ) {
+      sqlite3_str_appendf(s, "%s{\"table\":%s,\"rowid\":%lld}", nListed++ ? "," : "", zQ,
+                          sqlite3_column_int64(pM, 1));
+    }
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pM);
+  else sqlite3_reset(pM);
+  sqlite3_free(zQ);
+  sqlite3_str_appendchar(s, 1, ']');
+  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(s);
   if (rc == SQLITE_OK) {
-    *pz = sqlite3_str_finish(m.s);
+    *pz = sqlite3_str_finish(s);
     if (*pz == 0) rc = SQLITE_NOMEM;
-    *pnMember = m.n;
+    *pnMember = n;
   } else {
-    sqlite3_free(sqlite3_str_finish(m.s));
+    sqlite3_free(sqlite3_str_finish(s));
   }
   return rc;
 }
@@ -223,9 +143,8 @@ static int ledger_members(IdemLedger *p, const char *zTenant, const char *zKey, 
 static int is_local(const char *zEffect) { return zEffect && strcmp(zEffect, "local") == 0; }
 
 int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
-                     sqlite3_int64 leaseUntil, const char *zTenant, const char *zKey,
-                     const char *zMarks, sqlite3_int64 now, int *peEff, char **pzMembers,
-                     int *pnMember) {
+                     sqlite3_int64 leaseUntil, sqlite3_int64 id, sqlite3_int64 attempt,
+                     sqlite3_int64 now, int *peEff, char **pzMembers, int *pnMember) {
   static const struct {
     const char *z;
     int e;
@@ -248,12 +167,14 @@ int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
     *peEff = EFF_UNKNOWN;
   } else {
     /* an expired local claim: rows that landed without a settle make it unknown */
-    char *zM = 0;
-    int n = 0, rc = ledger_members(p, zTenant, zKey, zMarks, &zM, &n);
+    int n = 0, rc;
+    if (pzMembers) {
+      rc = ledger_members(p, id, attempt, pzMembers, &n);
+    } else {
+      rc = has_members(p, id, attempt, &n);
+    }
     if (rc) return rc;
     *peEff = n > 0 ? EFF_UNKNOWN : EFF_EXPIRED;
-    if (pzMembers) *pzMembers = zM;
-    else sqlite3_free(zM);
     if (pnMember) *pnMember = n;
   }
   return SQLITE_OK;
@@ -421,7 +342,7 @@ static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
 ** unique index), *pzTaken gets the refusal (sqlite3_malloc) and d is
 ** cleared: the caller reads that row.
 */
-static int claim_insert(IdemLedger *p, const LedgerReq *q, const char *zMarks, sqlite3_int64 now,
+static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now,
                         sqlite3_int64 lease, int bCommitted, LedgerDecision *d, char **pzTaken) {
   sqlite3_stmt *pIns = 0;
   sqlite3_int64 rnd = 0;
@@ -442,8 +363,6 @@ static int claim_insert(IdemLedger *p, const LedgerReq *q, const char *zMarks, s
   sqlite3_bind_int64(pIns, 7, rnd);
   sqlite3_bind_int64(pIns, 8, now);
   sqlite3_bind_int64(pIns, 9, lease);
-  if (zMarks) sqlite3_bind_text(pIns, 10, zMarks, -1, SQLITE_STATIC);
-  else sqlite3_bind_null(pIns, 10);
   rc = ledger_step_done(pIns);
   if ((rc & 0xff) == SQLITE_CONSTRAINT) {
     *pzTaken = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
@@ -483,34 +402,15 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   sqlite3_int64 lease = now + p->aOpt[IDEM_OPT_LEASE] * 1000;
   sqlite3_int64 rnd = 0;
   char zToken[33];
-  char *zMarks = 0, *zTaken = 0;
-  int rc, bFound = 0, eEff = 0, bLocal = strcmp(q->zEffect, "local") == 0;
+  char *zTaken = 0;
+  int rc, bFound = 0, eEff = 0;
   LedgerRow r;
 
   memset(d, 0, sizeof(*d));
   memset(&r, 0, sizeof(r));
-  if (bWrite) {
-    if (bLocal) {
-      if (q->bMarksRead) {
-        /* read before the write pass (NULL: no guards) */
-        if (q->zMarks) {
-          zMarks = sqlite3_mprintf("%s", q->zMarks);
-          if (zMarks == 0) {
-            rc = SQLITE_NOMEM;
-            goto done;
-          }
-        }
-      } else {
-        /* inside the caller's transaction or the INSERT's, whose write
-        ** lock ledger_write_first took: reading is safe */
-        rc = ledger_marks(p, &zMarks);
-        if (rc) goto done;
-      }
-    }
-    if (bWrite == 1) {
-      rc = claim_insert(p, q, zMarks, now, lease, bCommitted, d, &zTaken);
-      if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
-    }
+  if (bWrite == 1) {
+    rc = claim_insert(p, q, now, lease, bCommitted, d, &zTaken);
+    if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
   }
 
   rc = ledger_stmt(p, ST_GET, &pGet);
@@ -554,8 +454,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
       goto done;
     }
   }
-  rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.zTenant, r.zKey, r.zMarks, now,
-                        &eEff, 0, 0);
+  rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.id, r.attempt, now, &eEff, 0, 0);
   if (rc) goto done;
   if (eEff == EFF_SUCCEEDED || eEff == EFF_FAILED) {
     rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr);
@@ -601,10 +500,6 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "poison update", pzErr);
     goto done;
   }
-  if (bLocal && zMarks == 0) {
-    rc = ledger_marks(p, &zMarks);
-    if (rc) goto done;
-  }
   sqlite3_randomness(sizeof(rnd), &rnd);
   ledger_token_hex(r.id, rnd, zToken);
   rc = build_admitted(p, q, zToken, r.attempt + 1, lease, bCommitted, d);
@@ -614,11 +509,9 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   sqlite3_bind_int64(pUpd, 1, rnd);
   sqlite3_bind_int64(pUpd, 2, now);
   sqlite3_bind_int64(pUpd, 3, lease);
-  if (zMarks) sqlite3_bind_text(pUpd, 4, zMarks, -1, SQLITE_STATIC);
-  else sqlite3_bind_null(pUpd, 4);
   /* a take-over counts an expiry; a re-claim after a release does not */
-  sqlite3_bind_int(pUpd, 5, strcmp(r.zStatus, "claimed") == 0);
-  bind_cas(pUpd, 6, &r);
+  sqlite3_bind_int(pUpd, 4, strcmp(r.zStatus, "claimed") == 0);
+  bind_cas(pUpd, 5, &r);
   rc = ledger_step_done(pUpd);
   sqlite3_clear_bindings(pUpd);
   if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "re-claim update", pzErr);
@@ -626,7 +519,6 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
 
 done:
   ledger_row_free(&r);
-  sqlite3_free(zMarks);
   sqlite3_free(zTaken);
   if (rc != SQLITE_OK) {
     sqlite3_free(d->zJson);
@@ -638,10 +530,8 @@ done:
 
 void ledger_req_free(LedgerReq *q) {
   idem_buf_free(&q->args);
-  sqlite3_free(q->zMarks);
   sqlite3_free(q->zTaken);
-  q->zMarks = q->zTaken = 0;
-  q->bMarksRead = 0;
+  q->zTaken = 0;
 }
 
 /*
@@ -816,11 +706,7 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
     ** 64,000, and every fresh claim dearer by one more lookup, 7,000: fresh
     ** claims are the common case.) */
     sqlite3_int64 now = ledger_now(p);
-    if (strcmp(q->zEffect, "local") == 0) {
-      rc = ledger_marks(p, &q->zMarks);
-      if (rc) goto done;
-    }
-    rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, 0, d, &q->zTaken);
+    rc = claim_insert(p, q, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, 0, d, &q->zTaken);
     if (rc || q->zTaken == 0) goto done;
   } else if (bAuto) {
     /* read pass without a write lock: settled, running, unknown and
@@ -846,23 +732,12 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
     }
     if (rc || d->zJson) goto done;
     bFresh = d->bFresh;
-    if (strcmp(q->zEffect, "local") == 0) {
-      /* the guarded tables' marks, read now: inside the savepoint a read
-      ** before the insert would hold a read transaction, and its upgrade
-      ** to a write would not wait for the busy handler. Rows of this key
-      ** can only land under a live claim of it, so an older mark loses
-      ** none of this claim's members. */
-      rc = ledger_marks(p, &q->zMarks);
-      if (rc) goto done;
-      q->bMarksRead = 1;
-    }
     if (bFresh && bOneInsert) {
       /* no row holds the key: the INSERT alone is atomic (and in
       ** autocommit commits on its own), so it needs no savepoint. Refused
       ** (a claimer came first), the savepoint pass below decides. */
       sqlite3_int64 now = ledger_now(p);
-      rc = claim_insert(p, q, q->zMarks, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, bAuto, d,
-                        &q->zTaken);
+      rc = claim_insert(p, q, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, bAuto, d, &q->zTaken);
       if (rc || q->zTaken == 0) goto done;
     }
   }
@@ -987,8 +862,8 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
   int rc, nMember = 0, eEff = 0, bLocal = is_local(r->zEffect);
 
   *pzJson = 0;
-  rc = ledger_effective(p, r->zStatus, r->zEffect, r->leaseUntil, r->zTenant, r->zKey, r->zMarks,
-                        now, &eEff, &zMembers, &nMember);
+  rc = ledger_effective(p, r->zStatus, r->zEffect, r->leaseUntil, r->id, r->attempt, now, &eEff,
+                        &zMembers, &nMember);
   if (rc) goto done;
   zEff = ledger_effective_name(eEff);
   if (bResolve && strcmp(zEff, "unknown") != 0) {
@@ -1020,7 +895,7 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
     goto done;
   }
   if (bLocal && zMembers == 0) {
-    rc = ledger_members(p, r->zTenant, r->zKey, r->zMarks, &zMembers, &nMember);
+    rc = ledger_members(p, r->id, r->attempt, &zMembers, &nMember);
     if (rc) goto done;
   }
   if (strcmp(zStatus, "released") == 0) {
@@ -1212,8 +1087,8 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
     *pzWhy = sqlite3_mprintf("there is no claim for it");
   } else if (strcmp(r.zStatus, "claimed") != 0) {
     *pzWhy = sqlite3_mprintf("it is %s", r.zStatus);
-  } else if ((rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.zTenant, r.zKey,
-                                    r.zMarks, ledger_now(p), &eEff, 0, 0)) != SQLITE_OK) {
+  } else if ((rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.id, r.attempt,
+                                    ledger_now(p), &eEff, 0, 0)) != SQLITE_OK) {
     ledger_row_free(&r);
     return rc;
   } else if (eEff != EFF_CLAIMED) {

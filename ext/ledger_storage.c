@@ -254,16 +254,19 @@ int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd
 #define IDEM_STR_(x) #x
 #define IDEM_STR(x) IDEM_STR_(x)
 
+/* The WHERE of the partial index of open rows (create_indexes). */
+#define OPEN_WHERE "status='claimed' OR status='unknown'"
+
 /* The columns every row query selects, in RC_* order. */
 #define ROW_COLUMNS                                                                 \
   "id,conversation,tool,args,effect,status,result,error,attempt,token,lease_until," \
-  "members,marks,tenant,\"key\",updated_at,expirations"
+  "members,tenant,\"key\",updated_at,expirations"
 
 static const char *const azStmtSql[N_STMT] = {
     /* ST_INSERT */
     "INSERT INTO \"%w\".\"%w_rows\"(tenant,\"key\",conversation,tool,args,effect,status,"
-    "attempt,token,created_at,updated_at,lease_until,marks)"
-    " VALUES(?1,?2,?3,?4,?5,?6,'claimed',1,?7,?8,?8,?9,?10)",
+    "attempt,token,created_at,updated_at,lease_until)"
+    " VALUES(?1,?2,?3,?4,?5,?6,'claimed',1,?7,?8,?8,?9)",
     /* ST_GET */
     "SELECT " ROW_COLUMNS
     " FROM \"%w\".\"%w_rows\""
@@ -274,8 +277,8 @@ static const char *const azStmtSql[N_STMT] = {
     " WHERE id=?1 AND token=?2",
     /* ST_RECLAIM: take-over or re-claim, compare-and-set on status+token */
     "UPDATE \"%w\".\"%w_rows\" SET status='claimed',attempt=attempt+1,token=?1,"
-    "updated_at=?2,lease_until=?3,marks=?4,result=NULL,error=NULL,members=NULL,"
-    "expirations=expirations+?5 WHERE id=?6 AND status=?7 AND token=?8",
+    "updated_at=?2,lease_until=?3,result=NULL,error=NULL,members=NULL,"
+    "expirations=expirations+?4 WHERE id=?5 AND status=?6 AND token=?7",
     /* ST_SETTLE: compare-and-set on status+token */
     "UPDATE \"%w\".\"%w_rows\" SET status=?1,result=?2,error=?3,members=?4,updated_at=?5"
     " WHERE id=?6 AND status=?7 AND token=?8",
@@ -331,6 +334,15 @@ static const char *const azStmtSql[N_STMT] = {
     " WHERE tenant=?1 AND \"key\"=?2 ORDER BY id",
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE tenant=?1 ORDER BY id",
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE id=?1 AND token=?2",
+    /* ST_CUR_OPEN: rows of stored status ?1 through the partial index of
+    ** open rows (its WHERE repeated, so the planner may use it) */
+    "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE (" OPEN_WHERE
+    ") AND status=?1 ORDER BY id",
+    /* ST_MEMBERS: the members of claim ?1's attempt ?2, by guard then rowid */
+    "SELECT guard, rid FROM \"%w\".\"%w_members\" WHERE claim=?1 AND attempt=?2"
+    " ORDER BY guard, rid",
+    /* ST_GUARD_NAMES: each guard's id and base name */
+    "SELECT id, tbl FROM \"%w\".\"%w_guards\" ORDER BY id",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -396,141 +408,336 @@ void ledger_finalize_all(IdemLedger *p) {
 /* Messages of the shadow-table triggers (RAISE takes only a literal). */
 #define MSG_INSERT                                                                  \
   "idempotency: only a fresh claim may be inserted into a ledger: status claimed, " \
-  "attempt 1, no result, error or members, and no row with that id or that key"
+  "attempt 1, no result, error or members, well-formed key parts, and no row with " \
+  "that id or that key"
+#define MSG_ID "idempotency: a ledger row id must be a positive integer"
 #define MSG_UPDATE                                                                    \
   "idempotency: illegal change of a ledger row: the request never changes, a live "   \
   "claim is not taken over, unknown never becomes claimed, succeeded and failed are " \
-  "final, and an external claim is released only with detail {\"sent\": false}"
+  "final, an external claim is released only with detail {\"sent\": false}, and a "   \
+  "local claim that wrote guarded rows is neither released nor taken over"
 #define MSG_DELETE "idempotency: a claimed or unknown ledger row cannot be deleted"
+#define MSG_META                                                                        \
+  "idempotency: the format, identity and options of a ledger are fixed when it is " \
+  "created"
+#define MSG_GUARDS \
+  "idempotency: a guard is added only by idem_guard and removed only by idem_unguard"
+#define MSG_MEMBERS                                                                       \
+  "idempotency: a member is recorded only by a guard trigger, for the claimed local " \
+  "claim that wrote it, and kept while that claim is claimed or unknown"
+
+/* The key grammar of a NEW column, for the insert trigger (CHECKs can be
+** turned off by PRAGMA ignore_check_constraints; triggers cannot). */
+#define NEW_GRAMMAR(c) GRAMMAR("NEW." c)
 
 /*
-** The shadow-table triggers of format 2, as SQLite stores them (no schema
-** name; %1 and %2 are the ledger name). They enforce every row of the
-** states table (DESIGN section 6) without the extension:
+** The own triggers of format 3, as SQLite stores them (no schema name).
+** In the text, $ stands for the ledger's name quoted as an identifier
+** (inside "..."), @ for it quoted as a literal (inside '...'), and # for
+** the rows table's uniqueness rule ((tenant, key), or key on a
+** single_tenant ledger). Together they enforce every row of the states
+** table (docs/design.md, "Format 3") without the extension:
 **
-**   insert  only a fresh claim: status claimed, attempt 1, no result, error
-**           or members, no expiry counted, and no row with that id or that
-**           (tenant, key) (on a single_tenant ledger: that key). A REPLACE
-**           deletes without firing delete triggers, so the existence test
-**           is what keeps REPLACE from erasing a row, by id or by key.
-**   update  the request columns (id, tenant, key, conversation, tool, args,
-**           effect, created_at) never change, and the change is one of:
-**           an outcome (claimed -> succeeded|failed|released|unknown, unknown
-**           -> succeeded|failed|released; token, attempt, lease, marks and
-**           expiries kept; unknown only for external claims; an external
-**           claim released only with a detail whose "sent" is false);
-**           a renewal (a live claim keeps token and attempt, its lease only
-**           grows); a take-over or re-claim (released, or claimed local
-**           whose lease has passed at the statement's clock -> claimed,
-**           attempt + 1, a new token, no result, error or members, one more
-**           expiry for a take-over). Nothing else: unknown never becomes
-**           claimed, succeeded and failed never change.
-**   delete  never a claimed or unknown row.
+**   rows insert    only a fresh claim: status claimed, attempt 1, no
+**                  result, error or members, no expiry counted, the key
+**                  grammar on tenant, key, conversation and tool, the
+**                  domains of args, effect, token and times (CHECKs alone
+**                  do not hold under PRAGMA ignore_check_constraints),
+**                  and no row with that id or that key. A REPLACE deletes
+**                  without firing delete triggers, so the existence test
+**                  is what keeps REPLACE from erasing a row.
+**   rows id        after the insert: the row id is positive (an id <= 0
+**                  could not be told from an automatic one before it).
+**   rows update    the request columns never change, every column keeps
+**                  its type, and the change is one of: an outcome (claimed
+**                  -> succeeded|failed|released|unknown, unknown ->
+**                  succeeded|failed|released; token, attempt, lease and
+**                  expiries kept; unknown only for external claims; an
+**                  external claim released only with a detail whose "sent"
+**                  is false; a local claim released only when it has no
+**                  members); a renewal (a live claim keeps token and
+**                  attempt, its lease only grows); a take-over or
+**                  re-claim (released, or claimed local whose lease has
+**                  passed at the statement's clock and that has no
+**                  members, while its expiries stay below the ledger's
+**                  max_attempts -> claimed, attempt + 1, a new token, no
+**                  result, error or members). Nothing else.
+**   rows delete    never a claimed or unknown row.
+**   rows forget    after a local row is deleted (purge, retention), its
+**                  members go with it.
+**   meta *         no insert, update or delete: fixed at creation.
+**   guards *       a guard row is added only when its three triggers exist
+**                  (idem_guard creates them first), never updated, and
+**                  removed only once they are gone and no claimed or
+**                  unknown claim has members in it.
+**   members *      a member is added only for a claimed local claim of
+**                  that attempt and an existing guard, never updated, and
+**                  removed only when its claim is gone or settled.
 **
 ** No extension function appears, and only innocuous built-ins (the JSON
-** functions are not innocuous on SQLite 3.40, so a trigger using them fails
-** under trusted_schema=OFF): a released external row's detail is stored
-** with "sent":false as its first member (sent_first() in ledger_state.c),
-** which the update trigger checks with GLOB. What plain SQL cannot see is left to the extension: whether a local
-** claim's attempt wrote guarded rows (which forbids its release).
+** functions are not innocuous on SQLite 3.40, so a trigger using them
+** fails under trusted_schema=OFF): a released external row's detail is
+** stored with "sent":false as its first member (sent_first() in
+** ledger_state.c), which the update trigger checks with GLOB. Every WHEN
+** that tests a rule is wrapped in coalesce(..., 0): a NULL anywhere in the
+** rule refuses the change instead of skipping the trigger.
 */
-#define N_TRIGGER 3
-static const char *const azTriggerFmt[N_TRIGGER] = {
-    "CREATE TRIGGER \"%w_rows_insert\" BEFORE INSERT ON \"%w_rows\" WHEN NOT coalesce("
-    "NEW.status IS 'claimed' AND NEW.attempt IS 1 AND NEW.result IS NULL AND NEW.error IS NULL"
-    " AND NEW.members IS NULL AND NEW.expirations IS 0,0)"
-    " OR (NEW.id>0 AND EXISTS(SELECT 1 FROM \"%w_rows\" WHERE id=NEW.id))"
-    " OR EXISTS(SELECT 1 FROM \"%w_rows\" WHERE %s)"
-    " BEGIN SELECT RAISE(ABORT,'" MSG_INSERT "'); END",
-    "CREATE TRIGGER \"%w_rows_update\" BEFORE UPDATE ON \"%w_rows\" WHEN NOT coalesce(("
-    "NEW.id IS OLD.id AND NEW.tenant IS OLD.tenant AND NEW.\"key\" IS OLD.\"key\""
-    " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
-    " AND NEW.args IS OLD.args AND NEW.effect IS OLD.effect"
-    " AND NEW.created_at IS OLD.created_at AND ("
-    "((OLD.status IS 'claimed' AND (NEW.status IS 'succeeded' OR NEW.status IS 'failed'"
-    " OR NEW.status IS 'released' OR NEW.status IS 'unknown')"
-    " OR OLD.status IS 'unknown' AND (NEW.status IS 'succeeded' OR NEW.status IS 'failed'"
-    " OR NEW.status IS 'released'))"
-    " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt"
-    " AND NEW.lease_until IS OLD.lease_until AND NEW.marks IS OLD.marks"
-    " AND NEW.expirations IS OLD.expirations"
-    " AND (NEW.status IS NOT 'unknown' OR OLD.effect IS 'external')"
-    " AND (NEW.status IS NOT 'released' OR OLD.effect IS 'local'"
-    " OR NEW.error IS '{\"sent\":false}'"
-    " OR NEW.error IS NOT NULL AND NEW.error GLOB '{\"sent\":false,*}'))"
-    " OR (OLD.status IS 'claimed' AND NEW.status IS 'claimed' AND NEW.token IS OLD.token"
-    " AND NEW.attempt IS OLD.attempt AND NEW.marks IS OLD.marks"
-    " AND NEW.expirations IS OLD.expirations AND NEW.result IS OLD.result"
-    " AND NEW.error IS OLD.error AND NEW.members IS OLD.members"
-    " AND OLD.lease_until>" SQL_NOW
-    " AND NEW.lease_until>=OLD.lease_until)"
-    " OR ((OLD.status IS 'released' OR OLD.status IS 'claimed' AND OLD.effect IS 'local'"
-    " AND OLD.lease_until<=" SQL_NOW
-    ")"
-    " AND NEW.status IS 'claimed' AND NEW.attempt IS OLD.attempt+1 AND NEW.token IS NOT OLD.token"
-    " AND NEW.result IS NULL AND NEW.error IS NULL AND NEW.members IS NULL"
-    " AND NEW.expirations IS OLD.expirations+(OLD.status IS 'claimed')))),0)"
-    " BEGIN SELECT RAISE(ABORT,'" MSG_UPDATE "'); END",
-    "CREATE TRIGGER \"%w_rows_delete\" BEFORE DELETE ON \"%w_rows\""
-    " WHEN OLD.status IS 'claimed' OR OLD.status IS 'unknown'"
-    " BEGIN SELECT RAISE(ABORT,'" MSG_DELETE "'); END",
+typedef struct OwnTrigger OwnTrigger;
+struct OwnTrigger {
+  const char *zTable;  /* the shadow table it is on: "rows", "meta", ... */
+  const char *zSuffix; /* its name is <ledger>_<zTable>_<zSuffix> */
+  const char *zSql;    /* the stored text, with $ @ # as above */
+};
+#define NO_MEMBERS " NOT EXISTS(SELECT 1 FROM \"$_members\" WHERE claim=OLD.id AND attempt=OLD.attempt)"
+static const OwnTrigger aOwn[] = {
+    {"rows", "insert",
+     "CREATE TRIGGER \"$_rows_insert\" BEFORE INSERT ON \"$_rows\" WHEN NOT coalesce("
+     "NEW.status IS 'claimed' AND NEW.attempt IS 1 AND NEW.result IS NULL AND NEW.error IS NULL"
+     " AND NEW.members IS NULL AND NEW.expirations IS 0"
+     " AND " NEW_GRAMMAR("tenant") " AND " NEW_GRAMMAR("\"key\"") " AND " NEW_GRAMMAR(
+         "conversation") " AND " NEW_GRAMMAR("tool")
+     " AND typeof(NEW.args)='text' AND length(NEW.args)>=1"
+     " AND (NEW.effect IS 'local' OR NEW.effect IS 'external')"
+     " AND typeof(NEW.token)='integer' AND typeof(NEW.created_at)='integer'"
+     " AND typeof(NEW.updated_at)='integer' AND typeof(NEW.lease_until)='integer',0)"
+     " OR (NEW.id>0 AND EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=NEW.id))"
+     " OR EXISTS(SELECT 1 FROM \"$_rows\" WHERE #)"
+     " BEGIN SELECT RAISE(ABORT,'" MSG_INSERT "'); END"},
+    {"rows", "id",
+     "CREATE TRIGGER \"$_rows_id\" AFTER INSERT ON \"$_rows\" WHEN NOT coalesce(NEW.id>0,0)"
+     " BEGIN SELECT RAISE(ABORT,'" MSG_ID "'); END"},
+    {"rows", "update",
+     "CREATE TRIGGER \"$_rows_update\" BEFORE UPDATE ON \"$_rows\" WHEN NOT coalesce(("
+     "NEW.id IS OLD.id AND NEW.tenant IS OLD.tenant AND NEW.\"key\" IS OLD.\"key\""
+     " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
+     " AND NEW.args IS OLD.args AND NEW.effect IS OLD.effect"
+     " AND NEW.created_at IS OLD.created_at"
+     " AND typeof(NEW.attempt)='integer' AND typeof(NEW.token)='integer'"
+     " AND typeof(NEW.updated_at)='integer' AND typeof(NEW.lease_until)='integer'"
+     " AND typeof(NEW.expirations)='integer'"
+     " AND (NEW.result IS NULL OR typeof(NEW.result)='text')"
+     " AND (NEW.error IS NULL OR typeof(NEW.error)='text')"
+     " AND (NEW.members IS NULL OR typeof(NEW.members)='text') AND ("
+     "((OLD.status IS 'claimed' AND (NEW.status IS 'succeeded' OR NEW.status IS 'failed'"
+     " OR NEW.status IS 'released' OR NEW.status IS 'unknown')"
+     " OR OLD.status IS 'unknown' AND (NEW.status IS 'succeeded' OR NEW.status IS 'failed'"
+     " OR NEW.status IS 'released'))"
+     " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt"
+     " AND NEW.lease_until IS OLD.lease_until AND NEW.expirations IS OLD.expirations"
+     " AND (NEW.status IS NOT 'unknown' OR OLD.effect IS 'external')"
+     " AND (NEW.status IS NOT 'released' OR OLD.effect IS 'local' AND" NO_MEMBERS
+     " OR OLD.effect IS 'external' AND (NEW.error IS '{\"sent\":false}'"
+     " OR NEW.error IS NOT NULL AND NEW.error GLOB '{\"sent\":false,*}')))"
+     " OR (OLD.status IS 'claimed' AND NEW.status IS 'claimed' AND NEW.token IS OLD.token"
+     " AND NEW.attempt IS OLD.attempt AND NEW.expirations IS OLD.expirations"
+     " AND NEW.result IS OLD.result AND NEW.error IS OLD.error AND NEW.members IS OLD.members"
+     " AND OLD.lease_until>" SQL_NOW
+     " AND NEW.lease_until>=OLD.lease_until)"
+     " OR ((OLD.status IS 'released' OR OLD.status IS 'claimed' AND OLD.effect IS 'local'"
+     " AND OLD.lease_until<=" SQL_NOW " AND" NO_MEMBERS
+     " AND NEW.expirations<(SELECT v FROM \"$_meta\" WHERE k='max_attempts'))"
+     " AND NEW.status IS 'claimed' AND NEW.attempt IS OLD.attempt+1 AND NEW.token IS NOT OLD.token"
+     " AND NEW.result IS NULL AND NEW.error IS NULL AND NEW.members IS NULL"
+     " AND NEW.expirations IS OLD.expirations+(OLD.status IS 'claimed')))),0)"
+     " BEGIN SELECT RAISE(ABORT,'" MSG_UPDATE "'); END"},
+    {"rows", "delete",
+     "CREATE TRIGGER \"$_rows_delete\" BEFORE DELETE ON \"$_rows\""
+     " WHEN OLD.status IS 'claimed' OR OLD.status IS 'unknown'"
+     " BEGIN SELECT RAISE(ABORT,'" MSG_DELETE "'); END"},
+    {"rows", "forget",
+     "CREATE TRIGGER \"$_rows_forget\" AFTER DELETE ON \"$_rows\" WHEN OLD.effect IS 'local'"
+     " BEGIN DELETE FROM \"$_members\" WHERE claim=OLD.id; END"},
+    {"meta", "insert",
+     "CREATE TRIGGER \"$_meta_insert\" BEFORE INSERT ON \"$_meta\""
+     " BEGIN SELECT RAISE(ABORT,'" MSG_META "'); END"},
+    {"meta", "update",
+     "CREATE TRIGGER \"$_meta_update\" BEFORE UPDATE ON \"$_meta\""
+     " BEGIN SELECT RAISE(ABORT,'" MSG_META "'); END"},
+    {"meta", "delete",
+     "CREATE TRIGGER \"$_meta_delete\" BEFORE DELETE ON \"$_meta\""
+     " BEGIN SELECT RAISE(ABORT,'" MSG_META "'); END"},
+    {"guards", "insert",
+     "CREATE TRIGGER \"$_guards_insert\" BEFORE INSERT ON \"$_guards\" WHEN NOT coalesce(("
+     "SELECT count(*) FROM sqlite_schema WHERE type='trigger' AND (name=NEW.tbl||'_idem_@_insert'"
+     " OR name=NEW.tbl||'_idem_@_member' OR name=NEW.tbl||'_idem_@_update'))=3,0)"
+     " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
+    {"guards", "update",
+     "CREATE TRIGGER \"$_guards_update\" BEFORE UPDATE ON \"$_guards\""
+     " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
+    {"guards", "delete",
+     "CREATE TRIGGER \"$_guards_delete\" BEFORE DELETE ON \"$_guards\" WHEN coalesce("
+     "EXISTS(SELECT 1 FROM sqlite_schema WHERE type='trigger' AND (name=OLD.tbl||'_idem_@_insert'"
+     " OR name=OLD.tbl||'_idem_@_member' OR name=OLD.tbl||'_idem_@_update'))"
+     " OR EXISTS(SELECT 1 FROM \"$_members\" AS m JOIN \"$_rows\" AS r ON r.id=m.claim"
+     " WHERE m.guard=OLD.id AND (r.status IS 'claimed' OR r.status IS 'unknown')),1)"
+     " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
+    {"members", "insert",
+     "CREATE TRIGGER \"$_members_insert\" BEFORE INSERT ON \"$_members\" WHEN NOT coalesce("
+     "EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=NEW.claim AND attempt=NEW.attempt"
+     " AND status IS 'claimed' AND effect IS 'local')"
+     " AND EXISTS(SELECT 1 FROM \"$_guards\" WHERE id=NEW.guard) AND typeof(NEW.rid)='integer',0)"
+     " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
+    {"members", "update",
+     "CREATE TRIGGER \"$_members_update\" BEFORE UPDATE ON \"$_members\""
+     " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
+    {"members", "delete",
+     "CREATE TRIGGER \"$_members_delete\" BEFORE DELETE ON \"$_members\" WHEN coalesce("
+     "EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=OLD.claim AND (status IS 'claimed'"
+     " OR status IS 'unknown')),1)"
+     " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
+};
+#define N_OWN ((int)(sizeof(aOwn) / sizeof(aOwn[0])))
+
+/* The triggers of format 2 and format 1, for idem_upgrade: what such a
+** file holds ($ and # as above). */
+static const OwnTrigger aOwnV2[] = {
+    {"rows", "insert",
+     "CREATE TRIGGER \"$_rows_insert\" BEFORE INSERT ON \"$_rows\" WHEN NOT coalesce("
+     "NEW.status IS 'claimed' AND NEW.attempt IS 1 AND NEW.result IS NULL AND NEW.error IS NULL"
+     " AND NEW.members IS NULL AND NEW.expirations IS 0,0)"
+     " OR (NEW.id>0 AND EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=NEW.id))"
+     " OR EXISTS(SELECT 1 FROM \"$_rows\" WHERE #)"
+     " BEGIN SELECT RAISE(ABORT,'idempotency: only a fresh claim may be inserted into a ledger: "
+     "status claimed, attempt 1, no result, error or members, and no row with that id or that "
+     "key'); END"},
+    {"rows", "update",
+     "CREATE TRIGGER \"$_rows_update\" BEFORE UPDATE ON \"$_rows\" WHEN NOT coalesce(("
+     "NEW.id IS OLD.id AND NEW.tenant IS OLD.tenant AND NEW.\"key\" IS OLD.\"key\""
+     " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
+     " AND NEW.args IS OLD.args AND NEW.effect IS OLD.effect"
+     " AND NEW.created_at IS OLD.created_at AND ("
+     "((OLD.status IS 'claimed' AND (NEW.status IS 'succeeded' OR NEW.status IS 'failed'"
+     " OR NEW.status IS 'released' OR NEW.status IS 'unknown')"
+     " OR OLD.status IS 'unknown' AND (NEW.status IS 'succeeded' OR NEW.status IS 'failed'"
+     " OR NEW.status IS 'released'))"
+     " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt"
+     " AND NEW.lease_until IS OLD.lease_until AND NEW.marks IS OLD.marks"
+     " AND NEW.expirations IS OLD.expirations"
+     " AND (NEW.status IS NOT 'unknown' OR OLD.effect IS 'external')"
+     " AND (NEW.status IS NOT 'released' OR OLD.effect IS 'local'"
+     " OR NEW.error IS '{\"sent\":false}'"
+     " OR NEW.error IS NOT NULL AND NEW.error GLOB '{\"sent\":false,*}'))"
+     " OR (OLD.status IS 'claimed' AND NEW.status IS 'claimed' AND NEW.token IS OLD.token"
+     " AND NEW.attempt IS OLD.attempt AND NEW.marks IS OLD.marks"
+     " AND NEW.expirations IS OLD.expirations AND NEW.result IS OLD.result"
+     " AND NEW.error IS OLD.error AND NEW.members IS OLD.members"
+     " AND OLD.lease_until>" SQL_NOW
+     " AND NEW.lease_until>=OLD.lease_until)"
+     " OR ((OLD.status IS 'released' OR OLD.status IS 'claimed' AND OLD.effect IS 'local'"
+     " AND OLD.lease_until<=" SQL_NOW ")"
+     " AND NEW.status IS 'claimed' AND NEW.attempt IS OLD.attempt+1 AND NEW.token IS NOT OLD.token"
+     " AND NEW.result IS NULL AND NEW.error IS NULL AND NEW.members IS NULL"
+     " AND NEW.expirations IS OLD.expirations+(OLD.status IS 'claimed')))),0)"
+     " BEGIN SELECT RAISE(ABORT,'idempotency: illegal change of a ledger row: the request never "
+     "changes, a live claim is not taken over, unknown never becomes claimed, succeeded and "
+     "failed are final, and an external claim is released only with detail {\"sent\": false}'); "
+     "END"},
+    {"rows", "delete",
+     "CREATE TRIGGER \"$_rows_delete\" BEFORE DELETE ON \"$_rows\""
+     " WHEN OLD.status IS 'claimed' OR OLD.status IS 'unknown'"
+     " BEGIN SELECT RAISE(ABORT,'" MSG_DELETE "'); END"},
+};
+static const OwnTrigger aOwnV1[] = {
+    {"rows", "update",
+     "CREATE TRIGGER \"$_rows_update\" BEFORE UPDATE ON \"$_rows\" WHEN NOT ("
+     "NEW.id IS OLD.id AND NEW.tenant IS OLD.tenant AND NEW.\"key\" IS OLD.\"key\""
+     " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
+     " AND NEW.args IS OLD.args AND NEW.effect IS OLD.effect"
+     " AND NEW.created_at IS OLD.created_at AND ("
+     "(OLD.status='claimed' AND NEW.status<>'claimed'"
+     " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt)"
+     " OR ((OLD.status='claimed' OR OLD.status='released') AND NEW.status='claimed'"
+     " AND NEW.attempt IS OLD.attempt+1 AND NEW.token IS NOT OLD.token)"
+     " OR (OLD.status='unknown' AND NEW.status<>'unknown' AND NEW.status<>'claimed'"
+     " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt)))"
+     " BEGIN SELECT RAISE(ABORT,'idempotency: illegal change of a ledger row'); END"},
+    {"rows", "delete",
+     "CREATE TRIGGER \"$_rows_delete\" BEFORE DELETE ON \"$_rows\""
+     " WHEN OLD.status='claimed' OR OLD.status='unknown'"
+     " BEGIN SELECT RAISE(ABORT,'idempotency: a claimed or unknown ledger row cannot be "
+     "deleted'); END"},
 };
 
-/* (Each WHEN is wrapped in coalesce(..., 0): a NULL anywhere in the
-** rule, from a nullable column, refuses the change instead of skipping the
-** trigger.) */
+/* The own triggers of format iFormat, and their count. */
+static const OwnTrigger *own_triggers(int iFormat, int *pn) {
+  if (iFormat == 1) {
+    *pn = (int)(sizeof(aOwnV1) / sizeof(aOwnV1[0]));
+    return aOwnV1;
+  }
+  if (iFormat == 2) {
+    *pn = (int)(sizeof(aOwnV2) / sizeof(aOwnV2[0]));
+    return aOwnV2;
+  }
+  *pn = N_OWN;
+  return aOwn;
+}
 
-/* The triggers of format 1, for idem_upgrade: what such a file holds. */
-#define N_TRIGGER_V1 2
-static const char *const azTriggerFmtV1[N_TRIGGER_V1] = {
-    "CREATE TRIGGER \"%w_rows_update\" BEFORE UPDATE ON \"%w_rows\" WHEN NOT ("
-    "NEW.id IS OLD.id AND NEW.tenant IS OLD.tenant AND NEW.\"key\" IS OLD.\"key\""
-    " AND NEW.conversation IS OLD.conversation AND NEW.tool IS OLD.tool"
-    " AND NEW.args IS OLD.args AND NEW.effect IS OLD.effect"
-    " AND NEW.created_at IS OLD.created_at AND ("
-    "(OLD.status='claimed' AND NEW.status<>'claimed'"
-    " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt)"
-    " OR ((OLD.status='claimed' OR OLD.status='released') AND NEW.status='claimed'"
-    " AND NEW.attempt IS OLD.attempt+1 AND NEW.token IS NOT OLD.token)"
-    " OR (OLD.status='unknown' AND NEW.status<>'unknown' AND NEW.status<>'claimed'"
-    " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt)))"
-    " BEGIN SELECT RAISE(ABORT,'idempotency: illegal change of a ledger row'); END",
-    "CREATE TRIGGER \"%w_rows_delete\" BEFORE DELETE ON \"%w_rows\""
-    " WHEN OLD.status='claimed' OR OLD.status='unknown'"
-    " BEGIN SELECT RAISE(ABORT,'idempotency: a claimed or unknown ledger row cannot be "
-    "deleted'); END",
-};
+/* The stored SQL of own trigger t of ledger zName: $ @ # filled in. */
+static char *trigger_sql(const OwnTrigger *t, const char *zName, int bSingle) {
+  sqlite3_str *s = sqlite3_str_new(0);
+  const char *z;
+  for (z = t->zSql; *z; z++) {
+    if (*z == '$') sqlite3_str_appendf(s, "%w", zName);
+    else if (*z == '@') sqlite3_str_appendf(s, "%q", zName);
+    else if (*z == '#')
+      sqlite3_str_appendall(
+          s, bSingle ? "\"key\"=NEW.\"key\"" : "tenant=NEW.tenant AND \"key\"=NEW.\"key\"");
+    else sqlite3_str_appendchar(s, 1, *z);
+  }
+  return sqlite3_str_finish(s);
+}
 
-/* The stored SQL of trigger i of ledger zName (format iFormat). */
-static char *trigger_sql(int iFormat, int i, const char *zName, int bSingle) {
-  if (iFormat == 1) return sqlite3_mprintf(azTriggerFmtV1[i], zName, zName);
-  return sqlite3_mprintf(
-      azTriggerFmt[i], zName, zName, zName, zName,
-      bSingle ? "\"key\"=NEW.\"key\"" : "tenant=NEW.tenant AND \"key\"=NEW.\"key\"");
+/* The name of own trigger t of ledger zName (sqlite3_malloc). */
+static char *trigger_name(const OwnTrigger *t, const char *zName) {
+  return sqlite3_mprintf("%s_%s_%s", zName, t->zTable, t->zSuffix);
 }
 
 /* (Comparisons are spelled as OR chains, not IN lists: SQLite builds an
 ** ephemeral table for an IN list each time the statement runs, which cost
 ** about 3,000 instructions per claim.) */
 
-/* Create the format-2 triggers of ledger zName in schema zDb: the stored
-** text of trigger_sql() with the schema put after "CREATE TRIGGER ". */
+/* Run zSql (sqlite3_mprintf'd, freed here; NULL means out of memory). */
+static int exec_free(sqlite3 *db, char *zSql, char **pzErr) {
+  int rc;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
+  sqlite3_free(zSql);
+  return rc;
+}
+
+/* Create own trigger i (format 3) of ledger zName in schema zDb: its stored
+** text with the schema put after "CREATE TRIGGER ". */
+static int create_trigger(sqlite3 *db, const char *zDb, const char *zName, int bSingle, int i,
+                          char **pzErr) {
+  char *zTrig = trigger_sql(&aOwn[i], zName, bSingle);
+  if (zTrig == 0) return SQLITE_NOMEM;
+  return exec_free(db, sqlite3_mprintf("CREATE TRIGGER \"%w\".%s", zDb, zTrig + 15), pzErr);
+}
+
+/* Create every own trigger of format 3 whose bit is clear in mSkip. */
 static int create_triggers(sqlite3 *db, const char *zDb, const char *zName, int bSingle,
-                           char **pzErr) {
+                           unsigned mSkip, char **pzErr) {
   int rc = SQLITE_OK, i;
-  for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
-    char *zTrig = trigger_sql(LEDGER_FORMAT, i, zName, bSingle), *zSql;
-    if (zTrig == 0) return SQLITE_NOMEM;
-    zSql = sqlite3_mprintf("CREATE TRIGGER \"%w\".%s", zDb, zTrig + 15);
-    sqlite3_free(zTrig);
-    if (zSql == 0) return SQLITE_NOMEM;
-    rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
-    sqlite3_free(zSql);
+  for (i = 0; rc == SQLITE_OK && i < N_OWN; i++) {
+    if ((mSkip & (1u << i)) == 0) rc = create_trigger(db, zDb, zName, bSingle, i, pzErr);
   }
   return rc;
 }
 
-/* CREATE TABLE of a format-2 rows table named zTable in schema zDb. */
+/* Drop the own triggers of format iFormat of ledger zName in zDb. */
+static int drop_triggers(sqlite3 *db, const char *zDb, const char *zName, int iFormat) {
+  int n, i, rc = SQLITE_OK;
+  const OwnTrigger *a = own_triggers(iFormat, &n);
+  for (i = 0; rc == SQLITE_OK && i < n; i++) {
+    char *zTrig = trigger_name(&a[i], zName);
+    rc = zTrig ? exec_free(db, sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w\"", zDb, zTrig), 0)
+               : SQLITE_NOMEM;
+    sqlite3_free(zTrig);
+  }
+  return rc;
+}
+
+/* CREATE TABLE of a format-3 rows table named zTable in schema zDb. */
 static char *rows_table_sql(const char *zDb, const char *zTable) {
   return sqlite3_mprintf(
       "CREATE TABLE \"%w\".\"%w\"("
@@ -550,7 +757,6 @@ static char *rows_table_sql(const char *zDb, const char *zTable) {
       "created_at INTEGER NOT NULL CHECK(typeof(created_at)='integer'),"
       "updated_at INTEGER NOT NULL CHECK(typeof(updated_at)='integer'),"
       "lease_until INTEGER NOT NULL CHECK(typeof(lease_until)='integer'),"
-      "marks CHECK(marks IS NULL OR typeof(marks)='text'),"
       "members CHECK(members IS NULL OR typeof(members)='text'),"
       "expirations INTEGER NOT NULL DEFAULT 0 CHECK(typeof(expirations)='integer'"
       " AND expirations>=0),"
@@ -558,25 +764,47 @@ static char *rows_table_sql(const char *zDb, const char *zTable) {
       zDb, zTable);
 }
 
-/* Run zSql (sqlite3_mprintf'd, freed here; NULL means out of memory). */
-static int exec_free(sqlite3 *db, char *zSql, char **pzErr) {
-  int rc;
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_exec(db, zSql, 0, 0, pzErr);
-  sqlite3_free(zSql);
+/*
+** The indexes of a format-3 rows table: the single_tenant key index (a key
+** is unique across the ledger) and the partial index of open rows, which
+** answers WHERE status='claimed' / 'unknown' on a ledger of any size (its
+** WHERE text is repeated by the statement that uses it, ST_CUR_OPEN).
+** They are named after the ledger's identity, not its name: an index
+** keeps its name when its table is renamed, and cannot be dropped while
+** ALTER TABLE runs (xRename), so a name-based one would collide with a
+** later ledger of the old name.
+*/
+static int create_indexes(sqlite3 *db, const char *zDb, const char *zName, const char *zId,
+                          int bSingle, char **pzErr) {
+  int rc = SQLITE_OK;
+  if (bSingle) {
+    rc = exec_free(db,
+                   sqlite3_mprintf("CREATE UNIQUE INDEX \"%w\".\"idem_%w_key\" ON \"%w_rows\"(\"key\")",
+                                   zDb, zId, zName),
+                   pzErr);
+  }
+  if (rc == SQLITE_OK) {
+    rc = exec_free(db,
+                   sqlite3_mprintf("CREATE INDEX \"%w\".\"idem_%w_open\" ON \"%w_rows\"(status,"
+                                   "lease_until) WHERE " OPEN_WHERE,
+                                   zDb, zId, zName),
+                   pzErr);
+  }
   return rc;
 }
 
-/* The single_tenant index: a key is unique across the ledger. */
-static int create_key_index(sqlite3 *db, const char *zDb, const char *zName, char **pzErr) {
-  return exec_free(
-      db,
-      sqlite3_mprintf("CREATE UNIQUE INDEX \"%w\".\"%w_rows_key\" ON \"%w_rows\"(\"key\")", zDb,
-                      zName, zName),
-      pzErr);
+/* The members table: one row per guarded row written under a local claim. */
+static int create_members(sqlite3 *db, const char *zDb, const char *zName, char **pzErr) {
+  return exec_free(db,
+                   sqlite3_mprintf("CREATE TABLE \"%w\".\"%w_members\"(claim INTEGER NOT NULL,"
+                                   " attempt INTEGER NOT NULL, guard INTEGER NOT NULL,"
+                                   " rid INTEGER NOT NULL, PRIMARY KEY(claim,attempt,guard,rid))"
+                                   " WITHOUT ROWID",
+                                   zDb, zName),
+                   pzErr);
 }
 
-/* Create the shadow tables, meta rows, index and triggers of ledger zName. */
+/* Create the shadow tables, meta rows, indexes and triggers of ledger zName. */
 int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const sqlite3_int64 *aVal,
                          const char *zId, char **pzErr) {
   char *zTable = sqlite3_mprintf("%s_rows", zName);
@@ -601,78 +829,308 @@ int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const 
                       " token_column TEXT);",
                       zDb, zName);
   rc = exec_free(db, sqlite3_str_finish(s), pzErr);
-  if (rc == SQLITE_OK && aVal[IDEM_OPT_SINGLE]) rc = create_key_index(db, zDb, zName, pzErr);
-  if (rc == SQLITE_OK) rc = create_triggers(db, zDb, zName, (int)aVal[IDEM_OPT_SINGLE], pzErr);
+  if (rc == SQLITE_OK) rc = create_members(db, zDb, zName, pzErr);
+  if (rc == SQLITE_OK) rc = create_indexes(db, zDb, zName, zId, (int)aVal[IDEM_OPT_SINGLE], pzErr);
+  if (rc == SQLITE_OK) rc = create_triggers(db, zDb, zName, (int)aVal[IDEM_OPT_SINGLE], 0, pzErr);
   return rc;
 }
 
-/* Drop the triggers of ledger zOld and create them under zNew. */
-static int ledger_rename_triggers(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
-                                  int bSingle) {
-  static const char *azSuffix[N_TRIGGER] = {"insert", "update", "delete"};
-  int rc = SQLITE_OK, i;
-  for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
-    rc = exec_free(
-        db, sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_rows_%s\"", zDb, zOld, azSuffix[i]),
-        0);
-  }
-  if (rc == SQLITE_OK) rc = create_triggers(db, zDb, zNew, bSingle, 0);
-  return rc;
-}
+static int guards_rebuild(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
+                          const char *zId, int *pn);
 
 int ledger_rename_schema(IdemLedger *p, const char *zNew) {
-  int rc;
-  char *zSql = sqlite3_mprintf(
-      "ALTER TABLE \"%w\".\"%w_rows\" RENAME TO \"%w_rows\";"
-      "ALTER TABLE \"%w\".\"%w_meta\" RENAME TO \"%w_meta\";"
-      "ALTER TABLE \"%w\".\"%w_guards\" RENAME TO \"%w_guards\";",
-      p->zDb, p->zName, zNew, p->zDb, p->zName, zNew, p->zDb, p->zName, zNew);
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
-  sqlite3_free(zSql);
+  int rc, n = 0;
+  int bSingle = (int)p->aOpt[IDEM_OPT_SINGLE];
+  /* the own triggers name the ledger (in their names and in literals):
+  ** dropped first, made again under the new name */
+  rc = drop_triggers(p->db, p->zDb, p->zName, LEDGER_FORMAT);
   if (rc == SQLITE_OK) {
-    rc = ledger_rename_triggers(p->db, p->zDb, p->zName, zNew, (int)p->aOpt[IDEM_OPT_SINGLE]);
+    rc = exec_free(p->db,
+                   sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" RENAME TO \"%w_rows\";"
+                                   "ALTER TABLE \"%w\".\"%w_meta\" RENAME TO \"%w_meta\";"
+                                   "ALTER TABLE \"%w\".\"%w_guards\" RENAME TO \"%w_guards\";"
+                                   "ALTER TABLE \"%w\".\"%w_members\" RENAME TO \"%w_members\";",
+                                   p->zDb, p->zName, zNew, p->zDb, p->zName, zNew, p->zDb,
+                                   p->zName, zNew, p->zDb, p->zName, zNew),
+                   0);
   }
-  if (rc == SQLITE_OK && p->aOpt[IDEM_OPT_SINGLE]) {
-    zSql = sqlite3_mprintf(
-        "DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";"
-        "CREATE UNIQUE INDEX \"%w\".\"%w_rows_key\" ON \"%w_rows\"(\"key\");",
-        p->zDb, p->zName, p->zDb, zNew, zNew);
-    if (zSql == 0) return SQLITE_NOMEM;
-    rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
-    sqlite3_free(zSql);
-  }
+  if (rc == SQLITE_OK) rc = create_triggers(p->db, p->zDb, zNew, bSingle, 0, 0);
+  /* the guards' triggers name the ledger too */
+  if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, zNew, p->zId, &n);
   return rc;
 }
 
 int ledger_drop_schema(IdemLedger *p) {
-  int rc;
-  char *zSql = sqlite3_mprintf(
-      "DROP TABLE IF EXISTS \"%w\".\"%w_rows\";"
-      "DROP TABLE IF EXISTS \"%w\".\"%w_meta\";"
-      "DROP TABLE IF EXISTS \"%w\".\"%w_guards\";",
-      p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName);
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_exec(p->db, zSql, 0, 0, 0);
-  sqlite3_free(zSql);
-  return rc;
+  return exec_free(p->db,
+                   sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_rows\";"
+                                   "DROP TABLE IF EXISTS \"%w\".\"%w_meta\";"
+                                   "DROP TABLE IF EXISTS \"%w\".\"%w_guards\";"
+                                   "DROP TABLE IF EXISTS \"%w\".\"%w_members\";",
+                                   p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName, p->zDb,
+                                   p->zName),
+                   0);
 }
 
 /* ------------------------------------------------------------------ */
-/* Foreign triggers                                                    */
+/* Own and guard triggers                                              */
 /* ------------------------------------------------------------------ */
 
 /*
-** Fail when a trigger on a shadow table is not one of the ledger's own
-** (compared by name and stored SQL): such a trigger could suppress or
-** rewrite a claim. Checked again only when a schema version changes.
-** Returns SQLITE_OK, or an error with *pzErr set.
+** What the triggers on the ledger's tables and its guarded tables say.
+** triggers_scan() fills it: mOwn gets a bit per own trigger of the format
+** found intact; zWhy (sqlite3_malloc) the first problem as a sentence
+** without the ledger's name, or NULL; zAltered the name of an own trigger
+** found altered (idem_upgrade drops it); bRepair that every problem found
+** is one idem_upgrade repairs (a missing or altered own or guard trigger).
+*/
+typedef struct TriggerScan TriggerScan;
+struct TriggerScan {
+  unsigned mOwn;
+  char *zWhy;
+  int bRepair;
+};
+
+/* Record problem zWhy (sqlite3_mprintf'd) unless one is recorded. */
+static int scan_note(TriggerScan *t, char *zWhy, int bRepair) {
+  if (zWhy == 0) return SQLITE_NOMEM;
+  if (t->zWhy) {
+    sqlite3_free(zWhy);
+    return SQLITE_OK;
+  }
+  t->zWhy = zWhy;
+  t->bRepair = bRepair;
+  return SQLITE_OK;
+}
+
+/* The guard trigger names end in _idem_<ledger>_<kind>; the kind's index
+** (0 insert, 1 member, 2 update) when zTrig is one of p's, else -1; *pnBase
+** the length of the base before it. */
+static int guard_trigger_kind(const IdemLedger *p, const char *zTrig, size_t *pnBase) {
+  size_t n = strlen(zTrig), nL = strlen(p->zName);
+  int k;
+  for (k = 0; k < IDEM_GUARD_N_TRIGGER; k++) {
+    const char *zKind = idem_guard_kind[k];
+    size_t nK = strlen(zKind), nTail = 6 + nL + 1 + nK; /* _idem_ L _ kind */
+    if (n <= nTail) continue;
+    if (memcmp(zTrig + n - nTail, "_idem_", 6) || memcmp(zTrig + n - nTail + 6, p->zName, nL) ||
+        zTrig[n - nK - 1] != '_' || strcmp(zTrig + n - nK, zKind)) {
+      continue;
+    }
+    *pnBase = n - nTail;
+    return k;
+  }
+  return -1;
+}
+
+/*
+** The guards' triggers: each guard row of a table that still exists has
+** its three triggers, as idem_guard writes them; each trigger named as a
+** guard trigger of this ledger has its guard row.
+*/
+static int scan_guards(IdemLedger *p, TriggerScan *t) {
+  sqlite3_stmt *pG = 0, *pT = 0;
+  int rc;
+  char *zSql = sqlite3_mprintf(
+      "SELECT id, tbl, key_column, tenant_column, token_column FROM \"%w\".\"%w_guards\"", p->zDb,
+      p->zName);
+  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pG, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  zSql = sqlite3_mprintf(
+      "SELECT name, tbl_name, sql FROM \"%w\".sqlite_schema WHERE type='trigger' AND name=?1",
+      p->zDb);
+  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pT, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  while (rc == SQLITE_OK && sqlite3_step(pG) == SQLITE_ROW) {
+    sqlite3_int64 gid = sqlite3_column_int64(pG, 0);
+    const char *zBase = (const char *)sqlite3_column_text(pG, 1);
+    char *azSql[IDEM_GUARD_N_TRIGGER] = {0, 0, 0}, *zTable = 0;
+    int k, aHave[IDEM_GUARD_N_TRIGGER] = {0, 0, 0}, nHave = 0;
+    if (zBase == 0) {
+      rc = SQLITE_CORRUPT_VTAB;
+      break;
+    }
+    for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
+      char *zName = sqlite3_mprintf("%s_idem_%s_%s", zBase, p->zName, idem_guard_kind[k]);
+      if (zName == 0) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      sqlite3_bind_text(pT, 1, zName, -1, sqlite3_free);
+      if (sqlite3_step(pT) == SQLITE_ROW) {
+        const char *zS = (const char *)sqlite3_column_text(pT, 2);
+        aHave[k] = 1;
+        nHave++;
+        azSql[k] = sqlite3_mprintf("%s", zS ? zS : "");
+        if (zTable == 0) zTable = sqlite3_mprintf("%s", sqlite3_column_text(pT, 1));
+        if (azSql[k] == 0 || zTable == 0) rc = SQLITE_NOMEM;
+      }
+      if (rc == SQLITE_OK) rc = sqlite3_reset(pT);
+    }
+    if (rc == SQLITE_OK && nHave == 0) {
+      /* no trigger: the table was dropped (its triggers with it), unless a
+      ** table of the guard's name is still there */
+      if (sqlite3_table_column_metadata(p->db, p->zDb, zBase, 0, 0, 0, 0, 0, 0) == SQLITE_OK) {
+        rc = scan_note(t,
+                       sqlite3_mprintf("has lost the guard triggers of table \"%s\"", zBase), 1);
+      }
+    }
+    for (k = 0; rc == SQLITE_OK && nHave > 0 && k < IDEM_GUARD_N_TRIGGER; k++) {
+      char *zExpect;
+      if (!aHave[k]) {
+        rc = scan_note(t,
+                       sqlite3_mprintf("is missing its guard trigger \"%s_idem_%s_%s\" on table "
+                                       "\"%s\"",
+                                       zBase, p->zName, idem_guard_kind[k], zTable),
+                       1);
+        continue;
+      }
+      zExpect = ledger_guard_trigger_sql(k, 0, p->zName, p->zId, gid, zBase, zTable,
+                                       (const char *)sqlite3_column_text(pG, 2),
+                                       (const char *)sqlite3_column_text(pG, 3),
+                                       (const char *)sqlite3_column_text(pG, 4));
+      if (zExpect == 0) {
+        rc = SQLITE_NOMEM;
+      } else if (strcmp(zExpect, azSql[k]) != 0) {
+        rc = scan_note(t,
+                       sqlite3_mprintf("has its guard trigger \"%s_idem_%s_%s\" altered",
+                                       zBase, p->zName, idem_guard_kind[k]),
+                       1);
+      }
+      sqlite3_free(zExpect);
+    }
+    for (k = 0; k < IDEM_GUARD_N_TRIGGER; k++) sqlite3_free(azSql[k]);
+    sqlite3_free(zTable);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
+  sqlite3_finalize(pG);
+  sqlite3_finalize(pT);
+  if (rc) return rc;
+  /* a trigger named as one of this ledger's guard triggers needs its row */
+  zSql = sqlite3_mprintf(
+      "SELECT t.name FROM \"%w\".sqlite_schema AS t WHERE t.type='trigger'"
+      " AND t.name GLOB '*_idem_%q_[imu]*'",
+      p->zDb, p->zName);
+  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pT, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  zSql = sqlite3_mprintf("SELECT 1 FROM \"%w\".\"%w_guards\" WHERE tbl=?1", p->zDb, p->zName);
+  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pG, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  while (rc == SQLITE_OK && t->zWhy == 0 && sqlite3_step(pT) == SQLITE_ROW) {
+    const char *zTrig = (const char *)sqlite3_column_text(pT, 0);
+    size_t nBase = 0;
+    if (zTrig == 0 || guard_trigger_kind(p, zTrig, &nBase) < 0) continue;
+    sqlite3_bind_text(pG, 1, zTrig, (int)nBase, SQLITE_TRANSIENT);
+    if (sqlite3_step(pG) != SQLITE_ROW) {
+      rc = scan_note(t,
+                     sqlite3_mprintf("has a guard trigger \"%s\" that no guard of %s_guards "
+                                     "lists",
+                                     zTrig, p->zName),
+                     0);
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pT);
+  sqlite3_finalize(pG);
+  sqlite3_finalize(pT);
+  return rc;
+}
+
+/*
+** Scan the triggers on p's shadow tables (and, for format 3, its guards')
+** against the own triggers of format iFormat. With bDrop, an own trigger
+** found altered is dropped (idem_upgrade then creates it again).
+*/
+static int triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) {
+  int nOwn, i, rc;
+  const OwnTrigger *aT = own_triggers(iFormat, &nOwn);
+  char *azExpect[N_OWN], *azName[N_OWN];
+  char *zSql;
+  sqlite3_stmt *pQ = 0;
+  memset(t, 0, sizeof(*t));
+  memset(azExpect, 0, sizeof(azExpect));
+  memset(azName, 0, sizeof(azName));
+  for (i = 0; i < nOwn; i++) {
+    azExpect[i] = trigger_sql(&aT[i], p->zName, (int)p->aOpt[IDEM_OPT_SINGLE]);
+    azName[i] = trigger_name(&aT[i], p->zName);
+    if (azExpect[i] == 0 || azName[i] == 0) {
+      rc = SQLITE_NOMEM;
+      goto done;
+    }
+  }
+  zSql = sqlite3_mprintf(
+      "SELECT name, sql, 0 FROM \"%w\".sqlite_schema WHERE type='trigger' AND tbl_name"
+      " COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards','%q_members')"
+      " UNION ALL SELECT name, sql, 1 FROM temp.sqlite_schema WHERE type='trigger'"
+      " AND %d AND tbl_name COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards','%q_members')",
+      p->zDb, p->zName, p->zName, p->zName, p->zName, sqlite3_stricmp(p->zDb, "temp") != 0,
+      p->zName, p->zName, p->zName, p->zName);
+  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pQ, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  while (rc == SQLITE_OK && t->zWhy == 0 && sqlite3_step(pQ) == SQLITE_ROW) {
+    const char *zTrig = (const char *)sqlite3_column_text(pQ, 0);
+    const char *zTSql = (const char *)sqlite3_column_text(pQ, 1);
+    int bTemp = sqlite3_column_int(pQ, 2), iOwn = -1;
+    /* an own trigger lives in the ledger's schema; one in temp is foreign */
+    for (i = 0; zTrig && !bTemp && i < nOwn; i++) {
+      if (strcmp(zTrig, azName[i]) == 0) iOwn = i;
+    }
+    if (iOwn >= 0 && zTSql && strcmp(zTSql, azExpect[iOwn]) == 0) {
+      t->mOwn |= 1u << iOwn;
+    } else if (iOwn >= 0 && bDrop) {
+      rc = exec_free(p->db, sqlite3_mprintf("DROP TRIGGER \"%w\".\"%w\"", p->zDb, azName[iOwn]), 0);
+      if (rc == SQLITE_OK) {
+        /* the scan statement reads sqlite_schema: start it again */
+        sqlite3_reset(pQ);
+        t->mOwn = 0;
+      }
+    } else if (iOwn >= 0) {
+      rc = scan_note(t, sqlite3_mprintf("has its trigger \"%s\" altered", zTrig), 1);
+    } else if (bTemp && zTSql) {
+      /* a same-named TEMP ledger's own trigger (on temp's table, or a copy
+      ** of ours on this one): the same text does the same checks */
+      for (i = 0; i < nOwn && strcmp(zTSql, azExpect[i]) != 0; i++) {
+      }
+      if (i == nOwn) {
+        rc = scan_note(t, sqlite3_mprintf("has a foreign trigger \"%s\" on its shadow tables", zTrig),
+                       0);
+      }
+    } else {
+      rc = scan_note(t,
+                     sqlite3_mprintf("has a foreign trigger \"%s\" on its shadow tables",
+                                     zTrig ? zTrig : "?"),
+                     0);
+    }
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pQ);
+  for (i = 0; rc == SQLITE_OK && !bDrop && t->zWhy == 0 && i < nOwn; i++) {
+    if ((t->mOwn & (1u << i)) == 0) {
+      rc = scan_note(t, sqlite3_mprintf("is missing its trigger \"%s\"", azName[i]), 1);
+    }
+  }
+  if (rc == SQLITE_OK && iFormat == LEDGER_FORMAT && t->zWhy == 0) rc = scan_guards(p, t);
+done:
+  sqlite3_finalize(pQ);
+  for (i = 0; i < N_OWN; i++) {
+    sqlite3_free(azExpect[i]);
+    sqlite3_free(azName[i]);
+  }
+  return rc;
+}
+
+/*
+** Fail when the triggers on the shadow tables and the guarded tables are
+** not exactly the ledger's own (by name and stored SQL): a foreign
+** trigger could suppress or rewrite a claim, a missing one leaves a gap.
+** Checked again only when a schema version changes. Returns SQLITE_OK, or
+** an error with *pzErr set.
 */
 int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
-  static const char *azSuffix[N_TRIGGER] = {"insert", "update", "delete"};
-  sqlite3_stmt *pV = 0, *pQ = 0;
-  int rc, v1 = 0, v2 = 0, i, aSeen[N_TRIGGER] = {0, 0, 0};
-  char *zSql = 0, *azExpect[N_TRIGGER] = {0, 0, 0}, *azName[N_TRIGGER] = {0, 0, 0};
+  sqlite3_stmt *pV = 0;
+  int rc, v1 = 0, v2 = 0;
+  TriggerScan t;
+  memset(&t, 0, sizeof(t));
   rc = ledger_stmt(p, ST_SCHEMA_VERSION, &pV);
   if (rc) return rc;
   if (sqlite3_step(pV) == SQLITE_ROW) v1 = sqlite3_column_int(pV, 0);
@@ -698,82 +1156,35 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
         "SELECT idem_upgrade('%q')",
         p->zName, p->iFormat, p->zName);
     rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
-    goto done;
-  }
-  for (i = 0; i < N_TRIGGER; i++) {
-    azExpect[i] = trigger_sql(LEDGER_FORMAT, i, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE]);
-    azName[i] = sqlite3_mprintf("%s_rows_%s", p->zName, azSuffix[i]);
-    if (azExpect[i] == 0 || azName[i] == 0) {
-      rc = SQLITE_NOMEM;
-      goto done;
-    }
-  }
-  zSql = sqlite3_mprintf(
-      "SELECT name, sql, %Q FROM \"%w\".sqlite_schema WHERE type='trigger' AND tbl_name"
-      " COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards')"
-      " UNION ALL SELECT name, sql, 'temp' FROM temp.sqlite_schema WHERE type='trigger'"
-      " AND %d AND tbl_name COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards')",
-      p->zDb, p->zDb, p->zName, p->zName, p->zName, sqlite3_stricmp(p->zDb, "temp") != 0, p->zName,
-      p->zName, p->zName);
-  if (zSql == 0) {
-    rc = SQLITE_NOMEM;
-    goto done;
-  }
-  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pQ, 0);
-  if (rc) goto done;
-  while ((rc = sqlite3_step(pQ)) == SQLITE_ROW) {
-    const char *zTrig = (const char *)sqlite3_column_text(pQ, 0);
-    const char *zTSql = (const char *)sqlite3_column_text(pQ, 1);
-    const char *zIn = (const char *)sqlite3_column_text(pQ, 2);
-    int iOwn = -1;
-    /* an own trigger lives in the ledger's schema; one in temp is foreign */
-    for (i = 0; zTrig && zIn && sqlite3_stricmp(zIn, p->zDb) == 0 && i < N_TRIGGER; i++) {
-      if (strcmp(zTrig, azName[i]) == 0) iOwn = i;
-    }
-    if (iOwn >= 0 && zTSql && strcmp(zTSql, azExpect[iOwn]) == 0) {
-      aSeen[iOwn] = 1;
-      continue;
-    }
-    if (iOwn < 0 && zTSql) {
-      /* a same-named TEMP ledger's own trigger (on temp's table, or a copy
-      ** of ours on this one): the same text does the same checks */
-      for (i = 0; i < N_TRIGGER && strcmp(zTSql, azExpect[i]) != 0; i++) {
-      }
-      if (i < N_TRIGGER) continue;
-    }
-    if (iOwn >= 0) {
+  } else {
+    char *zMembers = sqlite3_mprintf("%s_members", p->zName);
+    rc = zMembers ? SQLITE_OK : SQLITE_NOMEM;
+    if (rc == SQLITE_OK &&
+        sqlite3_table_column_metadata(p->db, p->zDb, zMembers, "claim", 0, 0, 0, 0, 0) != SQLITE_OK) {
+      /* its members are lost: idem_upgrade cannot know them again */
       p->zForeign = sqlite3_mprintf(
-          "ledger %s has its trigger \"%s\" altered; rows may have been changed without it: "
-          "check them (SELECT * FROM %s) against what the application and the targets know, "
-          "drop the trigger, then restore it with SELECT idem_upgrade('%q'); every ledger "
-          "operation is refused until then",
-          p->zName, zTrig, p->zName, p->zName);
-    } else {
-      p->zForeign = sqlite3_mprintf(
-          "ledger %s has a foreign trigger \"%s\" on its shadow tables; every ledger "
-          "operation is refused until it is dropped",
-          p->zName, zTrig ? zTrig : "?");
+          "ledger %s is missing its table %s; restore it from a backup, or drop the ledger",
+          p->zName, zMembers);
+      rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
     }
-    rc = p->zForeign ? SQLITE_ROW : SQLITE_NOMEM;
-    break;
-  }
-  if (rc == SQLITE_DONE) {
-    rc = SQLITE_OK;
-    for (i = 0; i < N_TRIGGER && p->zForeign == 0; i++) {
-      if (aSeen[i]) continue;
-      p->zForeign = sqlite3_mprintf(
-          "ledger %s is missing its trigger \"%s\"; rows may have been changed without it: "
-          "check them (SELECT * FROM %s) against what the application and the targets know, "
-          "then restore it with SELECT idem_upgrade('%q'); every ledger operation is refused "
-          "until then",
-          p->zName, azName[i], p->zName, p->zName);
-      if (p->zForeign == 0) rc = SQLITE_NOMEM;
+    sqlite3_free(zMembers);
+    if (rc == SQLITE_OK) rc = triggers_scan(p, LEDGER_FORMAT, 0, &t);
+    if (rc == SQLITE_OK && t.zWhy) {
+      /* the remedy must work in this state: the ledger refuses reads now,
+      ** its rows table does not */
+      p->zForeign =
+          t.bRepair
+              ? sqlite3_mprintf("ledger %s %s; rows may have been changed without it: check them "
+                                "(SELECT * FROM \"%w_rows\") against what the application and "
+                                "the targets know, then restore it with SELECT "
+                                "idem_upgrade('%q'); every ledger operation is refused until then",
+                                p->zName, t.zWhy, p->zName, p->zName)
+              : sqlite3_mprintf("ledger %s %s; every ledger operation is refused until it is "
+                                "dropped",
+                                p->zName, t.zWhy);
+      rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
     }
-  } else if (rc == SQLITE_ROW) {
-    rc = SQLITE_OK;
   }
-  if (rc == SQLITE_OK && p->zForeign) rc = SQLITE_ERROR;
-done:
   if (rc == SQLITE_OK || (rc == SQLITE_ERROR && p->zForeign)) {
     p->bChecked = 1;
     p->iSchemaVersion = v1;
@@ -783,12 +1194,7 @@ done:
     p->nGetReprepare =
         p->pGetChecked ? sqlite3_stmt_status(p->pGetChecked, SQLITE_STMTSTATUS_REPREPARE, 0) : -1;
   }
-  sqlite3_finalize(pQ);
-  sqlite3_free(zSql);
-  for (i = 0; i < N_TRIGGER; i++) {
-    sqlite3_free(azExpect[i]);
-    sqlite3_free(azName[i]);
-  }
+  sqlite3_free(t.zWhy);
   if (rc == SQLITE_ERROR && p->zForeign) {
     *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zForeign);
     if (*pzErr == 0) rc = SQLITE_NOMEM;
@@ -853,9 +1259,10 @@ void ledger_row_free(LedgerRow *r) {
 /* Copy the current row of pS (selected with ROW_COLUMNS) into r; the
 ** caller resets pS and calls ledger_row_free(). */
 static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
-  static const int aText[11] = {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 14};
-  const char **apDest[11], *az[11];
-  int an[11];
+  static const int aText[10] = {RC_CONV,    RC_TOOL,    RC_ARGS,   RC_EFFECT, RC_STATUS,
+                                 RC_RESULT,  RC_ERROR,   RC_MEMBERS, RC_TENANT, RC_KEY};
+  const char **apDest[10], *az[10];
+  int an[10];
   sqlite3_int64 nTotal = 0;
   int i;
   char *z;
@@ -868,12 +1275,11 @@ static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
   apDest[5] = &r->zResult;
   apDest[6] = &r->zError;
   apDest[7] = &r->zMembers;
-  apDest[8] = &r->zMarks;
-  apDest[9] = &r->zTenant;
-  apDest[10] = &r->zKey;
+  apDest[8] = &r->zTenant;
+  apDest[9] = &r->zKey;
   /* one pass over the columns: each API call takes the connection's mutex,
   ** so the text and its length are read once (text first, as SQLite asks) */
-  for (i = 0; i < 11; i++) {
+  for (i = 0; i < 10; i++) {
     az[i] = (const char *)sqlite3_column_text(pS, aText[i]);
     an[i] = -1;
     if (az[i] == 0) {
@@ -885,7 +1291,7 @@ static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
   }
   z = r->pBuf = sqlite3_malloc64(nTotal + 1);
   if (z == 0) return SQLITE_NOMEM;
-  for (i = 0; i < 11; i++) {
+  for (i = 0; i < 10; i++) {
     if (an[i] < 0) continue;
     memcpy(z, az[i], (size_t)an[i]);
     z[an[i]] = 0;
@@ -894,13 +1300,13 @@ static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
     if (i >= 5 && i <= 7 && memchr(az[i], 0, (size_t)an[i])) r->mNulJson |= 1 << (i - 5);
     z += an[i] + 1;
   }
-  r->id = sqlite3_column_int64(pS, 0);
-  r->attempt = sqlite3_column_int64(pS, 8);
+  r->id = sqlite3_column_int64(pS, RC_ID);
+  r->attempt = sqlite3_column_int64(pS, RC_ATTEMPT);
   r->tokenRnd = sqlite3_column_int64(pS, RC_TOKEN);
   ledger_token_hex(r->id, r->tokenRnd, r->zToken);
-  r->leaseUntil = sqlite3_column_int64(pS, 10);
-  r->updatedAt = sqlite3_column_int64(pS, 15);
-  r->expirations = sqlite3_column_int64(pS, 16);
+  r->leaseUntil = sqlite3_column_int64(pS, RC_LEASE);
+  r->updatedAt = sqlite3_column_int64(pS, RC_UPDATED);
+  r->expirations = sqlite3_column_int64(pS, RC_EXPIRATIONS);
   if (r->zConv == 0 || r->zTool == 0 || r->zArgs == 0 || r->zEffect == 0 || r->zStatus == 0 ||
       r->zTenant == 0 || r->zKey == 0) {
     ledger_row_free(r);
@@ -1007,74 +1413,181 @@ int ledger_exec(IdemLedger *p, int i) {
 }
 
 /* ------------------------------------------------------------------ */
-/* idem_upgrade: format 1 to format 2, and the repair of own triggers  */
+/* Guard triggers                                                      */
 /* ------------------------------------------------------------------ */
 
-/* The first foreign trigger on the shadow tables of p (not named and
-** written as one of format iFormat's own triggers), as a message, or NULL
-** in *pzWhy; *pmSeen gets a bit per own trigger found intact. Triggers
-** named as own ones but altered are dropped when bDropAltered. */
-static int triggers_scan(IdemLedger *p, int iFormat, int bDropAltered, char **pzWhy,
-                         unsigned *pmSeen) {
-  static const char *azSuffix[N_TRIGGER] = {"insert", "update", "delete"};
-  int nTrig = iFormat == 1 ? N_TRIGGER_V1 : N_TRIGGER, i, rc;
-  int iFirst = iFormat == 1 ? 1 : 0; /* format 1 has no insert trigger */
-  char *azExpect[N_TRIGGER] = {0, 0, 0}, *azName[N_TRIGGER] = {0, 0, 0};
-  char *zSql;
-  sqlite3_stmt *pQ = 0;
-  *pzWhy = 0;
-  *pmSeen = 0;
-  for (i = 0; i < nTrig; i++) {
-    azExpect[i] = trigger_sql(iFormat, i, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE]);
-    azName[i] = sqlite3_mprintf("%s_rows_%s", p->zName, azSuffix[i + iFirst]);
-    if (azExpect[i] == 0 || azName[i] == 0) {
-      rc = SQLITE_NOMEM;
-      goto done;
+const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "update"};
+
+/*
+** The SQL of guard trigger k (0 insert, 1 member, 2 update) of the guard
+** gid of ledger zLedger (identity zLedgerId) on table zTable, named after
+** zBase (the table's name when the guard was installed: a trigger keeps
+** its name when SQLite moves it with a renamed table). With zDb NULL it is
+** the text SQLite stores; else the schema is named after CREATE TRIGGER.
+**
+**   insert  BEFORE INSERT: the new row's (tenant, key) must hold a live
+**           claimed claim of the ledger (with a token column, carrying its
+**           token), else idem_guard_check raises SQLITE_CONSTRAINT naming
+**           the table and the key. The function is DETERMINISTIC|INNOCUOUS,
+**           so the trigger runs under trusted_schema=OFF and in defensive
+**           mode, and fails closed when the extension is not loaded. A
+**           function error is not a constraint conflict, so OR IGNORE / OR
+**           REPLACE cannot turn it into a skip.
+**   member  AFTER INSERT: records the row (guard, rowid) as a member of the
+**           claimed local claim of its (tenant, key) and attempt, in
+**           <ledger>_members: membership is written when the row is, not
+**           inferred later, whatever rowid the row got. Plain SQL.
+**   update  BEFORE UPDATE: the rowid and the key, tenant and token
+**           columns cannot change.
+**
+** Key and tenant are compared with BINARY, as the ledger compares them,
+** whatever collation the guarded table declares. Identifiers are quoted
+** with %w, literals with %Q. zTenCol and zTokCol may be NULL.
+*/
+char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, const char *zLedgerId,
+                               sqlite3_int64 gid, const char *zBase, const char *zTable,
+                               const char *zKeyCol, const char *zTenCol, const char *zTokCol) {
+  sqlite3_str *s = sqlite3_str_new(0);
+  sqlite3_str_appendall(s, "CREATE TRIGGER ");
+  if (zDb) sqlite3_str_appendf(s, "\"%w\".", zDb);
+  sqlite3_str_appendf(s, "\"%w_idem_%w_%s\" ", zBase, zLedger, idem_guard_kind[k]);
+  if (k == 0) {
+    sqlite3_str_appendf(s, "BEFORE INSERT ON \"%w\" BEGIN SELECT idem_guard_check(%Q, %Q, %Q, ",
+                        zTable, zLedger, zLedgerId, zBase);
+    if (zTenCol) sqlite3_str_appendf(s, "NEW.\"%w\"", zTenCol);
+    else sqlite3_str_appendall(s, "NULL");
+    sqlite3_str_appendf(s, ", NEW.\"%w\"", zKeyCol);
+    if (zTokCol) sqlite3_str_appendf(s, ", NEW.\"%w\"", zTokCol);
+    sqlite3_str_appendall(s, "); END");
+  } else if (k == 1) {
+    sqlite3_str_appendf(s,
+                        "AFTER INSERT ON \"%w\" BEGIN INSERT INTO \"%w_members\"(claim,attempt,"
+                        "guard,rid) SELECT r.id,r.attempt,%lld,NEW.rowid FROM \"%w_rows\" AS r"
+                        " WHERE r.\"key\"=NEW.\"%w\" COLLATE BINARY",
+                        zTable, zLedger, gid, zLedger, zKeyCol);
+    if (zTenCol) sqlite3_str_appendf(s, " AND r.tenant=NEW.\"%w\" COLLATE BINARY", zTenCol);
+    sqlite3_str_appendf(s,
+                        " AND r.status='claimed' AND r.effect='local' AND NOT EXISTS(SELECT 1"
+                        " FROM \"%w_members\" AS m WHERE m.claim=r.id AND m.attempt=r.attempt"
+                        " AND m.guard=%lld AND m.rid=NEW.rowid); END",
+                        zLedger, gid);
+  } else {
+    sqlite3_str_appendf(s,
+                        "BEFORE UPDATE ON \"%w\" WHEN NEW.rowid IS NOT OLD.rowid"
+                        " OR NEW.\"%w\" IS NOT OLD.\"%w\" COLLATE BINARY",
+                        zTable, zKeyCol, zKeyCol);
+    if (zTenCol) {
+      sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\" COLLATE BINARY", zTenCol, zTenCol);
     }
+    if (zTokCol) {
+      sqlite3_str_appendf(s, " OR NEW.\"%w\" IS NOT OLD.\"%w\" COLLATE BINARY", zTokCol, zTokCol);
+    }
+    sqlite3_str_appendall(s,
+                          " BEGIN SELECT RAISE(ABORT, 'idem_guard: the rowid and the key, tenant "
+                          "and token columns of a guarded table cannot be updated'); END");
   }
-  zSql = sqlite3_mprintf(
-      "SELECT name, sql, 0 FROM \"%w\".sqlite_schema WHERE type='trigger' AND tbl_name"
-      " COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards')"
-      " UNION ALL SELECT name, sql, 1 FROM temp.sqlite_schema WHERE type='trigger'"
-      " AND %d AND tbl_name COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards')",
-      p->zDb, p->zName, p->zName, p->zName, sqlite3_stricmp(p->zDb, "temp") != 0, p->zName,
-      p->zName, p->zName);
-  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pQ, 0) : SQLITE_NOMEM;
-  sqlite3_free(zSql);
-  while (rc == SQLITE_OK && *pzWhy == 0 && sqlite3_step(pQ) == SQLITE_ROW) {
-    const char *zTrig = (const char *)sqlite3_column_text(pQ, 0);
-    const char *zTSql = (const char *)sqlite3_column_text(pQ, 1);
-    int bTemp = sqlite3_column_int(pQ, 2), iOwn = -1;
-    for (i = 0; zTrig && !bTemp && i < nTrig; i++) {
-      if (strcmp(zTrig, azName[i]) == 0) iOwn = i;
-    }
-    if (iOwn >= 0 && zTSql && strcmp(zTSql, azExpect[iOwn]) == 0) {
-      *pmSeen |= 1u << iOwn;
-    } else if (iOwn >= 0 && bDropAltered) {
-      rc = exec_free(p->db, sqlite3_mprintf("DROP TRIGGER \"%w\".\"%w\"", p->zDb, azName[iOwn]), 0);
-      if (rc == SQLITE_OK) {
-        /* the scan statement reads sqlite_schema: start it again */
-        sqlite3_reset(pQ);
-        *pmSeen = 0;
-      }
-    } else if (iOwn < 0 && bTemp && zTSql) {
-      for (i = 0; i < nTrig && strcmp(zTSql, azExpect[i]) != 0; i++) {
-      }
-      if (i == nTrig) *pzWhy = sqlite3_mprintf("a foreign trigger \"%s\"", zTrig ? zTrig : "?");
-    } else {
-      *pzWhy = sqlite3_mprintf("%s trigger \"%s\"", iOwn >= 0 ? "an altered" : "a foreign",
-                               zTrig ? zTrig : "?");
-    }
-  }
-  if (rc == SQLITE_OK) rc = sqlite3_reset(pQ);
-done:
-  sqlite3_finalize(pQ);
-  for (i = 0; i < N_TRIGGER; i++) {
-    sqlite3_free(azExpect[i]);
-    sqlite3_free(azName[i]);
+  return sqlite3_str_finish(s);
+}
+
+int ledger_guard_create(sqlite3 *db, const char *zDb, const char *zLedger, const char *zLedgerId,
+                        sqlite3_int64 gid, const char *zBase, const char *zTable,
+                        const char *zKeyCol, const char *zTenCol, const char *zTokCol,
+                        char **pzErr) {
+  int k, rc = SQLITE_OK;
+  for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
+    rc = exec_free(db,
+                   ledger_guard_trigger_sql(k, zDb, zLedger, zLedgerId, gid, zBase, zTable, zKeyCol,
+                                            zTenCol, zTokCol),
+                   pzErr);
   }
   return rc;
 }
+
+int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase) {
+  int k, rc = SQLITE_OK;
+  for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
+    rc = exec_free(db,
+                   sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_%s\"", zDb, zBase,
+                                   zLedger, idem_guard_kind[k]),
+                   0);
+  }
+  return rc;
+}
+
+/*
+** The current name of the table guarded under the name zBase by ledger
+** zLedger: the table a trigger of the guard is on (it moves with a renamed
+** table), else zBase itself if such a table exists, else NULL in *pzTable
+** (the table was dropped, its triggers with it). sqlite3_malloc.
+*/
+int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase,
+                       char **pzTable) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  char *zSql = sqlite3_mprintf(
+      "SELECT tbl_name FROM \"%w\".sqlite_schema WHERE type='trigger' AND name IN"
+      " (%Q||'_idem_'||%Q||'_insert', %Q||'_idem_'||%Q||'_member', %Q||'_idem_'||%Q||'_update')"
+      " UNION ALL SELECT name FROM \"%w\".sqlite_schema WHERE type='table' AND name=%Q",
+      zDb, zBase, zLedger, zBase, zLedger, zBase, zLedger, zDb, zBase);
+  *pzTable = 0;
+  rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    *pzTable = sqlite3_mprintf("%s", sqlite3_column_text(pS, 0));
+    if (*pzTable == 0) rc = SQLITE_NOMEM;
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pS);
+  sqlite3_finalize(pS);
+  return rc;
+}
+
+/*
+** Make every guard's triggers again: those named after ledger zOld are
+** dropped, the three of format 3 made under ledger zNew (the guards are
+** read from zNew_guards). A guard whose table is gone is left. *pn counts
+** the triggers created.
+*/
+static int guards_rebuild(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
+                          const char *zId, int *pn) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  char *zSql = sqlite3_mprintf(
+      "SELECT id, tbl, key_column, tenant_column, token_column FROM \"%w\".\"%w_guards\"", zDb,
+      zNew);
+  rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  while (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
+    const char *zBase = (const char *)sqlite3_column_text(pS, 1);
+    char *zTable = 0;
+    if (zBase == 0) {
+      rc = SQLITE_CORRUPT_VTAB;
+      break;
+    }
+    rc = ledger_guard_table(db, zDb, zOld, zBase, &zTable);
+    if (rc == SQLITE_OK && zTable) {
+      /* the format-2 guard triggers have the same names */
+      rc = ledger_guard_drop(db, zDb, zOld, zBase);
+      if (rc == SQLITE_OK) {
+        rc = ledger_guard_create(db, zDb, zNew, zId, sqlite3_column_int64(pS, 0), zBase, zTable,
+                                 (const char *)sqlite3_column_text(pS, 2),
+                                 (const char *)sqlite3_column_text(pS, 3),
+                                 (const char *)sqlite3_column_text(pS, 4), 0);
+      }
+      if (rc == SQLITE_OK) *pn += IDEM_GUARD_N_TRIGGER;
+    }
+    sqlite3_free(zTable);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pS);
+  sqlite3_finalize(pS);
+  return rc;
+}
+
+
+/* ------------------------------------------------------------------ */
+/* idem_upgrade: formats 1 and 2 to format 3, and the repair of own    */
+/* and guard triggers                                                  */
+/* ------------------------------------------------------------------ */
 
 /* Big-endian 64 bits of a[0..8). */
 static sqlite3_uint64 be64(const unsigned char *a) {
@@ -1084,18 +1597,91 @@ static sqlite3_uint64 be64(const unsigned char *a) {
   return v;
 }
 
+/* The mark of guard iGuard in a format-1/2 marks text "gid:rowid;...",
+** or -1 when the guard came later than the claim (then every row of the
+** key counts). */
+static sqlite3_int64 old_mark(const char *zMarks, sqlite3_int64 iGuard) {
+  const char *z = zMarks;
+  while (z && *z) {
+    char *zEnd;
+    sqlite3_int64 g = strtoll(z, &zEnd, 10), m;
+    if (*zEnd != ':') break;
+    m = strtoll(zEnd + 1, &zEnd, 10);
+    if (g == iGuard) return m;
+    if (*zEnd != ';') break;
+    z = zEnd + 1;
+  }
+  return -1;
+}
+
 /*
-** Copy the rows of a format-1 table into the format-2 table zNew. A row
+** The members of the open local claims of a format-1/2 rows table zRows,
+** which inferred them from rowid marks: the guarded rows of the claim's
+** (tenant, key) above its mark, recorded now in <name>_members (the best
+** the old file knows; from now on they are recorded as they are written).
+*/
+static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn) {
+  sqlite3_stmt *pR = 0, *pG = 0;
+  int rc;
+  char *zSql = sqlite3_mprintf(
+      "SELECT id, attempt, tenant, \"key\", marks FROM \"%w\".\"%w\""
+      " WHERE status='claimed' AND effect='local'",
+      p->zDb, zRows);
+  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pR, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  zSql = sqlite3_mprintf("SELECT id, tbl, key_column, tenant_column FROM \"%w\".\"%w_guards\"",
+                         p->zDb, p->zName);
+  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pG, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  while (rc == SQLITE_OK && sqlite3_step(pR) == SQLITE_ROW) {
+    while (rc == SQLITE_OK && sqlite3_step(pG) == SQLITE_ROW) {
+      char *zTable = 0;
+      const char *zBase = (const char *)sqlite3_column_text(pG, 1);
+      const char *zTen = (const char *)sqlite3_column_text(pG, 3);
+      sqlite3_int64 gid = sqlite3_column_int64(pG, 0);
+      if (zBase == 0) {
+        rc = SQLITE_CORRUPT_VTAB;
+        break;
+      }
+      rc = ledger_guard_table(p->db, p->zDb, p->zName, zBase, &zTable);
+      if (rc == SQLITE_OK && zTable) {
+        char *zIns = sqlite3_mprintf(
+            "INSERT OR IGNORE INTO \"%w\".\"%w_members\"(claim,attempt,guard,rid)"
+            " SELECT %lld,%lld,%lld,rowid FROM \"%w\".\"%w\" WHERE \"%w\"=%Q COLLATE BINARY"
+            " AND %s%w%s=%Q COLLATE BINARY AND rowid>%lld",
+            p->zDb, p->zName, sqlite3_column_int64(pR, 0), sqlite3_column_int64(pR, 1), gid,
+            p->zDb, zTable, (const char *)sqlite3_column_text(pG, 2),
+            (const char *)sqlite3_column_text(pR, 3), zTen ? "\"" : "", zTen ? zTen : "",
+            zTen ? "\"" : "", zTen ? (const char *)sqlite3_column_text(pR, 2) : "",
+            old_mark((const char *)sqlite3_column_text(pR, 4), gid));
+        rc = exec_free(p->db, zIns, 0);
+        if (rc == SQLITE_OK) *pn += sqlite3_changes(p->db);
+      }
+      sqlite3_free(zTable);
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pR);
+  sqlite3_finalize(pR);
+  sqlite3_finalize(pG);
+  return rc;
+}
+
+/*
+** Copy the rows of a format-1 table into the format-3 table zNew. A row
 ** whose token can still settle (claimed, unknown) gets the id its old
 ** token names (the token's first 8 bytes, top bit cleared), so the holder's
 ** token finds it; the column token keeps the old token's last 8 bytes.
-** Other rows keep their ids. *pnRow counts the rows.
+** Other rows keep their ids. *pnRow counts the rows. Members were read
+** from the old table first (upgrade_members) under the old ids: the
+** members table's claim ids are moved with the rows.
 */
 static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnRow) {
   static const char zCols[] =
       "id,tenant,\"key\",conversation,tool,args,effect,status,result,error,attempt,token,"
-      "created_at,updated_at,lease_until,marks,members,expirations";
-  sqlite3_stmt *pR = 0, *pW = 0;
+      "created_at,updated_at,lease_until,members,expirations";
+  sqlite3_stmt *pR = 0, *pW = 0, *pM = 0;
   char *zSql;
   int rc, i;
   *pnRow = 0;
@@ -1105,14 +1691,22 @@ static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnR
   if (rc) return rc;
   zSql = sqlite3_mprintf(
       "INSERT INTO \"%w\".\"%w\"(%s) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
-      "?16,?17,?18)",
+      "?16,?17)",
       p->zDb, zNew, zCols);
   rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pW, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
+  if (rc == SQLITE_OK) {
+    /* members are keyed by claim id; ids only change for open rows, and a
+    ** new id is negated first so that it cannot meet an old one */
+    zSql = sqlite3_mprintf("UPDATE \"%w\".\"%w_members\" SET claim=?1 WHERE claim=?2", p->zDb,
+                           p->zName);
+    rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pM, 0) : SQLITE_NOMEM;
+    sqlite3_free(zSql);
+  }
   while (rc == SQLITE_OK && sqlite3_step(pR) == SQLITE_ROW) {
     const unsigned char *aTok = (const unsigned char *)sqlite3_column_blob(pR, 11);
     const char *zStatus = (const char *)sqlite3_column_text(pR, 7);
-    sqlite3_int64 id = sqlite3_column_int64(pR, 0), rnd = 0;
+    sqlite3_int64 id = sqlite3_column_int64(pR, 0), id0 = id, rnd = 0;
     if (sqlite3_column_bytes(pR, 11) != 16 || aTok == 0 || zStatus == 0) {
       rc = SQLITE_CORRUPT_VTAB;
       break;
@@ -1122,31 +1716,90 @@ static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnR
       id = (sqlite3_int64)(be64(aTok) & TOKEN_ID_MASK);
       if (id == 0) id = 1; /* a token of 2^-63 odds: it then settles by key only */
     }
-    for (i = 0; i < 18; i++) sqlite3_bind_value(pW, i + 1, sqlite3_column_value(pR, i));
+    for (i = 0; i < 17; i++) sqlite3_bind_value(pW, i + 1, sqlite3_column_value(pR, i));
     sqlite3_bind_int64(pW, 1, id);
     sqlite3_bind_int64(pW, 12, rnd);
     rc = ledger_step_done(pW);
+    if (rc == SQLITE_OK && id != id0) {
+      sqlite3_bind_int64(pM, 1, -id);
+      sqlite3_bind_int64(pM, 2, id0);
+      rc = ledger_step_done(pM);
+    }
     if (rc == SQLITE_OK) (*pnRow)++;
   }
   if (rc == SQLITE_OK) rc = sqlite3_reset(pR);
+  if (rc == SQLITE_OK) {
+    rc = exec_free(p->db,
+                   sqlite3_mprintf("UPDATE \"%w\".\"%w_members\" SET claim=-claim WHERE claim<0",
+                                   p->zDb, p->zName),
+                   0);
+  }
   sqlite3_finalize(pR);
   sqlite3_finalize(pW);
+  sqlite3_finalize(pM);
+  return rc;
+}
+
+/* Format 1 or 2 to format 3: members from the old marks, the rows table
+** without its marks column, the indexes, the own triggers and the guards'
+** triggers of format 3. *pnRow counts rows copied (format 1), *pnMember
+** the members found. */
+static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_int64 *pnMember,
+                        int *pnTrig) {
+  int bSingle = (int)p->aOpt[IDEM_OPT_SINGLE], n = 0, rc;
+  char *zNew = 0;
+  rc = create_members(p->db, p->zDb, p->zName, 0);
+  if (rc == SQLITE_OK) rc = drop_triggers(p->db, p->zDb, p->zName, iFrom);
+  if (rc == SQLITE_OK) {
+    zNew = sqlite3_mprintf("%s_rows", p->zName);
+    rc = zNew ? upgrade_members(p, zNew, pnMember) : SQLITE_NOMEM;
+    sqlite3_free(zNew);
+    zNew = 0;
+  }
+  if (rc == SQLITE_OK && iFrom == 1) {
+    zNew = sqlite3_mprintf("%s_rows_format3", p->zName);
+    rc = zNew ? exec_free(p->db, rows_table_sql(p->zDb, zNew), 0) : SQLITE_NOMEM;
+    if (rc == SQLITE_OK) rc = upgrade_copy_rows(p, zNew, pnRow);
+    if (rc == SQLITE_OK) {
+      rc = exec_free(p->db,
+                     sqlite3_mprintf("DROP TABLE \"%w\".\"%w_rows\";"
+                                     "ALTER TABLE \"%w\".\"%w\" RENAME TO \"%w_rows\";",
+                                     p->zDb, p->zName, p->zDb, zNew, p->zName),
+                     0);
+    }
+  } else if (rc == SQLITE_OK) {
+    rc = exec_free(
+        p->db,
+        sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" DROP COLUMN marks", p->zDb, p->zName), 0);
+  }
+  if (rc == SQLITE_OK) {
+    rc = exec_free(p->db,
+                   sqlite3_mprintf("DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";"
+                                   "UPDATE \"%w\".\"%w_meta\" SET v=%d WHERE k='format';",
+                                   p->zDb, p->zName, p->zDb, p->zName, LEDGER_FORMAT),
+                   0);
+  }
+  if (rc == SQLITE_OK) rc = create_indexes(p->db, p->zDb, p->zName, p->zId, bSingle, 0);
+  if (rc == SQLITE_OK) rc = create_triggers(p->db, p->zDb, p->zName, bSingle, 0, 0);
+  if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
+  *pnTrig = N_OWN + n;
+  sqlite3_free(zNew);
   return rc;
 }
 
 int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr) {
-  char *zWhy = 0, *zNew = 0;
-  unsigned mSeen = 0;
-  sqlite3_int64 nRow = 0;
-  int rc = SQLITE_OK, iFrom = p->iFormat, nRestored = 0, i, bSave = 0;
+  sqlite3_int64 nRow = 0, nMember = 0;
+  int rc = SQLITE_OK, iFrom = p->iFormat, nCreated = 0, i, bSave = 0;
   int bAuto = sqlite3_get_autocommit(p->db);
   /* prepared before anything is written, so that undoing cannot fail for
   ** want of memory to prepare it */
   static const char *const azTxn[4] = {"SAVEPOINT idem_upgrade", "RELEASE idem_upgrade",
                                        "ROLLBACK TO idem_upgrade", "ROLLBACK"};
   sqlite3_stmt *apTxn[4] = {0, 0, 0, 0};
+  TriggerScan t;
   IdemJson j;
 
+  memset(&t, 0, sizeof(t));
   *pzJson = 0;
   for (i = 0; rc == SQLITE_OK && i < 4; i++) {
     rc = sqlite3_prepare_v2(p->db, azTxn[i], -1, &apTxn[i], 0);
@@ -1154,45 +1807,27 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   if (rc == SQLITE_OK) rc = ledger_step_done(apTxn[0]);
   if (rc) goto done;
   bSave = 1;
-  rc = triggers_scan(p, iFrom, iFrom == LEDGER_FORMAT, &zWhy, &mSeen);
+  /* altered own triggers of this format are dropped (made again below);
+  ** an earlier format's altered trigger, or a foreign one, refuses */
+  rc = triggers_scan(p, iFrom, iFrom == LEDGER_FORMAT, &t);
   if (rc) goto done;
-  if (zWhy) {
-    *pzErr = sqlite3_mprintf(
-        "%s: ledger %s has %s on its shadow tables; drop it first (nothing was changed)", zFunc,
-        p->zName, zWhy);
+  if (t.zWhy && (iFrom != LEDGER_FORMAT || !t.bRepair)) {
+    *pzErr = sqlite3_mprintf("%s: ledger %s %s; drop it first (nothing was changed)", zFunc,
+                             p->zName, t.zWhy);
     rc = *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
     goto done;
   }
-  if (iFrom == 1) {
-    ledger_finalize_all(p);
-    zNew = sqlite3_mprintf("%s_rows_format2", p->zName);
-    rc = zNew ? exec_free(p->db, rows_table_sql(p->zDb, zNew), 0) : SQLITE_NOMEM;
-    if (rc == SQLITE_OK) rc = upgrade_copy_rows(p, zNew, &nRow);
-    if (rc == SQLITE_OK) {
-      rc = exec_free(p->db,
-                     sqlite3_mprintf("DROP TABLE \"%w\".\"%w_rows\";"
-                                     "ALTER TABLE \"%w\".\"%w\" RENAME TO \"%w_rows\";"
-                                     "UPDATE \"%w\".\"%w_meta\" SET v=%d WHERE k='format';",
-                                     p->zDb, p->zName, p->zDb, zNew, p->zName, p->zDb, p->zName,
-                                     LEDGER_FORMAT),
-                     0);
-    }
-    if (rc == SQLITE_OK && p->aOpt[IDEM_OPT_SINGLE])
-      rc = create_key_index(p->db, p->zDb, p->zName, 0);
-    if (rc == SQLITE_OK)
-      rc = create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE], 0);
-    nRestored = N_TRIGGER;
+  ledger_finalize_all(p);
+  if (iFrom != LEDGER_FORMAT) {
+    rc = upgrade_from(p, iFrom, &nRow, &nMember, &nCreated);
   } else {
-    /* format 2: create the own triggers that are missing (altered ones were dropped) */
-    for (i = 0; rc == SQLITE_OK && i < N_TRIGGER; i++) {
-      char *zTrig, *zSql;
-      if (mSeen & (1u << i)) continue;
-      zTrig = trigger_sql(LEDGER_FORMAT, i, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE]);
-      zSql = zTrig ? sqlite3_mprintf("CREATE TRIGGER \"%w\".%s", p->zDb, zTrig + 15) : 0;
-      sqlite3_free(zTrig);
-      rc = exec_free(p->db, zSql, 0);
-      nRestored++;
-    }
+    /* format 3: the own triggers missing (or dropped above as altered), and
+    ** every guard's triggers made again */
+    int n = 0;
+    rc = create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE], t.mOwn, 0);
+    for (i = 0; i < N_OWN; i++) nCreated += (t.mOwn & (1u << i)) == 0;
+    if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
+    nCreated += n;
   }
   if (rc) goto done;
   /* the answer first: nothing may fail once the upgrade is released */
@@ -1201,7 +1836,8 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   idem_json_int(&j, "from_format", iFrom);
   idem_json_int(&j, "format", LEDGER_FORMAT);
   idem_json_int(&j, "rows_copied", nRow);
-  idem_json_int(&j, "triggers_created", nRestored);
+  idem_json_int(&j, "members_found", nMember);
+  idem_json_int(&j, "triggers_created", nCreated);
   *pzJson = idem_json_finish(&j, &rc);
   if (rc) goto done;
   rc = ledger_step_done(apTxn[1]);
@@ -1222,7 +1858,6 @@ done:
     if (rcU != SQLITE_OK && bAuto) ledger_step_done(apTxn[3]); /* the transaction is ours */
   }
   for (i = 0; i < 4; i++) sqlite3_finalize(apTxn[i]);
-  sqlite3_free(zWhy);
-  sqlite3_free(zNew);
+  sqlite3_free(t.zWhy);
   return rc;
 }

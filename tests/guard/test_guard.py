@@ -167,7 +167,7 @@ def test_fail_closed(tmp, ext):
         report(False, "fail-closed-update-key-frozen", "the update succeeded")
     except sqlite3.Error as e:
         check_eq("fail-closed-update-key-frozen", str(e),
-                 "idem_guard: the key, tenant and token columns of a guarded table cannot be updated")
+                 "idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated")
     try:
         bare.execute("UPDATE orders SET item = 'edited'")
         report(True, "fail-closed-update-other-column")

@@ -7,8 +7,8 @@
 ATTACH 'build/plain/ledger.db' AS f;
 CREATE TEMP TABLE msg(k PRIMARY KEY, v);
 INSERT INTO msg VALUES
-  ('ins', 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, and no row with that id or that key'),
-  ('upd', 'idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, and an external claim is released only with detail {"sent": false}'),
+  ('ins', 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key'),
+  ('upd', 'idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over'),
   ('del', 'idempotency: a claimed or unknown ledger row cannot be deleted');
 CREATE TEMP VIEW m AS SELECT (SELECT v FROM msg WHERE k = 'ins') AS ins, (SELECT v FROM msg WHERE k = 'upd') AS upd, (SELECT v FROM msg WHERE k = 'del') AS del;
 SELECT 'no-extension', (SELECT count(*) FROM pragma_function_list WHERE name = 'idem_claim') = 0;

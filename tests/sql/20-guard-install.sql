@@ -18,7 +18,7 @@ SELECT 'trigger-names', (SELECT group_concat(name, ' ') FROM (SELECT name FROM s
 SELECT 'insert-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_insert')
        = 'CREATE TRIGGER "orders_idem_ledger_insert" BEFORE INSERT ON "orders" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''orders'', NEW."tenant", NEW."op_key", NEW."claim_token"); END';
 SELECT 'update-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_update')
-       = 'CREATE TRIGGER "orders_idem_ledger_update" BEFORE UPDATE ON "orders" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."tenant" IS NOT OLD."tenant" OR NEW."claim_token" IS NOT OLD."claim_token" BEGIN SELECT RAISE(ABORT, ''idem_guard: the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "orders_idem_ledger_update" BEFORE UPDATE ON "orders" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."tenant" IS NOT OLD."tenant" OR NEW."claim_token" IS NOT OLD."claim_token" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 SELECT 'foreign-trigger-kept', (SELECT count(*) FROM sqlite_schema WHERE name = 'orders_audit') = 1;
 SELECT 'guard-recorded', (SELECT count(*) FROM ledger_guards WHERE tbl = 'orders' AND key_column = 'op_key' AND tenant_column = 'tenant' AND token_column = 'claim_token') = 1;
 
@@ -29,14 +29,14 @@ SELECT 'guard-no-token', idem_guard('ledger', 'notes', 'op_key', 'tenant') = 1;
 SELECT 'no-token-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'notes_idem_ledger_insert')
        = 'CREATE TRIGGER "notes_idem_ledger_insert" BEFORE INSERT ON "notes" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''notes'', NEW."tenant", NEW."op_key"); END';
 SELECT 'no-token-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'notes_idem_ledger_update')
-       = 'CREATE TRIGGER "notes_idem_ledger_update" BEFORE UPDATE ON "notes" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."tenant" IS NOT OLD."tenant" BEGIN SELECT RAISE(ABORT, ''idem_guard: the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "notes_idem_ledger_update" BEFORE UPDATE ON "notes" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."tenant" IS NOT OLD."tenant" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 
 -- rows already present are left alone: not deleted, not checked, still updatable
 SELECT 'existing-rows-kept', (SELECT count(*) FROM orders) = 2;
 SELECT 'existing-row-unchanged', (SELECT item FROM orders WHERE op_key = 'legacy-1') = 'before the guard';
 SELECT 'existing-row-other-column-updatable', errmsg('UPDATE orders SET item = ''edited'' WHERE op_key = ''legacy-1''') IS NULL;
 SELECT 'existing-row-key-frozen', errmsg('UPDATE orders SET op_key = ''legacy-2'' WHERE op_key = ''legacy-1''')
-       = 'idem_guard: the key, tenant and token columns of a guarded table cannot be updated';
+       = 'idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated';
 SELECT 'existing-row-deletable', errmsg('DELETE FROM orders WHERE op_key IS NULL') IS NULL AND (SELECT count(*) FROM orders) = 1;
 
 -- quoted identifiers: table and column names with spaces, quotes and keywords
@@ -49,15 +49,15 @@ SELECT 'guard-keyword', idem_guard('ledger', 'select', 'group', 'where') = 1;
 SELECT 'spaces-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'order lines_idem_ledger_insert')
        = 'CREATE TRIGGER "order lines_idem_ledger_insert" BEFORE INSERT ON "order lines" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''order lines'', NEW."the tenant", NEW."op""key", NEW."select"); END';
 SELECT 'spaces-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'order lines_idem_ledger_update')
-       = 'CREATE TRIGGER "order lines_idem_ledger_update" BEFORE UPDATE ON "order lines" WHEN NEW."op""key" IS NOT OLD."op""key" OR NEW."the tenant" IS NOT OLD."the tenant" OR NEW."select" IS NOT OLD."select" BEGIN SELECT RAISE(ABORT, ''idem_guard: the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "order lines_idem_ledger_update" BEFORE UPDATE ON "order lines" WHEN NEW."op""key" IS NOT OLD."op""key" OR NEW."the tenant" IS NOT OLD."the tenant" OR NEW."select" IS NOT OLD."select" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 SELECT 'quote-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'x"y_idem_ledger_insert')
        = 'CREATE TRIGGER "x""y_idem_ledger_insert" BEFORE INSERT ON "x""y" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''x"y'', NEW."from", NEW."k ey", NEW."t""ok"); END';
 SELECT 'quote-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'x"y_idem_ledger_update')
-       = 'CREATE TRIGGER "x""y_idem_ledger_update" BEFORE UPDATE ON "x""y" WHEN NEW."k ey" IS NOT OLD."k ey" OR NEW."from" IS NOT OLD."from" OR NEW."t""ok" IS NOT OLD."t""ok" BEGIN SELECT RAISE(ABORT, ''idem_guard: the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "x""y_idem_ledger_update" BEFORE UPDATE ON "x""y" WHEN NEW."k ey" IS NOT OLD."k ey" OR NEW."from" IS NOT OLD."from" OR NEW."t""ok" IS NOT OLD."t""ok" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 SELECT 'keyword-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'select_idem_ledger_insert')
        = 'CREATE TRIGGER "select_idem_ledger_insert" BEFORE INSERT ON "select" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''select'', NEW."where", NEW."group"); END';
 SELECT 'keyword-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'select_idem_ledger_update')
-       = 'CREATE TRIGGER "select_idem_ledger_update" BEFORE UPDATE ON "select" WHEN NEW."group" IS NOT OLD."group" OR NEW."where" IS NOT OLD."where" BEGIN SELECT RAISE(ABORT, ''idem_guard: the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "select_idem_ledger_update" BEFORE UPDATE ON "select" WHEN NEW."group" IS NOT OLD."group" OR NEW."where" IS NOT OLD."where" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 -- the quoted guards work: refused without a claim, accepted with one
 SELECT 'quoted-refused-without-claim', errmsg('INSERT INTO "order lines"("the tenant", "op""key", "select", n) VALUES (''t1'', ''op-q'', NULL, 1)')
        = 'idem_guard: insert into "order lines" refused: key "op-q" needs a live claim of ledger ledger; there is no claim for it';
@@ -71,7 +71,7 @@ SELECT 'quoted-accepted-with-claim',
 SELECT 'quoted-token-column-checked', errmsg('INSERT INTO "x""y" VALUES (''t1'', ''op-q'', ''0123456789abcdef0123456789abcdef'')')
        = 'idem_guard: insert into "x"y" refused: key "op-q" needs a live claim of ledger ledger; the row''s token is not the live claim''s token (a stale holder?)';
 SELECT 'quoted-update-frozen', errmsg('UPDATE "order lines" SET "select" = ''x''')
-       = 'idem_guard: the key, tenant and token columns of a guarded table cannot be updated';
+       = 'idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated';
 SELECT 'quoted-update-other-column', errmsg('UPDATE "order lines" SET n = 2') IS NULL;
 SELECT 'quoted-members', json_extract(idem_settle('ledger', (SELECT token FROM ledger WHERE key = 'op-q'), 'succeeded', '{}'), '$.members')
        = '[{"table":"order lines","rowid":1},{"table":"x\"y","rowid":1},{"table":"select","rowid":1}]';

@@ -75,13 +75,13 @@ SELECT 'refusals-wrote-nothing', (SELECT count(*) FROM orders) = 2 AND (SELECT c
 -- updates: key, tenant and token frozen (RAISE(ABORT): SQLITE_CONSTRAINT_TRIGGER,
 -- primary code SQLITE_CONSTRAINT), other columns free; no-op assignments are fine
 SELECT 'update-key', errmsg('UPDATE orders SET op_key = ''op-2'' WHERE item = ''a''')
-       = 'idem_guard: the key, tenant and token columns of a guarded table cannot be updated';
+       = 'idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated';
 SELECT 'update-key-code', errcode('UPDATE orders SET op_key = ''op-2'' WHERE item = ''a''') & 255 = 19;
 SELECT 'update-key-to-null', errcode('UPDATE orders SET op_key = NULL WHERE item = ''a''') & 255 = 19;
 SELECT 'update-tenant', errmsg('UPDATE orders SET tenant = ''t2'' WHERE item = ''a''')
-       = 'idem_guard: the key, tenant and token columns of a guarded table cannot be updated';
+       = 'idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated';
 SELECT 'update-token', errmsg('UPDATE orders SET claim_token = NULL WHERE item = ''a''')
-       = 'idem_guard: the key, tenant and token columns of a guarded table cannot be updated';
+       = 'idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated';
 SELECT 'update-or-ignore-key', errcode('UPDATE OR IGNORE orders SET op_key = ''op-2''') & 255 = 19;
 SELECT 'update-or-replace-tenant', errcode('UPDATE OR REPLACE orders SET tenant = ''t2''') & 255 = 19;
 SELECT 'update-other-column', errmsg('UPDATE orders SET item = ''a2'' WHERE item = ''a''') IS NULL;

@@ -27,7 +27,7 @@ SELECT 'untrusted-accepted-with-claim', errmsg('INSERT INTO orders(tenant, op_ke
 SELECT 'untrusted-wrong-token', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (''t1'', ''op-1'', ''0123456789abcdef0123456789abcdef'', ''b'')')
        = 'idem_guard: insert into "orders" refused: key "op-1" needs a live claim of ledger ledger; the row''s token is not the live claim''s token (a stale holder?)';
 SELECT 'untrusted-update-frozen', errmsg('UPDATE orders SET op_key = ''op-2''')
-       = 'idem_guard: the key, tenant and token columns of a guarded table cannot be updated';
+       = 'idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated';
 SELECT 'untrusted-settle-members', json_extract(idem_settle('ledger', (SELECT token FROM ledger WHERE key = 'op-1'), 'succeeded', '{}'), '$.members')
        = '[{"table":"orders","rowid":1}]';
 SELECT 'untrusted-after-settle-refused', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (''t1'', ''op-1'', (SELECT token FROM ledger WHERE key = ''op-1''), ''c'')')

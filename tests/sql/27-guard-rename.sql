@@ -25,7 +25,7 @@ SELECT 'new-trigger-names', (SELECT group_concat(name, ' ') FROM (SELECT name FR
 SELECT 'new-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_books 2_insert')
        = 'CREATE TRIGGER "orders_idem_books 2_insert" BEFORE INSERT ON "orders" BEGIN SELECT idem_guard_check(''books 2'', ''' || (SELECT v FROM "books 2_meta" WHERE k = 'id') || ''', ''orders'', NEW."tenant", NEW."op_key", NEW."claim_token"); END';
 SELECT 'new-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_books 2_update')
-       = 'CREATE TRIGGER "orders_idem_books 2_update" BEFORE UPDATE ON "orders" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."tenant" IS NOT OLD."tenant" OR NEW."claim_token" IS NOT OLD."claim_token" BEGIN SELECT RAISE(ABORT, ''idem_guard: the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "orders_idem_books 2_update" BEFORE UPDATE ON "orders" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."tenant" IS NOT OLD."tenant" OR NEW."claim_token" IS NOT OLD."claim_token" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 SELECT 'lines-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'order lines_idem_books 2_insert')
        = 'CREATE TRIGGER "order lines_idem_books 2_insert" BEFORE INSERT ON "order lines" BEGIN SELECT idem_guard_check(''books 2'', ''' || (SELECT v FROM "books 2_meta" WHERE k = 'id') || ''', ''order lines'', NEW."tenant", NEW."op_key"); END';
 SELECT 'user-trigger-kept', (SELECT count(*) FROM sqlite_schema WHERE name = 'orders_user') = 1;
@@ -38,7 +38,7 @@ SELECT 'refused-code', errcode('INSERT INTO orders(tenant, op_key, claim_token, 
 SELECT 'live-claim-survives-rename', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (''t1'', ''op-1'', (SELECT token FROM saved WHERE key = ''op-1''), ''one'')') IS NULL;
 SELECT 'wrong-token-after-rename', errcode('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (''t1'', ''op-1'', ''0123456789abcdef0123456789abcdef'', ''x'')') = 19;
 SELECT 'lines-with-claim', errmsg('INSERT INTO "order lines"(tenant, op_key, n) VALUES (''t1'', ''op-1'', 1)') IS NULL;
-SELECT 'update-still-frozen', errmsg('UPDATE orders SET op_key = ''op-5''') = 'idem_guard: the key, tenant and token columns of a guarded table cannot be updated';
+SELECT 'update-still-frozen', errmsg('UPDATE orders SET op_key = ''op-5''') = 'idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated';
 SELECT 'settle-members', json_extract(idem_settle('books 2', (SELECT token FROM saved WHERE key = 'op-1'), 'succeeded', '{}'), '$.members')
        = '[{"table":"orders","rowid":2},{"table":"order lines","rowid":1}]';
 SELECT 'replay-from-before-rename', json_extract(idem_claim('books 2', 't1', 'c1', 'create_order', '{}', 'local', 'op-0'), '$.members') = '[{"table":"orders","rowid":1}]';

@@ -10,7 +10,7 @@ SELECT 'guard-recorded', (SELECT count(*) FROM solo_guards WHERE tenant_column I
 SELECT 'insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'jobs_idem_solo_insert')
        = 'CREATE TRIGGER "jobs_idem_solo_insert" BEFORE INSERT ON "jobs" BEGIN SELECT idem_guard_check(''solo'', ''' || (SELECT v FROM "solo_meta" WHERE k = 'id') || ''', ''jobs'', NULL, NEW."op_key", NEW."claim_token"); END';
 SELECT 'update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'jobs_idem_solo_update')
-       = 'CREATE TRIGGER "jobs_idem_solo_update" BEFORE UPDATE ON "jobs" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."claim_token" IS NOT OLD."claim_token" BEGIN SELECT RAISE(ABORT, ''idem_guard: the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "jobs_idem_solo_update" BEFORE UPDATE ON "jobs" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."claim_token" IS NOT OLD."claim_token" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 SELECT 'steps-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'steps_idem_solo_insert')
        = 'CREATE TRIGGER "steps_idem_solo_insert" BEFORE INSERT ON "steps" BEGIN SELECT idem_guard_check(''solo'', ''' || (SELECT v FROM "solo_meta" WHERE k = 'id') || ''', ''steps'', NULL, NEW."op_key"); END';
 
@@ -32,7 +32,7 @@ SELECT 'accepted', errmsg('INSERT INTO jobs(op_key, claim_token, payload) VALUES
    AND errmsg('INSERT INTO steps(op_key, n) VALUES (''op-1'', 2)') IS NULL;
 SELECT 'wrong-token', errmsg('INSERT INTO jobs(op_key, claim_token, payload) VALUES (''op-1'', ''0123456789abcdef0123456789abcdef'', ''p'')')
        = 'idem_guard: insert into "jobs" refused: key "op-1" needs a live claim of ledger solo; the row''s token is not the live claim''s token (a stale holder?)';
-SELECT 'update-key-frozen', errmsg('UPDATE steps SET op_key = ''op-2''') = 'idem_guard: the key, tenant and token columns of a guarded table cannot be updated';
+SELECT 'update-key-frozen', errmsg('UPDATE steps SET op_key = ''op-2''') = 'idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated';
 SELECT 'update-other', errmsg('UPDATE steps SET n = n + 10') IS NULL;
 SELECT 'members', json_extract(idem_settle('solo', (SELECT token FROM solo WHERE key = 'op-1'), 'succeeded', '{}'), '$.members')
        = '[{"table":"jobs","rowid":1},{"table":"steps","rowid":1},{"table":"steps","rowid":2}]';

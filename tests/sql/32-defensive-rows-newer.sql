@@ -8,26 +8,26 @@ SELECT 'claim', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'external', 'o
 SELECT 'settle', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'op-1'), 'succeeded', NULL), '$.status') = 'succeeded';
 SELECT 'not-shadow', (SELECT type FROM pragma_table_list WHERE name = 'L_rows') = 'table';
 SELECT 'meta-shadow', (SELECT type FROM pragma_table_list WHERE name = 'L_meta') = 'shadow';
--- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, and an external claim is released only with detail {"sent": false}
+-- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
 UPDATE L_rows SET status = 'claimed';
--- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, and an external claim is released only with detail {"sent": false}
+-- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
 UPDATE L_rows SET args = '{"x":1}';
 -- expect-error: NOT NULL constraint failed: L_rows.key
 INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t',NULL,'c','x','{}','external','claimed',1,random(),0,0,0);
--- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, and no row with that id or that key
+-- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
 INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t','op-1','c','x','{}','external','claimed',1,random(),0,0,0);
 SELECT 'still-succeeded', (SELECT status FROM L WHERE "key" = 'op-1') = 'succeeded';
 -- the holes of format 1, at the top level of a defensive connection
 SELECT 'hole-claim-ext', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'ext'), '$.decision') = 'admitted';
--- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, and an external claim is released only with detail {"sent": false}
+-- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
 UPDATE L_rows SET status = 'released' WHERE status = 'claimed';
--- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, and an external claim is released only with detail {"sent": false}
+-- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
 UPDATE L_rows SET status = 'claimed', attempt = attempt + 1, token = random() WHERE "key" = 'ext';
--- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, and no row with that id or that key
+-- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
 REPLACE INTO L_rows(id, tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) SELECT id, 't', 'other', 'c', 'x', '{}', 'external', 'claimed', 1, random(), 0, 0, 0 FROM L_rows WHERE "key" = 'ext';
--- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, and no row with that id or that key
+-- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
 REPLACE INTO L_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) VALUES ('t', 'ext', 'c', 'x', '{}', 'external', 'claimed', 1, random(), 0, 0, 0);
--- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, and no row with that id or that key
+-- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
 INSERT INTO L_rows(tenant, "key", conversation, tool, args, effect, status, result, attempt, token, created_at, updated_at, lease_until) VALUES ('t', 'forged', 'c', 'send', '{}', 'external', 'succeeded', '{"paid":1}', 1, random(), 0, 0, 0);
 SELECT 'hole-live-claim-kept', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'ext'), '$.decision') = 'in_progress';
 SELECT 'hole-forged-absent', (SELECT count(*) FROM L_rows WHERE "key" IN ('forged', 'other')) = 0;

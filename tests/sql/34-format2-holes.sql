@@ -11,8 +11,8 @@ SELECT sqltest_clock(1700000000000);
 CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=60);
 CREATE TEMP TABLE msg(k PRIMARY KEY, v);
 INSERT INTO msg VALUES
-  ('ins', 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, and no row with that id or that key'),
-  ('upd', 'idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, and an external claim is released only with detail {"sent": false}');
+  ('ins', 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key'),
+  ('upd', 'idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over');
 CREATE TEMP VIEW m AS SELECT (SELECT v FROM msg WHERE k = 'ins') AS ins, (SELECT v FROM msg WHERE k = 'upd') AS upd;
 SELECT 'claim-ext', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'ext'), '$.decision') = 'admitted';
 SELECT 'claim-loc', json_extract(idem_claim('L', 't', 'c', 'write', '{}', 'local', 'loc'), '$.decision') = 'admitted';
@@ -64,6 +64,9 @@ SELECT 'answer-valid', json_valid(idem_claim('L', 't', 'c', 'send', '{}', 'exter
 
 -- ---------------------------------------------------------------- options in <name>_meta are checked on connect
 CREATE VIRTUAL TABLE O USING idempotency;
+-- the options are fixed by O_meta's triggers: editing them as someone who
+-- rewrites the file would, the triggers go first
+DROP TRIGGER O_meta_insert; DROP TRIGGER O_meta_update; DROP TRIGGER O_meta_delete;
 PRAGMA writable_schema = ON;
 UPDATE O_meta SET v = -100000 WHERE k = 'lease_seconds';
 PRAGMA writable_schema = RESET;
@@ -93,6 +96,7 @@ SELECT 'meta-missing', errmsg('SELECT count(*) FROM O') = 'idempotency: ledger O
 INSERT INTO O_meta VALUES ('max_args_bytes', 100);
 PRAGMA writable_schema = OFF;
 PRAGMA writable_schema = RESET;
+SELECT 'meta-triggers-restored', json_extract(idem_upgrade('O'), '$.triggers_created') = 3;
 SELECT 'meta-repaired', json_extract(idem_claim('O', 't', 'c', 'x', '{}'), '$.decision') = 'admitted';
 SELECT 'meta-repaired-bound', errmsg('SELECT idem_claim(''O'', ''t'', ''c'', ''x'', ''{"long":"' || printf('%.200c', 'x') || '"}'')') GLOB 'idem_claim: args is * bytes in canonical form, over the ledger''s max_args_bytes of 100';
 SELECT sqltest_clock(NULL);

@@ -73,6 +73,9 @@ SELECT 'reconnect-txn-admitted', json_extract(idem_claim('Q', 't', 'c', 'send', 
 COMMIT;
 -- a value out of range in the file is an error on connect, never used
 CREATE VIRTUAL TABLE B USING idempotency;
+-- the options are fixed by B_meta's triggers: editing them as someone who
+-- rewrites the file would, the triggers go first
+DROP TRIGGER B_meta_insert; DROP TRIGGER B_meta_update; DROP TRIGGER B_meta_delete;
 PRAGMA writable_schema = ON;
 UPDATE B_meta SET v = 2 WHERE k = 'require_transaction';
 PRAGMA writable_schema = OFF;
@@ -84,5 +87,6 @@ PRAGMA writable_schema = ON;
 DELETE FROM B_meta WHERE k IN ('require_transaction', 'retention_seconds');
 PRAGMA writable_schema = OFF;
 PRAGMA writable_schema = RESET;
+SELECT 'meta-triggers-restored', json_extract(idem_upgrade('B'), '$.triggers_created') = 3;
 SELECT 'meta-absent-default', json_extract(idem_claim('B', 't', 'c', 'send', '{}'), '$.decision') = 'admitted';
 SELECT 'integrity', (SELECT integrity_check FROM pragma_integrity_check) = 'ok';

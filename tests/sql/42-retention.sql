@@ -132,6 +132,11 @@ SELECT 'guard-rows-stay', (SELECT count(*) FROM orders WHERE op_key = 'g1') = 1;
 SELECT 'guard-key-claimable-again', json_extract(idem_claim('G', 't', 'c', 'order', '{}', 'local', 'g1'), '$.attempt') = 1;
 
 -- ---------------------------------------------------------------- checked on connect
+-- the options are fixed by R_meta's triggers: editing them as someone who
+-- rewrites the file would, the triggers go first
+DROP TRIGGER R_meta_insert; DROP TRIGGER R_meta_update; DROP TRIGGER R_meta_delete;
+DROP TRIGGER d_meta_insert; DROP TRIGGER d_meta_update; DROP TRIGGER d_meta_delete;
+DROP TRIGGER lo_meta_insert; DROP TRIGGER lo_meta_update; DROP TRIGGER lo_meta_delete;
 UPDATE R_meta SET v = 315360001 WHERE k = 'retention_seconds';
 UPDATE d_meta SET v = 'ten' WHERE k = 'retention_seconds';
 DELETE FROM lo_meta WHERE k = 'retention_seconds';
@@ -141,7 +146,8 @@ SELECT 'connect-out-of-range', errmsg('SELECT count(*) FROM again.R')
 SELECT 'connect-not-integer', errmsg('SELECT count(*) FROM again.d')
        = 'idempotency: ledger d has retention_seconds = ''ten'' (TEXT) in d_meta; it must be an integer from 0 to 315360000';
 -- a file made before the option existed has no row for it: the default (keep forever)
-SELECT 'connect-missing-default', errmsg('SELECT count(*) FROM again.lo') IS NULL
+SELECT 'connect-missing-default', json_extract(idem_upgrade('again.lo'), '$.triggers_created') = 3
+       AND errmsg('SELECT count(*) FROM again.lo') IS NULL
        AND json_extract(idem_claim('again.lo', 't', 'c', 'x', '{}'), '$.decision') = 'admitted';
 -- the edited values put back (SQLite 3.44+ connects every ledger in integrity_check)
 UPDATE R_meta SET v = 100 WHERE k = 'retention_seconds';

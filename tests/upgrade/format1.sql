@@ -15,9 +15,9 @@ SELECT 'format1-claim', errmsg('SELECT idem_claim(''L'', ''t1'', ''c1'', ''send_
        = 'idem_claim: ledger L has format 1, made by an earlier release; upgrade it once with SELECT idem_upgrade(''L'')';
 SELECT 'format1-nothing-written', (SELECT count(*) FROM f1.L_rows) = 7 AND (SELECT v FROM f1.L_meta WHERE k = 'format') = 1;
 -- the upgrade
-SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":1,"format":2,"rows_copied":7,"triggers_created":3}';
-SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":1,"format":2,"rows_copied":1,"triggers_created":3}';
-SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":2,"format":2,"rows_copied":0,"triggers_created":0}';
+SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":1,"format":2,"rows_copied":7,"members_found":0,"triggers_created":3}';
+SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":1,"format":2,"rows_copied":1,"members_found":0,"triggers_created":3}';
+SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":3,"rows_copied":0,"members_found":0,"triggers_created":0}';
 SELECT 'meta-format-2', (SELECT v FROM f1.L_meta WHERE k = 'format') = 2 AND (SELECT v FROM f1.S_meta WHERE k = 'format') = 2;
 SELECT 'rows-kept', (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT tenant, "key", conversation, tool, args, effect, status, result, error, attempt, created_at, updated_at, lease_until, marks, members, expirations FROM f1.L_rows)) = 0
        AND (SELECT count(*) FROM f1.L_rows) = 7;
