@@ -22,6 +22,14 @@ SQLITE_EXTENSION_INIT3
 
 #include <string.h>
 
+/* Does table zDb.<zLedger>_<zSuffix> exist? */
+static int table_exists(sqlite3 *db, const char *zDb, const char *zLedger, const char *zSuffix) {
+  char *zTable = sqlite3_mprintf("%s_%s", zLedger, zSuffix);
+  int b = zTable && sqlite3_table_column_metadata(db, zDb, zTable, 0, 0, 0, 0, 0, 0) == SQLITE_OK;
+  sqlite3_free(zTable);
+  return b;
+}
+
 /* Does column zCol exist in zDb.zTable? */
 static int column_exists(sqlite3 *db, const char *zDb, const char *zTable, const char *zCol) {
   return sqlite3_table_column_metadata(db, zDb, zTable, zCol, 0, 0, 0, 0, 0) == SQLITE_OK;
@@ -247,14 +255,24 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     rc = SQLITE_NOMEM;
     goto done;
   }
-  /* rows written under a claim that is still open are its members: the
-  ** guard that records them stays until the claim is settled */
-  zSql = sqlite3_mprintf(
+  if (!table_exists(db, p->zDb, p->zName, "rows") || !table_exists(db, p->zDb, p->zName, "members")) {
+    /* a broken ledger (ledger_lifecycle.c): no claim of it can go on, and
+    ** the guards table's delete trigger, which reads both, cannot run;
+    ** the guards go so that DROP TABLE can remove the ledger */
+    zSql = sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_guards_delete\"", p->zDb, p->zName);
+    rc = zSql ? sqlite3_exec(db, zSql, 0, 0, 0) : SQLITE_NOMEM;
+    sqlite3_free(zSql);
+    zSql = sqlite3_mprintf("SELECT NULL WHERE 0");
+  } else {
+    /* rows written under a claim that is still open are its members: the
+    ** guard that records them stays until the claim is settled */
+    zSql = sqlite3_mprintf(
       "SELECT r.\"key\" FROM \"%w\".\"%w_members\" AS m JOIN \"%w\".\"%w_rows\" AS r"
       " ON r.id=m.claim WHERE m.guard=%lld AND (r.status='claimed' OR r.status='unknown')"
       " LIMIT 1",
       p->zDb, p->zName, p->zDb, p->zName, iGuard);
-  rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  }
+  if (rc == SQLITE_OK) rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
   if (rc) goto done;
   if (sqlite3_step(pS) == SQLITE_ROW) {

@@ -424,7 +424,7 @@ void ledger_finalize_all(IdemLedger *p) {
   "idempotency: a guard is added only by idem_guard and removed only by idem_unguard"
 #define MSG_MEMBERS                                                                       \
   "idempotency: a member is recorded only by a guard trigger, for the claimed local " \
-  "claim that wrote it, and kept while that claim is claimed or unknown"
+  "claim that wrote it, and never changed"
 
 /* The key grammar of a NEW column, for the insert trigger (CHECKs can be
 ** turned off by PRAGMA ignore_check_constraints; triggers cannot). */
@@ -471,8 +471,9 @@ void ledger_finalize_all(IdemLedger *p) {
 **                  removed only once they are gone and no claimed or
 **                  unknown claim has members in it.
 **   members *      a member is added only for a claimed local claim of
-**                  that attempt and an existing guard, never updated, and
-**                  removed only when its claim is gone or settled.
+**                  that attempt and an existing guard, and never updated;
+**                  it goes with its claim's row, or with its guarded row
+**                  (the guard's forget trigger).
 **
 ** No extension function appears, and only innocuous built-ins (the JSON
 ** functions are not innocuous on SQLite 3.40, so a trigger using them
@@ -559,7 +560,8 @@ static const OwnTrigger aOwn[] = {
     {"guards", "insert",
      "CREATE TRIGGER \"$_guards_insert\" BEFORE INSERT ON \"$_guards\" WHEN NOT coalesce(("
      "SELECT count(*) FROM sqlite_schema WHERE type='trigger' AND (name=NEW.tbl||'_idem_@_insert'"
-     " OR name=NEW.tbl||'_idem_@_member' OR name=NEW.tbl||'_idem_@_update'))=3,0)"
+     " OR name=NEW.tbl||'_idem_@_member' OR name=NEW.tbl||'_idem_@_forget'"
+     " OR name=NEW.tbl||'_idem_@_update'))=4,0)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
     {"guards", "update",
      "CREATE TRIGGER \"$_guards_update\" BEFORE UPDATE ON \"$_guards\""
@@ -567,7 +569,8 @@ static const OwnTrigger aOwn[] = {
     {"guards", "delete",
      "CREATE TRIGGER \"$_guards_delete\" BEFORE DELETE ON \"$_guards\" WHEN coalesce("
      "EXISTS(SELECT 1 FROM sqlite_schema WHERE type='trigger' AND (name=OLD.tbl||'_idem_@_insert'"
-     " OR name=OLD.tbl||'_idem_@_member' OR name=OLD.tbl||'_idem_@_update'))"
+     " OR name=OLD.tbl||'_idem_@_member' OR name=OLD.tbl||'_idem_@_forget'"
+     " OR name=OLD.tbl||'_idem_@_update'))"
      " OR EXISTS(SELECT 1 FROM \"$_members\" AS m JOIN \"$_rows\" AS r ON r.id=m.claim"
      " WHERE m.guard=OLD.id AND (r.status IS 'claimed' OR r.status IS 'unknown')),1)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
@@ -579,11 +582,6 @@ static const OwnTrigger aOwn[] = {
      " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
     {"members", "update",
      "CREATE TRIGGER \"$_members_update\" BEFORE UPDATE ON \"$_members\""
-     " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
-    {"members", "delete",
-     "CREATE TRIGGER \"$_members_delete\" BEFORE DELETE ON \"$_members\" WHEN coalesce("
-     "EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=OLD.claim AND (status IS 'claimed'"
-     " OR status IS 'unknown')),1)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
 };
 #define N_OWN ((int)(sizeof(aOwn) / sizeof(aOwn[0])))
@@ -903,7 +901,7 @@ static int scan_note(TriggerScan *t, char *zWhy, int bRepair) {
 }
 
 /* The guard trigger names end in _idem_<ledger>_<kind>; the kind's index
-** (0 insert, 1 member, 2 update) when zTrig is one of p's, else -1; *pnBase
+** (idem_guard_kind) when zTrig is one of p's, else -1; *pnBase
 ** the length of the base before it. */
 static int guard_trigger_kind(const IdemLedger *p, const char *zTrig, size_t *pnBase) {
   size_t n = strlen(zTrig), nL = strlen(p->zName);
@@ -944,8 +942,8 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
   while (rc == SQLITE_OK && sqlite3_step(pG) == SQLITE_ROW) {
     sqlite3_int64 gid = sqlite3_column_int64(pG, 0);
     const char *zBase = (const char *)sqlite3_column_text(pG, 1);
-    char *azSql[IDEM_GUARD_N_TRIGGER] = {0, 0, 0}, *zTable = 0;
-    int k, aHave[IDEM_GUARD_N_TRIGGER] = {0, 0, 0}, nHave = 0;
+    char *azSql[IDEM_GUARD_N_TRIGGER] = {0}, *zTable = 0;
+    int k, aHave[IDEM_GUARD_N_TRIGGER] = {0}, nHave = 0;
     if (zBase == 0) {
       rc = SQLITE_CORRUPT_VTAB;
       break;
@@ -1009,7 +1007,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
   /* a trigger named as one of this ledger's guard triggers needs its row */
   zSql = sqlite3_mprintf(
       "SELECT t.name FROM \"%w\".sqlite_schema AS t WHERE t.type='trigger'"
-      " AND t.name GLOB '*_idem_%q_[imu]*'",
+      " AND t.name GLOB '*_idem_%q_[imfu]*'",
       p->zDb, p->zName);
   rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pT, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
@@ -1416,10 +1414,11 @@ int ledger_exec(IdemLedger *p, int i) {
 /* Guard triggers                                                      */
 /* ------------------------------------------------------------------ */
 
-const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "update"};
+const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "forget",
+                                                           "update"};
 
 /*
-** The SQL of guard trigger k (0 insert, 1 member, 2 update) of the guard
+** The SQL of guard trigger k (0 insert, 1 member, 2 forget, 3 update) of
 ** gid of ledger zLedger (identity zLedgerId) on table zTable, named after
 ** zBase (the table's name when the guard was installed: a trigger keeps
 ** its name when SQLite moves it with a renamed table). With zDb NULL it is
@@ -1437,6 +1436,9 @@ const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "
 **           claimed local claim of its (tenant, key) and attempt, in
 **           <ledger>_members: membership is written when the row is, not
 **           inferred later, whatever rowid the row got. Plain SQL.
+**   forget  AFTER DELETE: a row deleted while its claim is claimed is no
+**           longer its member (the effect is undone: the claim may be
+**           released, and a reused rowid belongs to whoever writes it next).
 **   update  BEFORE UPDATE: the rowid and the key, tenant and token
 **           columns cannot change.
 **
@@ -1471,6 +1473,14 @@ char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, cons
                         " FROM \"%w_members\" AS m WHERE m.claim=r.id AND m.attempt=r.attempt"
                         " AND m.guard=%lld AND m.rid=NEW.rowid); END",
                         zLedger, gid);
+  } else if (k == 2) {
+    sqlite3_str_appendf(s,
+                        "AFTER DELETE ON \"%w\" BEGIN DELETE FROM \"%w_members\" WHERE guard=%lld"
+                        " AND rid=OLD.rowid AND claim=(SELECT r.id FROM \"%w_rows\" AS r"
+                        " WHERE r.\"key\"=OLD.\"%w\" COLLATE BINARY",
+                        zTable, zLedger, gid, zLedger, zKeyCol);
+    if (zTenCol) sqlite3_str_appendf(s, " AND r.tenant=OLD.\"%w\" COLLATE BINARY", zTenCol);
+    sqlite3_str_appendall(s, " AND r.status='claimed'); END");
   } else {
     sqlite3_str_appendf(s,
                         "BEFORE UPDATE ON \"%w\" WHEN NEW.rowid IS NOT OLD.rowid"

@@ -1,4 +1,4 @@
--- idem_guard: what it installs (two triggers, read back from sqlite_schema
+-- idem_guard: what it installs (four triggers, read back from sqlite_schema
 -- and compared with the expected text), identifier quoting, every error,
 -- and rows already present. Contract: DESIGN.md section 7, README "Guards".
 
@@ -11,14 +11,21 @@ CREATE TRIGGER orders_audit AFTER INSERT ON orders BEGIN INSERT INTO other_trigg
 
 SELECT 'guard-returns-1', idem_guard('ledger', 'orders', 'op_key', 'tenant', 'claim_token') = 1;
 
--- exactly two triggers, named after the table and the ledger
-SELECT 'two-triggers', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders' AND name <> 'orders_audit') = 2;
+-- exactly four triggers, named after the table and the ledger
+SELECT 'four-triggers', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders' AND name <> 'orders_audit') = 4;
 SELECT 'trigger-names', (SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders' AND name <> 'orders_audit' ORDER BY name))
-       = 'orders_idem_ledger_insert orders_idem_ledger_update';
+       = 'orders_idem_ledger_forget orders_idem_ledger_insert orders_idem_ledger_member orders_idem_ledger_update';
+-- the forget trigger: a row deleted while its claim is claimed is no longer a member
+SELECT 'forget-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_forget')
+       = 'CREATE TRIGGER "orders_idem_ledger_forget" AFTER DELETE ON "orders" BEGIN DELETE FROM "ledger_members" WHERE guard=1 AND rid=OLD.rowid AND claim=(SELECT r.id FROM "ledger_rows" AS r WHERE r."key"=OLD."op_key" COLLATE BINARY AND r.tenant=OLD."tenant" COLLATE BINARY AND r.status=''claimed''); END';
+-- the member trigger records the row as a member of the claimed local claim
+-- of its (tenant, key), compared with BINARY whatever the table declares
+SELECT 'member-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_member')
+       = 'CREATE TRIGGER "orders_idem_ledger_member" AFTER INSERT ON "orders" BEGIN INSERT INTO "ledger_members"(claim,attempt,guard,rid) SELECT r.id,r.attempt,1,NEW.rowid FROM "ledger_rows" AS r WHERE r."key"=NEW."op_key" COLLATE BINARY AND r.tenant=NEW."tenant" COLLATE BINARY AND r.status=''claimed'' AND r.effect=''local'' AND NOT EXISTS(SELECT 1 FROM "ledger_members" AS m WHERE m.claim=r.id AND m.attempt=r.attempt AND m.guard=1 AND m.rid=NEW.rowid); END';
 SELECT 'insert-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_insert')
        = 'CREATE TRIGGER "orders_idem_ledger_insert" BEFORE INSERT ON "orders" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''orders'', NEW."tenant", NEW."op_key", NEW."claim_token"); END';
 SELECT 'update-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_update')
-       = 'CREATE TRIGGER "orders_idem_ledger_update" BEFORE UPDATE ON "orders" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."tenant" IS NOT OLD."tenant" OR NEW."claim_token" IS NOT OLD."claim_token" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "orders_idem_ledger_update" BEFORE UPDATE ON "orders" WHEN NEW.rowid IS NOT OLD.rowid OR NEW."op_key" IS NOT OLD."op_key" COLLATE BINARY OR NEW."tenant" IS NOT OLD."tenant" COLLATE BINARY OR NEW."claim_token" IS NOT OLD."claim_token" COLLATE BINARY BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 SELECT 'foreign-trigger-kept', (SELECT count(*) FROM sqlite_schema WHERE name = 'orders_audit') = 1;
 SELECT 'guard-recorded', (SELECT count(*) FROM ledger_guards WHERE tbl = 'orders' AND key_column = 'op_key' AND tenant_column = 'tenant' AND token_column = 'claim_token') = 1;
 
@@ -29,7 +36,7 @@ SELECT 'guard-no-token', idem_guard('ledger', 'notes', 'op_key', 'tenant') = 1;
 SELECT 'no-token-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'notes_idem_ledger_insert')
        = 'CREATE TRIGGER "notes_idem_ledger_insert" BEFORE INSERT ON "notes" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''notes'', NEW."tenant", NEW."op_key"); END';
 SELECT 'no-token-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'notes_idem_ledger_update')
-       = 'CREATE TRIGGER "notes_idem_ledger_update" BEFORE UPDATE ON "notes" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."tenant" IS NOT OLD."tenant" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "notes_idem_ledger_update" BEFORE UPDATE ON "notes" WHEN NEW.rowid IS NOT OLD.rowid OR NEW."op_key" IS NOT OLD."op_key" COLLATE BINARY OR NEW."tenant" IS NOT OLD."tenant" COLLATE BINARY BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 
 -- rows already present are left alone: not deleted, not checked, still updatable
 SELECT 'existing-rows-kept', (SELECT count(*) FROM orders) = 2;
@@ -49,15 +56,15 @@ SELECT 'guard-keyword', idem_guard('ledger', 'select', 'group', 'where') = 1;
 SELECT 'spaces-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'order lines_idem_ledger_insert')
        = 'CREATE TRIGGER "order lines_idem_ledger_insert" BEFORE INSERT ON "order lines" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''order lines'', NEW."the tenant", NEW."op""key", NEW."select"); END';
 SELECT 'spaces-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'order lines_idem_ledger_update')
-       = 'CREATE TRIGGER "order lines_idem_ledger_update" BEFORE UPDATE ON "order lines" WHEN NEW."op""key" IS NOT OLD."op""key" OR NEW."the tenant" IS NOT OLD."the tenant" OR NEW."select" IS NOT OLD."select" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "order lines_idem_ledger_update" BEFORE UPDATE ON "order lines" WHEN NEW.rowid IS NOT OLD.rowid OR NEW."op""key" IS NOT OLD."op""key" COLLATE BINARY OR NEW."the tenant" IS NOT OLD."the tenant" COLLATE BINARY OR NEW."select" IS NOT OLD."select" COLLATE BINARY BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 SELECT 'quote-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'x"y_idem_ledger_insert')
        = 'CREATE TRIGGER "x""y_idem_ledger_insert" BEFORE INSERT ON "x""y" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''x"y'', NEW."from", NEW."k ey", NEW."t""ok"); END';
 SELECT 'quote-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'x"y_idem_ledger_update')
-       = 'CREATE TRIGGER "x""y_idem_ledger_update" BEFORE UPDATE ON "x""y" WHEN NEW."k ey" IS NOT OLD."k ey" OR NEW."from" IS NOT OLD."from" OR NEW."t""ok" IS NOT OLD."t""ok" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "x""y_idem_ledger_update" BEFORE UPDATE ON "x""y" WHEN NEW.rowid IS NOT OLD.rowid OR NEW."k ey" IS NOT OLD."k ey" COLLATE BINARY OR NEW."from" IS NOT OLD."from" COLLATE BINARY OR NEW."t""ok" IS NOT OLD."t""ok" COLLATE BINARY BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 SELECT 'keyword-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'select_idem_ledger_insert')
        = 'CREATE TRIGGER "select_idem_ledger_insert" BEFORE INSERT ON "select" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''select'', NEW."where", NEW."group"); END';
 SELECT 'keyword-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'select_idem_ledger_update')
-       = 'CREATE TRIGGER "select_idem_ledger_update" BEFORE UPDATE ON "select" WHEN NEW."group" IS NOT OLD."group" OR NEW."where" IS NOT OLD."where" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "select_idem_ledger_update" BEFORE UPDATE ON "select" WHEN NEW.rowid IS NOT OLD.rowid OR NEW."group" IS NOT OLD."group" COLLATE BINARY OR NEW."where" IS NOT OLD."where" COLLATE BINARY BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 -- the quoted guards work: refused without a claim, accepted with one
 SELECT 'quoted-refused-without-claim', errmsg('INSERT INTO "order lines"("the tenant", "op""key", "select", n) VALUES (''t1'', ''op-q'', NULL, 1)')
        = 'idem_guard: insert into "order lines" refused: key "op-q" needs a live claim of ledger ledger; there is no claim for it';
@@ -132,7 +139,7 @@ SELECT 'err-guard-twice-is-error', errcode('SELECT idem_guard(''ledger'', ''orde
 SELECT 'err-guard-twice-other-case', errcode('SELECT idem_guard(''ledger'', ''ORDERS'', ''op_key'', ''tenant'')') <> 0;
 SELECT 'guard-twice-changed-nothing',
        (SELECT count(*) FROM ledger_guards WHERE tbl LIKE 'orders') = 1
-   AND (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name LIKE 'orders') = 3
+   AND (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name LIKE 'orders') = 5
    AND (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_insert') LIKE '%NEW."claim_token"); END';
 -- DIRECTONLY: a trigger cannot install a guard
 CREATE TABLE sneaky(x);

@@ -10,7 +10,7 @@ SELECT 'guard-recorded', (SELECT count(*) FROM solo_guards WHERE tenant_column I
 SELECT 'insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'jobs_idem_solo_insert')
        = 'CREATE TRIGGER "jobs_idem_solo_insert" BEFORE INSERT ON "jobs" BEGIN SELECT idem_guard_check(''solo'', ''' || (SELECT v FROM "solo_meta" WHERE k = 'id') || ''', ''jobs'', NULL, NEW."op_key", NEW."claim_token"); END';
 SELECT 'update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'jobs_idem_solo_update')
-       = 'CREATE TRIGGER "jobs_idem_solo_update" BEFORE UPDATE ON "jobs" WHEN NEW."op_key" IS NOT OLD."op_key" OR NEW."claim_token" IS NOT OLD."claim_token" BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
+       = 'CREATE TRIGGER "jobs_idem_solo_update" BEFORE UPDATE ON "jobs" WHEN NEW.rowid IS NOT OLD.rowid OR NEW."op_key" IS NOT OLD."op_key" COLLATE BINARY OR NEW."claim_token" IS NOT OLD."claim_token" COLLATE BINARY BEGIN SELECT RAISE(ABORT, ''idem_guard: the rowid and the key, tenant and token columns of a guarded table cannot be updated''); END';
 SELECT 'steps-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'steps_idem_solo_insert')
        = 'CREATE TRIGGER "steps_idem_solo_insert" BEFORE INSERT ON "steps" BEGIN SELECT idem_guard_check(''solo'', ''' || (SELECT v FROM "solo_meta" WHERE k = 'id') || ''', ''steps'', NULL, NEW."op_key"); END';
 
