@@ -255,7 +255,8 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     rc = SQLITE_NOMEM;
     goto done;
   }
-  if (!table_exists(db, p->zDb, p->zName, "rows") || !table_exists(db, p->zDb, p->zName, "members")) {
+  if (!table_exists(db, p->zDb, p->zName, "rows") ||
+      !table_exists(db, p->zDb, p->zName, "members")) {
     /* a broken ledger (ledger_lifecycle.c): no claim of it can go on, and
     ** the guards table's delete trigger, which reads both, cannot run;
     ** the guards go so that DROP TABLE can remove the ledger */
@@ -267,10 +268,10 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     /* rows written under a claim that is still open are its members: the
     ** guard that records them stays until the claim is settled */
     zSql = sqlite3_mprintf(
-      "SELECT r.\"key\" FROM \"%w\".\"%w_members\" AS m JOIN \"%w\".\"%w_rows\" AS r"
-      " ON r.id=m.claim WHERE m.guard=%lld AND (r.status='claimed' OR r.status='unknown')"
-      " LIMIT 1",
-      p->zDb, p->zName, p->zDb, p->zName, iGuard);
+        "SELECT r.\"key\" FROM \"%w\".\"%w_members\" AS m JOIN \"%w\".\"%w_rows\" AS r"
+        " ON r.id=m.claim WHERE m.guard=%lld AND (r.status='claimed' OR r.status='unknown')"
+        " LIMIT 1",
+        p->zDb, p->zName, p->zDb, p->zName, iGuard);
   }
   if (rc == SQLITE_OK) rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);

@@ -526,7 +526,6 @@ void idem_conn_leave(void *pConn);
 ** them. */
 unsigned idem_conn_call(void *pConn);
 
-
 /*
 ** Resolve function argument iArg (a ledger name) like a table name:
 ** "schema.ledger" (either part may be double-quoted) in that schema, an
@@ -773,6 +772,11 @@ sqlite3_int64 ledger_now(IdemLedger *p);
 int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
                      sqlite3_int64 leaseUntil, sqlite3_int64 id, sqlite3_int64 attempt,
                      sqlite3_int64 now, int *peEff, char **pzMembers, int *pnMember);
+/* SQLITE_OK when a row's stored args zArgs[0..nArgs) are canonical JSON,
+** as the ledger writes them; else an error naming the key (the row was
+** written outside the ledger, with its CHECKs off). */
+int ledger_args_check(IdemLedger *p, const char *zFunc, const char *zKey, const char *zArgs,
+                      size_t nArgs, char **pzErr);
 /* The name an effective status shows as ("claimed" for EFF_EXPIRED). */
 const char *ledger_effective_name(int eEff);
 
@@ -781,10 +785,10 @@ typedef struct LedgerReq LedgerReq;
 struct LedgerReq {
   const char *zTenant, *zConv, *zTool, *zEffect;
   char zKey[IDEM_KEY_MAX_CHARS + 1];
-  IdemBuf args;   /* canonical, with a NUL after its n bytes */
-  int bArgsTerm;  /* args holds no NUL of its own: it is bound as NUL-terminated */
-  char *zTaken;   /* why a first INSERT was refused (the key is held), or NULL */
-  int bNoWhy;     /* the caller does not use LedgerDecision.zWhy: it is not built */
+  IdemBuf args;  /* canonical, with a NUL after its n bytes */
+  int bArgsTerm; /* args holds no NUL of its own: it is bound as NUL-terminated */
+  char *zTaken;  /* why a first INSERT was refused (the key is held), or NULL */
+  int bNoWhy;    /* the caller does not use LedgerDecision.zWhy: it is not built */
 };
 int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
                      sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,

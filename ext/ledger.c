@@ -57,11 +57,11 @@ typedef struct IdemConn IdemConn;
 struct IdemConn {
   IdemLedger *pList; /* connected ledgers */
   ConnCache aCache[N_CACHE];
-  int iNext;                    /* next cache slot to replace */
-  LedgerLastList last;          /* idem_last_claim (ledger_last.c) */
-  int nDepth;                   /* ledger and guard functions running (nested) */
-  unsigned iCall;               /* idem_conn_call(): bumped by every enter */
-  IdemLedger *pDead;            /* disconnected while one ran: finalized after */
+  int iNext;           /* next cache slot to replace */
+  LedgerLastList last; /* idem_last_claim (ledger_last.c) */
+  int nDepth;          /* ledger and guard functions running (nested) */
+  unsigned iCall;      /* idem_conn_call(): bumped by every enter */
+  IdemLedger *pDead;   /* disconnected while one ran: finalized after */
 };
 
 LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)->last; }
@@ -930,8 +930,7 @@ static int xColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int iCol) {
     int eEff = 0;
     int rc = ledger_effective(p, (const char *)sqlite3_column_text(pS, RC_STATUS),
                               (const char *)sqlite3_column_text(pS, RC_EFFECT),
-                              sqlite3_column_int64(pS, RC_LEASE),
-                              sqlite3_column_int64(pS, RC_ID),
+                              sqlite3_column_int64(pS, RC_LEASE), sqlite3_column_int64(pS, RC_ID),
                               sqlite3_column_int64(pS, RC_ATTEMPT), c->now, &eEff, 0, 0);
     if (rc) return rc;
     sqlite3_result_text(ctx, ledger_effective_name(eEff), -1, SQLITE_STATIC);
@@ -942,6 +941,19 @@ static int xColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int iCol) {
     ledger_token_hex(sqlite3_column_int64(pS, RC_ID), sqlite3_column_int64(pS, RC_TOKEN), zHex);
     sqlite3_result_text(ctx, zHex, 32, SQLITE_TRANSIENT);
     return SQLITE_OK;
+  }
+  if (iCol == COL_ARGS) {
+    /* args the ledger did not write (CHECKs off) are never shown as its own */
+    const char *z = (const char *)sqlite3_column_text(pS, RC_ARGS);
+    char *zErr = 0;
+    int rc = z ? ledger_args_check(p, "idempotency", (const char *)sqlite3_column_text(pS, RC_KEY),
+                                   z, (size_t)sqlite3_column_bytes(pS, RC_ARGS), &zErr)
+               : SQLITE_CORRUPT_VTAB;
+    if (rc) {
+      sqlite3_free(p->base.zErrMsg);
+      p->base.zErrMsg = zErr;
+      return rc;
+    }
   }
   sqlite3_result_value(ctx, sqlite3_column_value(pS, aMap[iCol]));
   return SQLITE_OK;
@@ -1116,7 +1128,6 @@ void idem_unregister_ledger(sqlite3 *db) {
   /* drops the module; its destructor frees the connection's registry */
   sqlite3_create_module_v2(db, "idempotency", 0, 0, 0);
 }
-
 
 int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr) {
   IdemConn *pConn = sqlite3_malloc64(sizeof(IdemConn));

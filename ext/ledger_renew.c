@@ -158,8 +158,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
     rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     goto done;
   }
-  rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.id, r.attempt, now,
-                        &eEff, 0, 0);
+  rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.id, r.attempt, now, &eEff, 0, 0);
   if (rc) goto done;
   /* a live claim the write did not find: a trigger suppressed the update */
   zWhy = eEff == EFF_CLAIMED ? sqlite3_mprintf("the renewal was suppressed by a trigger")

@@ -137,6 +137,44 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
 }
 
 /* ------------------------------------------------------------------ */
+/* Stored args                                                         */
+/* ------------------------------------------------------------------ */
+
+/* A sink that compares the canonical form, as it streams, with the text
+** it was made from. */
+typedef struct SameSink SameSink;
+struct SameSink {
+  const char *z;
+  size_t n, i;
+};
+static int same_sink(void *pCtx, const char *p, size_t n) {
+  SameSink *c = (SameSink *)pCtx;
+  if (n > c->n - c->i || memcmp(c->z + c->i, p, n) != 0) return IDEM_JCS_INVALID + 100;
+  c->i += n;
+  return IDEM_JCS_OK;
+}
+
+int ledger_args_check(IdemLedger *p, const char *zFunc, const char *zKey, const char *zArgs,
+                      size_t nArgs, char **pzErr) {
+  SameSink c;
+  IdemJcsError e;
+  int rc;
+  c.z = zArgs;
+  c.n = nArgs;
+  c.i = 0;
+  rc = idem_jcs_canonicalize(zArgs, nArgs, &idem_sqlite_mem, same_sink, &c, &e);
+  if (rc == IDEM_JCS_NOMEM) return SQLITE_NOMEM;
+  if (rc == IDEM_JCS_OK && c.i == nArgs) return SQLITE_OK;
+  /* the ledger writes only canonical args; CHECKs may have been off
+  ** (PRAGMA ignore_check_constraints) for a writer without the extension */
+  *pzErr = sqlite3_mprintf(
+      "%s: the stored args of key \"%s\" in %s_rows are not canonical JSON; the row was "
+      "changed outside the ledger, so nothing is done with it",
+      zFunc, zKey, p->zName);
+  return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
+}
+
+/* ------------------------------------------------------------------ */
 /* Effective status                                                    */
 /* ------------------------------------------------------------------ */
 
@@ -342,8 +380,8 @@ static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
 ** unique index), *pzTaken gets the refusal (sqlite3_malloc) and d is
 ** cleared: the caller reads that row.
 */
-static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now,
-                        sqlite3_int64 lease, int bCommitted, LedgerDecision *d, char **pzTaken) {
+static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now, sqlite3_int64 lease,
+                        int bCommitted, LedgerDecision *d, char **pzTaken) {
   sqlite3_stmt *pIns = 0;
   sqlite3_int64 rnd = 0;
   char zToken[33], *zAt;
@@ -862,6 +900,8 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
   int rc, nMember = 0, eEff = 0, bLocal = is_local(r->zEffect);
 
   *pzJson = 0;
+  rc = ledger_args_check(p, zFunc, r->zKey, r->zArgs, (size_t)r->nArgs, pzErr);
+  if (rc) goto done;
   rc = ledger_effective(p, r->zStatus, r->zEffect, r->leaseUntil, r->id, r->attempt, now, &eEff,
                         &zMembers, &nMember);
   if (rc) goto done;

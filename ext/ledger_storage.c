@@ -417,12 +417,12 @@ void ledger_finalize_all(IdemLedger *p) {
   "final, an external claim is released only with detail {\"sent\": false}, and a "   \
   "local claim that wrote guarded rows is neither released nor taken over"
 #define MSG_DELETE "idempotency: a claimed or unknown ledger row cannot be deleted"
-#define MSG_META                                                                        \
+#define MSG_META                                                                    \
   "idempotency: the format, identity and options of a ledger are fixed when it is " \
   "created"
 #define MSG_GUARDS \
   "idempotency: a guard is added only by idem_guard and removed only by idem_unguard"
-#define MSG_MEMBERS                                                                       \
+#define MSG_MEMBERS                                                                   \
   "idempotency: a member is recorded only by a guard trigger, for the claimed local " \
   "claim that wrote it, and never changed"
 
@@ -489,21 +489,27 @@ struct OwnTrigger {
   const char *zSuffix; /* its name is <ledger>_<zTable>_<zSuffix> */
   const char *zSql;    /* the stored text, with $ @ # as above */
 };
-#define NO_MEMBERS " NOT EXISTS(SELECT 1 FROM \"$_members\" WHERE claim=OLD.id AND attempt=OLD.attempt)"
+#define NO_MEMBERS \
+  " NOT EXISTS(SELECT 1 FROM \"$_members\" WHERE claim=OLD.id AND attempt=OLD.attempt)"
 static const OwnTrigger aOwn[] = {
     {"rows", "insert",
      "CREATE TRIGGER \"$_rows_insert\" BEFORE INSERT ON \"$_rows\" WHEN NOT coalesce("
      "NEW.status IS 'claimed' AND NEW.attempt IS 1 AND NEW.result IS NULL AND NEW.error IS NULL"
      " AND NEW.members IS NULL AND NEW.expirations IS 0"
      " AND " NEW_GRAMMAR("tenant") " AND " NEW_GRAMMAR("\"key\"") " AND " NEW_GRAMMAR(
-         "conversation") " AND " NEW_GRAMMAR("tool")
-     " AND typeof(NEW.args)='text' AND length(NEW.args)>=1"
-     " AND (NEW.effect IS 'local' OR NEW.effect IS 'external')"
-     " AND typeof(NEW.token)='integer' AND typeof(NEW.created_at)='integer'"
-     " AND typeof(NEW.updated_at)='integer' AND typeof(NEW.lease_until)='integer',0)"
-     " OR (NEW.id>0 AND EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=NEW.id))"
-     " OR EXISTS(SELECT 1 FROM \"$_rows\" WHERE #)"
-     " BEGIN SELECT RAISE(ABORT,'" MSG_INSERT "'); END"},
+         "conversation") " AND " NEW_GRAMMAR("tool") " AND typeof(NEW.args)='text' AND "
+                                                     "length(NEW.args)>=1"
+                                                     " AND (NEW.effect IS 'local' OR NEW.effect IS "
+                                                     "'external')"
+                                                     " AND typeof(NEW.token)='integer' AND "
+                                                     "typeof(NEW.created_at)='integer'"
+                                                     " AND typeof(NEW.updated_at)='integer' AND "
+                                                     "typeof(NEW.lease_until)='integer',0)"
+                                                     " OR (NEW.id>0 AND EXISTS(SELECT 1 FROM "
+                                                     "\"$_rows\" WHERE id=NEW.id))"
+                                                     " OR EXISTS(SELECT 1 FROM \"$_rows\" WHERE #)"
+                                                     " BEGIN SELECT RAISE(ABORT,'" MSG_INSERT
+                                                     "'); END"},
     {"rows", "id",
      "CREATE TRIGGER \"$_rows_id\" AFTER INSERT ON \"$_rows\" WHEN NOT coalesce(NEW.id>0,0)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_ID "'); END"},
@@ -532,8 +538,7 @@ static const OwnTrigger aOwn[] = {
      " OR (OLD.status IS 'claimed' AND NEW.status IS 'claimed' AND NEW.token IS OLD.token"
      " AND NEW.attempt IS OLD.attempt AND NEW.expirations IS OLD.expirations"
      " AND NEW.result IS OLD.result AND NEW.error IS OLD.error AND NEW.members IS OLD.members"
-     " AND OLD.lease_until>" SQL_NOW
-     " AND NEW.lease_until>=OLD.lease_until)"
+     " AND OLD.lease_until>" SQL_NOW " AND NEW.lease_until>=OLD.lease_until)"
      " OR ((OLD.status IS 'released' OR OLD.status IS 'claimed' AND OLD.effect IS 'local'"
      " AND OLD.lease_until<=" SQL_NOW " AND" NO_MEMBERS
      " AND NEW.expirations<(SELECT v FROM \"$_meta\" WHERE k='max_attempts'))"
@@ -619,8 +624,7 @@ static const OwnTrigger aOwnV2[] = {
      " AND NEW.attempt IS OLD.attempt AND NEW.marks IS OLD.marks"
      " AND NEW.expirations IS OLD.expirations AND NEW.result IS OLD.result"
      " AND NEW.error IS OLD.error AND NEW.members IS OLD.members"
-     " AND OLD.lease_until>" SQL_NOW
-     " AND NEW.lease_until>=OLD.lease_until)"
+     " AND OLD.lease_until>" SQL_NOW " AND NEW.lease_until>=OLD.lease_until)"
      " OR ((OLD.status IS 'released' OR OLD.status IS 'claimed' AND OLD.effect IS 'local'"
      " AND OLD.lease_until<=" SQL_NOW ")"
      " AND NEW.status IS 'claimed' AND NEW.attempt IS OLD.attempt+1 AND NEW.token IS NOT OLD.token"
@@ -708,8 +712,11 @@ static int exec_free(sqlite3 *db, char *zSql, char **pzErr) {
 static int create_trigger(sqlite3 *db, const char *zDb, const char *zName, int bSingle, int i,
                           char **pzErr) {
   char *zTrig = trigger_sql(&aOwn[i], zName, bSingle);
+  int rc;
   if (zTrig == 0) return SQLITE_NOMEM;
-  return exec_free(db, sqlite3_mprintf("CREATE TRIGGER \"%w\".%s", zDb, zTrig + 15), pzErr);
+  rc = exec_free(db, sqlite3_mprintf("CREATE TRIGGER \"%w\".%s", zDb, zTrig + 15), pzErr);
+  sqlite3_free(zTrig);
+  return rc;
 }
 
 /* Create every own trigger of format 3 whose bit is clear in mSkip. */
@@ -728,8 +735,9 @@ static int drop_triggers(sqlite3 *db, const char *zDb, const char *zName, int iF
   const OwnTrigger *a = own_triggers(iFormat, &n);
   for (i = 0; rc == SQLITE_OK && i < n; i++) {
     char *zTrig = trigger_name(&a[i], zName);
-    rc = zTrig ? exec_free(db, sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w\"", zDb, zTrig), 0)
-               : SQLITE_NOMEM;
+    rc = zTrig
+             ? exec_free(db, sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w\"", zDb, zTrig), 0)
+             : SQLITE_NOMEM;
     sqlite3_free(zTrig);
   }
   return rc;
@@ -776,10 +784,11 @@ static int create_indexes(sqlite3 *db, const char *zDb, const char *zName, const
                           int bSingle, char **pzErr) {
   int rc = SQLITE_OK;
   if (bSingle) {
-    rc = exec_free(db,
-                   sqlite3_mprintf("CREATE UNIQUE INDEX \"%w\".\"idem_%w_key\" ON \"%w_rows\"(\"key\")",
-                                   zDb, zId, zName),
-                   pzErr);
+    rc = exec_free(
+        db,
+        sqlite3_mprintf("CREATE UNIQUE INDEX \"%w\".\"idem_%w_key\" ON \"%w_rows\"(\"key\")", zDb,
+                        zId, zName),
+        pzErr);
   }
   if (rc == SQLITE_OK) {
     rc = exec_free(db,
@@ -848,8 +857,8 @@ int ledger_rename_schema(IdemLedger *p, const char *zNew) {
                                    "ALTER TABLE \"%w\".\"%w_meta\" RENAME TO \"%w_meta\";"
                                    "ALTER TABLE \"%w\".\"%w_guards\" RENAME TO \"%w_guards\";"
                                    "ALTER TABLE \"%w\".\"%w_members\" RENAME TO \"%w_members\";",
-                                   p->zDb, p->zName, zNew, p->zDb, p->zName, zNew, p->zDb,
-                                   p->zName, zNew, p->zDb, p->zName, zNew),
+                                   p->zDb, p->zName, zNew, p->zDb, p->zName, zNew, p->zDb, p->zName,
+                                   zNew, p->zDb, p->zName, zNew),
                    0);
   }
   if (rc == SQLITE_OK) rc = create_triggers(p->db, p->zDb, zNew, bSingle, 0, 0);
@@ -859,14 +868,14 @@ int ledger_rename_schema(IdemLedger *p, const char *zNew) {
 }
 
 int ledger_drop_schema(IdemLedger *p) {
-  return exec_free(p->db,
-                   sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_rows\";"
-                                   "DROP TABLE IF EXISTS \"%w\".\"%w_meta\";"
-                                   "DROP TABLE IF EXISTS \"%w\".\"%w_guards\";"
-                                   "DROP TABLE IF EXISTS \"%w\".\"%w_members\";",
-                                   p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName, p->zDb,
-                                   p->zName),
-                   0);
+  return exec_free(
+      p->db,
+      sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_rows\";"
+                      "DROP TABLE IF EXISTS \"%w\".\"%w_meta\";"
+                      "DROP TABLE IF EXISTS \"%w\".\"%w_guards\";"
+                      "DROP TABLE IF EXISTS \"%w\".\"%w_members\";",
+                      p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName),
+      0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -969,8 +978,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
       /* no trigger: the table was dropped (its triggers with it), unless a
       ** table of the guard's name is still there */
       if (sqlite3_table_column_metadata(p->db, p->zDb, zBase, 0, 0, 0, 0, 0, 0) == SQLITE_OK) {
-        rc = scan_note(t,
-                       sqlite3_mprintf("has lost the guard triggers of table \"%s\"", zBase), 1);
+        rc = scan_note(t, sqlite3_mprintf("has lost the guard triggers of table \"%s\"", zBase), 1);
       }
     }
     for (k = 0; rc == SQLITE_OK && nHave > 0 && k < IDEM_GUARD_N_TRIGGER; k++) {
@@ -983,16 +991,15 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
                        1);
         continue;
       }
-      zExpect = ledger_guard_trigger_sql(k, 0, p->zName, p->zId, gid, zBase, zTable,
-                                       (const char *)sqlite3_column_text(pG, 2),
-                                       (const char *)sqlite3_column_text(pG, 3),
-                                       (const char *)sqlite3_column_text(pG, 4));
+      zExpect = ledger_guard_trigger_sql(
+          k, 0, p->zName, p->zId, gid, zBase, zTable, (const char *)sqlite3_column_text(pG, 2),
+          (const char *)sqlite3_column_text(pG, 3), (const char *)sqlite3_column_text(pG, 4));
       if (zExpect == 0) {
         rc = SQLITE_NOMEM;
       } else if (strcmp(zExpect, azSql[k]) != 0) {
         rc = scan_note(t,
-                       sqlite3_mprintf("has its guard trigger \"%s_idem_%s_%s\" altered",
-                                       zBase, p->zName, idem_guard_kind[k]),
+                       sqlite3_mprintf("has its guard trigger \"%s_idem_%s_%s\" altered", zBase,
+                                       p->zName, idem_guard_kind[k]),
                        1);
       }
       sqlite3_free(zExpect);
@@ -1091,14 +1098,14 @@ static int triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) 
       for (i = 0; i < nOwn && strcmp(zTSql, azExpect[i]) != 0; i++) {
       }
       if (i == nOwn) {
-        rc = scan_note(t, sqlite3_mprintf("has a foreign trigger \"%s\" on its shadow tables", zTrig),
-                       0);
+        rc = scan_note(
+            t, sqlite3_mprintf("has a foreign trigger \"%s\" on its shadow tables", zTrig), 0);
       }
     } else {
-      rc = scan_note(t,
-                     sqlite3_mprintf("has a foreign trigger \"%s\" on its shadow tables",
-                                     zTrig ? zTrig : "?"),
-                     0);
+      rc = scan_note(
+          t,
+          sqlite3_mprintf("has a foreign trigger \"%s\" on its shadow tables", zTrig ? zTrig : "?"),
+          0);
     }
   }
   if (rc == SQLITE_OK) rc = sqlite3_reset(pQ);
@@ -1157,8 +1164,8 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   } else {
     char *zMembers = sqlite3_mprintf("%s_members", p->zName);
     rc = zMembers ? SQLITE_OK : SQLITE_NOMEM;
-    if (rc == SQLITE_OK &&
-        sqlite3_table_column_metadata(p->db, p->zDb, zMembers, "claim", 0, 0, 0, 0, 0) != SQLITE_OK) {
+    if (rc == SQLITE_OK && sqlite3_table_column_metadata(p->db, p->zDb, zMembers, "claim", 0, 0, 0,
+                                                         0, 0) != SQLITE_OK) {
       /* its members are lost: idem_upgrade cannot know them again */
       p->zForeign = sqlite3_mprintf(
           "ledger %s is missing its table %s; restore it from a backup, or drop the ledger",
@@ -1170,16 +1177,17 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
     if (rc == SQLITE_OK && t.zWhy) {
       /* the remedy must work in this state: the ledger refuses reads now,
       ** its rows table does not */
-      p->zForeign =
-          t.bRepair
-              ? sqlite3_mprintf("ledger %s %s; rows may have been changed without it: check them "
-                                "(SELECT * FROM \"%w_rows\") against what the application and "
-                                "the targets know, then restore it with SELECT "
-                                "idem_upgrade('%q'); every ledger operation is refused until then",
-                                p->zName, t.zWhy, p->zName, p->zName)
-              : sqlite3_mprintf("ledger %s %s; every ledger operation is refused until it is "
-                                "dropped",
-                                p->zName, t.zWhy);
+      p->zForeign = t.bRepair
+                        ? sqlite3_mprintf(
+                              "ledger %s %s; rows may have been changed without it: check them "
+                              "(SELECT * FROM \"%w_rows\") against what the application and "
+                              "the targets know, then restore it with SELECT "
+                              "idem_upgrade('%q'); every ledger operation is refused until then",
+                              p->zName, t.zWhy, p->zName, p->zName)
+                        : sqlite3_mprintf(
+                              "ledger %s %s; every ledger operation is refused until it is "
+                              "dropped",
+                              p->zName, t.zWhy);
       rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
     }
   }
@@ -1257,8 +1265,8 @@ void ledger_row_free(LedgerRow *r) {
 /* Copy the current row of pS (selected with ROW_COLUMNS) into r; the
 ** caller resets pS and calls ledger_row_free(). */
 static int row_load(sqlite3_stmt *pS, LedgerRow *r) {
-  static const int aText[10] = {RC_CONV,    RC_TOOL,    RC_ARGS,   RC_EFFECT, RC_STATUS,
-                                 RC_RESULT,  RC_ERROR,   RC_MEMBERS, RC_TENANT, RC_KEY};
+  static const int aText[10] = {RC_CONV,   RC_TOOL,  RC_ARGS,    RC_EFFECT, RC_STATUS,
+                                RC_RESULT, RC_ERROR, RC_MEMBERS, RC_TENANT, RC_KEY};
   const char **apDest[10], *az[10];
   int an[10];
   sqlite3_int64 nTotal = 0;
@@ -1414,8 +1422,7 @@ int ledger_exec(IdemLedger *p, int i) {
 /* Guard triggers                                                      */
 /* ------------------------------------------------------------------ */
 
-const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "forget",
-                                                           "update"};
+const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "forget", "update"};
 
 /*
 ** The SQL of guard trigger k (0 insert, 1 member, 2 forget, 3 update) of
@@ -1593,7 +1600,6 @@ static int guards_rebuild(sqlite3 *db, const char *zDb, const char *zOld, const 
   return rc;
 }
 
-
 /* ------------------------------------------------------------------ */
 /* idem_upgrade: formats 1 and 2 to format 3, and the repair of own    */
 /* and guard triggers                                                  */
@@ -1660,8 +1666,8 @@ static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn) 
             "INSERT OR IGNORE INTO \"%w\".\"%w_members\"(claim,attempt,guard,rid)"
             " SELECT %lld,%lld,%lld,rowid FROM \"%w\".\"%w\" WHERE \"%w\"=%Q COLLATE BINARY"
             " AND %s%w%s=%Q COLLATE BINARY AND rowid>%lld",
-            p->zDb, p->zName, sqlite3_column_int64(pR, 0), sqlite3_column_int64(pR, 1), gid,
-            p->zDb, zTable, (const char *)sqlite3_column_text(pG, 2),
+            p->zDb, p->zName, sqlite3_column_int64(pR, 0), sqlite3_column_int64(pR, 1), gid, p->zDb,
+            zTable, (const char *)sqlite3_column_text(pG, 2),
             (const char *)sqlite3_column_text(pR, 3), zTen ? "\"" : "", zTen ? zTen : "",
             zTen ? "\"" : "", zTen ? (const char *)sqlite3_column_text(pR, 2) : "",
             old_mark((const char *)sqlite3_column_text(pR, 4), gid));
@@ -1831,12 +1837,15 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   if (iFrom != LEDGER_FORMAT) {
     rc = upgrade_from(p, iFrom, &nRow, &nMember, &nCreated);
   } else {
-    /* format 3: the own triggers missing (or dropped above as altered), and
-    ** every guard's triggers made again */
+    /* format 3: the own triggers missing (or dropped above as altered),
+    ** and, when a guard trigger is missing or altered, every guard's
+    ** triggers made again */
     int n = 0;
     rc = create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE], t.mOwn, 0);
     for (i = 0; i < N_OWN; i++) nCreated += (t.mOwn & (1u << i)) == 0;
-    if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
+    if (rc == SQLITE_OK && t.zWhy) {
+      rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
+    }
     nCreated += n;
   }
   if (rc) goto done;

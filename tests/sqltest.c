@@ -3,6 +3,9 @@
 **
 **   sqltest [--ext PATH] FILE.sql...     run each file, print one line per check
 **   sqltest [--ext PATH] --eval SQL      print the rows of SQL, tab-separated
+**   sqltest --ext-late PATH FILE.sql...   the extension is not loaded when the
+**                     connection opens: sqltest_load_again() loads it (after
+**                     the file has read the schema, say)
 **
 ** Each file gets a fresh connection: an in-memory database, or a temporary
 ** file when its first line is "-- sqltest: file". The extension named by
@@ -124,7 +127,8 @@ static void load_again_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   (void)argc;
   (void)argv;
   if (zLoadedExt == 0) {
-    sqlite3_result_error(ctx, "sqltest_load_again: no extension was loaded", -1);
+    sqlite3_result_error(ctx, "sqltest_load_again: no extension was named (--ext or --ext-late)",
+                         -1);
     return;
   }
   sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, (int *)0);
@@ -642,7 +646,8 @@ static int run_eval(const char *zSql, const char *zExt) {
 static int usage(void) {
   fprintf(stderr,
           "usage: sqltest [--ext PATH] FILE.sql...\n"
-          "       sqltest [--ext PATH] --eval SQL\n");
+          "       sqltest [--ext PATH] --eval SQL\n"
+          "       sqltest --ext-late PATH FILE.sql...\n");
   return 2;
 }
 
@@ -655,6 +660,9 @@ int main(int argc, char **argv) {
   }
   if (i + 1 < argc && strcmp(argv[i], "--ext") == 0) {
     zExt = argv[i + 1];
+    i += 2;
+  } else if (i + 1 < argc && strcmp(argv[i], "--ext-late") == 0) {
+    zLoadedExt = argv[i + 1]; /* for sqltest_load_again() only */
     i += 2;
   }
   if (i < argc && strcmp(argv[i], "--eval") == 0) {

@@ -16,6 +16,16 @@ UPDATE L_rows SET lease_until = 0;
 COMMIT;
 SELECT 'rows-untouched', (SELECT count(*) FROM L_rows WHERE status = 'claimed' AND lease_until > 0) = 1;
 SELECT 'shadow-type', (SELECT type FROM pragma_table_list WHERE name = 'L_rows') = 'shadow';
+-- and meta and guards; the members table never is (the guards' triggers write it)
+CREATE TABLE items(id INTEGER PRIMARY KEY, tenant TEXT, k TEXT);
+SELECT 'guard', idem_guard('L', 'items', 'k', 'tenant') = 1;
+-- expect-error: table L_meta may not be modified
+UPDATE L_meta SET v = 0 WHERE k = 'lease_seconds';
+-- expect-error: table L_guards may not be modified
+DELETE FROM L_guards;
+SELECT 'members-not-shadow', (SELECT type FROM pragma_table_list WHERE name = 'L_members') = 'table';
+-- expect-error: idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and never changed
+INSERT INTO L_members VALUES (99, 1, 1, 1);
 -- the holes of format 1, at the top level of a defensive connection
 SELECT 'hole-claim-ext', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'ext'), '$.decision') = 'admitted';
 -- expect-error: table L_rows may not be modified

@@ -7,12 +7,17 @@ CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=60);
 SELECT 'claim', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'external', 'op-1'), '$.decision') = 'admitted';
 SELECT 'settle', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'op-1'), 'succeeded', NULL), '$.status') = 'succeeded';
 SELECT 'not-shadow', (SELECT type FROM pragma_table_list WHERE name = 'L_rows') = 'table';
-SELECT 'meta-shadow', (SELECT type FROM pragma_table_list WHERE name = 'L_meta') = 'shadow';
+-- no table is a shadow table there: every one carries triggers
+SELECT 'meta-not-shadow', (SELECT count(*) FROM pragma_table_list WHERE name GLOB 'L_*' AND type = 'shadow') = 0;
+-- expect-error: idempotency: the format, identity and options of a ledger are fixed when it is created
+UPDATE L_meta SET v = 0 WHERE k = 'lease_seconds';
+-- expect-error: idempotency: a guard is added only by idem_guard and removed only by idem_unguard
+INSERT INTO L_guards(tbl, key_column) VALUES ('nothing', 'k');
 -- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
 UPDATE L_rows SET status = 'claimed';
 -- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
 UPDATE L_rows SET args = '{"x":1}';
--- expect-error: NOT NULL constraint failed: L_rows.key
+-- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
 INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t',NULL,'c','x','{}','external','claimed',1,random(),0,0,0);
 -- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
 INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t','op-1','c','x','{}','external','claimed',1,random(),0,0,0);
