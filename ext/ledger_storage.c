@@ -1,6 +1,6 @@
 /*
 ** ledger_storage.c: the ledger's shadow-table format and the statements
-** that read and write it. The format is written down once, here (format 2;
+** that read and write it. The format is written down in docs/design.md (format 2;
 ** the triggers' rules are spelled out above azTriggerFmt):
 **
 **   <name>_rows    one row per (tenant, key): the request (conversation,
@@ -378,10 +378,10 @@ void ledger_finalize_all(IdemLedger *p) {
 /* ------------------------------------------------------------------ */
 
 /*
-** The key grammar (DESIGN section 3) in plain SQL: TEXT of 1 to 128
+** The key grammar (docs/keys.md, "Key grammar") in plain SQL: TEXT of 1 to 128
 ** characters, each in A-Z a-z 0-9 _ -. GLOB stops at an embedded NUL, so
 ** instr() refuses one first. Measured against the other spellings of the
-** same rule that SQLite 3.40 can evaluate (README "Where the time goes"),
+** same rule that SQLite 3.40 can evaluate (docs/benchmarks.md, "Where a claim's time goes"),
 ** this one is the cheapest on realistic values: rtrim() with the allowed
 ** set pays a fixed cost per call for parsing the set and scans it
 ** linearly, so it wins only on hex-heavy text.
@@ -406,7 +406,7 @@ void ledger_finalize_all(IdemLedger *p) {
 /*
 ** The shadow-table triggers of format 2, as SQLite stores them (no schema
 ** name; %1 and %2 are the ledger name). They enforce every row of the
-** states table (DESIGN section 6) without the extension:
+** states table (docs/ledger.md, "States") without the extension:
 **
 **   insert  only a fresh claim: status claimed, attempt 1, no result, error
 **           or members, no expiry counted, and no row with that id or that
