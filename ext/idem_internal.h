@@ -35,7 +35,7 @@ typedef int (*IdemSink)(void *ctx, const char *p, size_t n);
 #define IDEM_JCS_INVALID 1 /* the input breaks a rule; see IdemJcsError */
 #define IDEM_JCS_NOMEM 2   /* an allocation failed; nothing is half-done */
 
-/* Documented limits (README "Limits"). */
+/* Documented limits (docs/ledger.md, "Limits"). */
 #define IDEM_JCS_MAX_DEPTH 256                  /* arrays+objects nested */
 #define IDEM_JCS_MAX_BYTES (16u << 20)          /* input size cap, bytes  */
 #define IDEM_SAFE_INT_DIGITS "9007199254740991" /* 2^53-1 */

@@ -425,7 +425,7 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
 ** path, libSQL replicas) runs it where its write is not replicated, and
 ** the caller would be told "committed" of a claim the cluster never had.
 ** An INSERT INTO the ledger is a write statement, routed as a write, so
-** the option does not apply to it (README "require_transaction").
+** the option does not apply to it (docs/ledger.md, "require_transaction").
 ** Returns SQLITE_OK, or SQLITE_MISUSE with *pzErr set; pName is the
 ** ledger argument as given, which the message names.
 */
@@ -597,7 +597,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   int rc, iFormat = LEDGER_FORMAT, mMissing = 0;
 
   *ppVtab = 0;
-  /* Under dqlite an autocommit claim can be lost (README "Running
+  /* Under dqlite an autocommit claim can be lost (docs/replication.md, "Running
   ** replicated"): a ledger made there requires a transaction by default. */
   rc = ledger_parse_options(argc, argv, bCreate && ledger_under_dqlite(db, argv[1]), aVal, pzErr);
   if (rc) return rc;

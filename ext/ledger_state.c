@@ -5,7 +5,7 @@
 ** key holds a live claim. Every one of them reads a row's status through
 ** ledger_effective(), the one place the expiry rule is written.
 **
-** Transitions (DESIGN section 6, "States"): (none) or released -> claimed;
+** Transitions (docs/ledger.md, "States"): (none) or released -> claimed;
 ** claimed -> succeeded | failed | released | unknown; unknown ->
 ** succeeded | failed | released; an expired local claim without guarded
 ** rows is taken over (claimed -> claimed, a new token), and after

@@ -1,27 +1,16 @@
 /*
-** ledger_storage.c: the ledger's shadow-table format and the statements
-** that read and write it. The format is written down once, here (format 2;
-** the triggers' rules are spelled out above azTriggerFmt):
-**
-**   <name>_rows    one row per (tenant, key): the request (conversation,
-**                  tool, canonical args, effect), its status, result/error,
-**                  attempt, the random half of the fencing token (the row id
-**                  is the other half), times in Unix ms, expiries, guard
-**                  marks and members. Plain-SQL CHECKs carry the key grammar,
-**                  NOT NULL and the domains; UNIQUE(tenant,key), no index on
-**                  the token; three triggers keep every row of the states
-**                  table (fresh claims only, the request fixed, only legal
-**                  transitions, no deleting a claimed or unknown row). None
-**                  of them calls an extension function, so the file stays
-**                  readable and checkable without the extension.
-**   <name>_meta    (k, v): format version, identity and the options the
-**                  ledger was made with, checked on connect.
-**   <name>_guards  one row per guarded table (guard.c writes it).
+** ledger_storage.c: the ledger's tables and the statements that read and
+** write them. The format (format 3: <name>_rows, _meta, _guards and
+** _members, their indexes and triggers) is written down once, in
+** docs/design.md, "Format 3"; the triggers' rules are listed again above
+** aOwn, beside the SQL that is them.
 **
 ** Also here: the options table (names, ranges, defaults), the prepared
-** statements of a ledger, the check that the shadow tables carry exactly
-** the ledger's own triggers, loading a row into a LedgerRow, and
-** idem_upgrade (format 1 to 2, and restoring the own triggers).
+** statements of a ledger, the guards' trigger text (the member and forget
+** triggers write <name>_members), the check that the shadow and guarded
+** tables carry exactly the ledger's own triggers, loading a row into a
+** LedgerRow, and idem_upgrade (formats 1 and 2 to 3, and restoring the own
+** and guard triggers).
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
@@ -390,10 +379,10 @@ void ledger_finalize_all(IdemLedger *p) {
 /* ------------------------------------------------------------------ */
 
 /*
-** The key grammar (DESIGN section 3) in plain SQL: TEXT of 1 to 128
+** The key grammar (docs/keys.md, "Key grammar") in plain SQL: TEXT of 1 to 128
 ** characters, each in A-Z a-z 0-9 _ -. GLOB stops at an embedded NUL, so
 ** instr() refuses one first. Measured against the other spellings of the
-** same rule that SQLite 3.40 can evaluate (README "Where the time goes"),
+** same rule that SQLite 3.40 can evaluate (docs/benchmarks.md, "Where a claim's time goes"),
 ** this one is the cheapest on realistic values: rtrim() with the allowed
 ** set pays a fixed cost per call for parsing the set and scans it
 ** linearly, so it wins only on hex-heavy text.

@@ -3,7 +3,7 @@
 --   sqlite3 -bail -readonly app.db < sql/audit.sql
 --
 -- Lists every row of `operations` whose key parts are missing, blank or
--- malformed under the key grammar of DESIGN.md section 3 (the rule
+-- malformed under the key grammar of docs/keys.md, "Key grammar" (the rule
 -- sql/operations.sql enforces), one line per row and column:
 --
 --   rowid | column | reason

@@ -12,9 +12,9 @@
 -- What it installs, in one transaction (all or nothing):
 --
 --   * ledger: CREATE VIRTUAL TABLE ledger USING idempotency(lease_seconds=300),
---     the claims of tool calls (DESIGN.md section 6); 300 s is the default
+--     the claims of tool calls (docs/ledger.md); 300 s is the default
 --     lease, written out so the choice is visible;
---   * a guard on operations (DESIGN.md section 7): an INSERT into operations
+--   * a guard on operations (docs/guards.md): an INSERT into operations
 --     needs a live `claimed` claim of ledger for its (tenant, operation_id),
 --     so a row is written only by the holder of the claim, claim before act.
 --     The key column is operation_id: the claim must have been taken with

@@ -9,7 +9,7 @@
 -- new tables). Without -bail the shell would carry on after an error and
 -- could commit half a migration. From Python, sqlite3's executescript()
 -- also stops at the first error; roll back the connection afterwards.
--- Rehearse on a copy first (see the README):
+-- Rehearse on a copy first (see docs/operating.md):
 --
 --   sqlite3 -bail app.db "VACUUM INTO 'rehearsal.db'"
 --   sqlite3 -bail rehearsal.db < sql/migrate.sql

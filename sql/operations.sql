@@ -8,7 +8,7 @@
 -- migration):
 --
 --   * tenant and operation_id are present (NOT NULL) and follow the key
---     grammar of DESIGN.md section 3: SQL TEXT (no INTEGER, REAL or BLOB,
+--     grammar of docs/keys.md, "Key grammar": SQL TEXT (no INTEGER, REAL or BLOB,
 --     and no coercion), 1 to 128 characters, only A-Z a-z 0-9 _ -. Nothing
 --     is trimmed, case-folded or normalised: what is stored is what was
 --     given. instr(x, char(0)) refuses an embedded NUL, which GLOB alone

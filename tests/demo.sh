@@ -64,7 +64,7 @@ sql "CREATE TABLE operations_nullable (
   "INSERT INTO operations_nullable VALUES ('tenant-a', NULL, 'same-request')"
 nullable_rows=$(sql "SELECT count(*) FROM operations_nullable")
 
-# The repair: NOT NULL plus the key grammar of DESIGN.md section 3 as a CHECK.
+# The repair: NOT NULL plus the key grammar of docs/keys.md as a CHECK.
 # The key columns have no declared type, so an INTEGER is not turned into
 # TEXT before the CHECK sees it.
 key_rule() {

@@ -9,7 +9,7 @@
 //
 // The claim, the commit check, the renewal before sending, settling and
 // replaying are the package's Ledger.call; this file only says what an HTTP
-// exchange means (README, "The adapter pattern"):
+// exchange means (docs/ledger.md, "The adapter pattern"):
 //
 // * the connection could not be made (refused, unreachable, connect
 //   timeout): nothing was sent: throw NotSent (released with

@@ -507,7 +507,7 @@ static void bench_calls(sqlite3 *db) {
 /* 2. grammar: spellings of the key rule                               */
 /* ------------------------------------------------------------------ */
 
-/* A plain-SQL spelling of the key grammar of DESIGN section 3, with $ for
+/* A plain-SQL spelling of the key grammar of docs/keys.md, with $ for
 ** the value. The careful tables of sections 3, 4 and 7 use the spellings
 ** found equivalent. */
 typedef struct Spelling Spelling;
@@ -528,7 +528,7 @@ static int iLedgerSpell = -1; /* the spelling of the ledger's rows table */
 #define SET_FREQ "0123456789abcdef-_ghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #define SET_ASCII "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 static const char *azCandidate[][2] = {
-    {"GLOB (DESIGN section 3)",
+    {"GLOB (docs/keys.md)",
      "typeof($)='text' AND length($) BETWEEN 1 AND 128 AND instr($,char(0))=0"
      " AND $ NOT GLOB '*[^A-Za-z0-9_-]*'"},
     {"ltrim, frequent characters first",
@@ -749,7 +749,7 @@ static void bench_grammar(sqlite3 *db, const char *zCasesFile) {
   sqlite3_bind_text(aRun[nSpell].pStmt, 1, zKey, -1, SQLITE_STATIC);
   runners_time(aRun, nSpell + 1, nRound, msRound, aOut);
   sqlite3_finalize(aRun[nSpell].pStmt);
-  printf("\n2. grammar: plain-SQL spellings of the key rule (DESIGN section 3)\n");
+  printf("\n2. grammar: plain-SQL spellings of the key rule (docs/keys.md)\n");
   printf("%-36s %-44s %10s\n", "spelling", "same rule as idem_valid_key (3 encodings)",
          "us per key");
   for (i = 0; i < nSpell; i++) {

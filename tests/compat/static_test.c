@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
   sqlite3_free(zToken);
   sqlite3_free(zClaim);
 
-  /* a bare SELECT idem_claim(...), evaluated once, as the README says */
+  /* a bare SELECT idem_claim(...), evaluated once, as docs/ledger.md says */
   zClaim = eval(db, "SELECT idem_claim('L','acme','conv-1','create_invoice','{\"amount\":100}')");
   zSql = sqlite3_mprintf(
       "SELECT json_extract(d,'$.decision')||' '||json_extract(d,'$.idempotent')"

@@ -225,7 +225,7 @@ def main():
         # the fix: leave out the ledger's own lines, restore the shadow
         # tables, then CREATE VIRTUAL TABLE adopts them
         def restore_iterdump(src_path, dst_path):
-            # the README's snippet, as written there
+            # the snippet of docs/operating.md, as written there
             src = connect(src_path)
             dst = sqlite3.connect(dst_path, isolation_level=None)
             ledgers = src.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'table' "

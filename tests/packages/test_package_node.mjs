@@ -134,6 +134,12 @@ async function run(tmp) {
   e = raised(() => new idem.Ledger(ledger.db, { name: 'nope' }).claim(T, C, 't', {}));
   report(e instanceof idem.LedgerError && e.message === 'idem_claim: unknown ledger "nope": no table USING idempotency by that name',
          'error-unknown-ledger', desc(e));
+  // the connection attribute: the connection given, for the local recipe
+  const given = openDb(':memory:');
+  const mine = idem.Ledger.open(given);
+  report(mine.db === given && Object.values(mine.db.prepare('SELECT idem_version()').get())[0] === idem.VERSION,
+         'db-attribute', 'Ledger.open(db).db is not the connection given');
+  given.close();
   e = raised(() => idem.headerValue('a b'));
   report(idem.headerValue('idem1-ab') === '"idem1-ab"' && e instanceof RangeError &&
          e.message === 'headerValue: "a b" is not a key (1 to 128 characters of A-Za-z0-9_-)', 'header-value', desc(e));

@@ -205,6 +205,29 @@ def run(tmp):
     m = raised(lambda: ledger.call(T, C, "refund", {"amount": 7}, Counter(), operation_id="op-1"))
     report(isinstance(m, idem.ClaimMismatch) and m.decision.differs == "args", "call-mismatch", f"got {m!r}")
 
+    # KeyboardInterrupt and SystemExit inside an action: the call may have
+    # sent, so the claim is settled unknown; the exception itself propagates
+    # (not wrapped in OutcomeUnknown), and a retry sends nothing.
+    for n, exc in enumerate((KeyboardInterrupt(), SystemExit(3))):
+        act = Counter(exc=exc)
+        e = raised(lambda: ledger.call(T, C, "charge", {"amount": 20 + n}, act))
+        key = ledger.conn.execute("SELECT idem_key(?, ?, 'charge', ?)", (T, C, json.dumps({"amount": 20 + n}))).fetchone()[0]
+        row = ledger.row(T, key)
+        again = Counter({"ok": True})
+        e2 = raised(lambda: ledger.call(T, C, "charge", {"amount": 20 + n}, again))
+        name = type(exc).__name__
+        report(e is exc and act.runs == 1 and row and row["status"] == "unknown"
+               and row["error"] == {"reason": f"{name}: {exc}"}
+               and isinstance(e2, idem.OutcomeUnknown) and again.runs == 0,
+               f"call-{name}-unknown-propagates", f"raised {e!r}; row {row}; then {e2!r}, runs {again.runs}")
+
+    # the connection attribute: the connection given, for the local recipe
+    given = sqlite3.connect(":memory:", isolation_level=None)
+    mine = idem.Ledger.open(given)
+    report(mine.conn is given and ledger.conn.execute("SELECT idem_version()").fetchone()[0] == idem.__version__,
+           "conn-attribute", f"Ledger.open(conn).conn is {mine.conn!r}, not {given!r}")
+    given.close()
+
     # --- the commit check --------------------------------------------------------
     act = Counter({"ok": True})
     ledger.conn.execute("BEGIN")

@@ -1,5 +1,5 @@
 /*
-** claim_profile.c: the program behind README "Where a claim's time goes".
+** claim_profile.c: the program behind docs/benchmarks.md, "Where a claim's time goes".
 ** It runs N operations of one kind on a fresh file database (WAL,
 ** synchronous=FULL) in one transaction, or in autocommit with "auto":
 **

@@ -1,7 +1,7 @@
 -- sqltest: encodings UTF-8 UTF-16le UTF-16be
 -- The plain-SQL key grammar against idem_valid_key, once per text encoding
 -- (the runner makes each database's first statement PRAGMA encoding).
--- The plain-SQL rule of DESIGN.md section 3 (no extension needed) must
+-- The plain-SQL rule of docs/keys.md, "Key grammar" (no extension needed) must
 -- agree with idem_valid_key on every case, and both with the expected
 -- answer. The column v has no declared type, so values keep their type.
 CREATE TABLE cases(id TEXT PRIMARY KEY, v, expect INTEGER NOT NULL);

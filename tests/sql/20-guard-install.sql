@@ -1,6 +1,6 @@
 -- idem_guard: what it installs (four triggers, read back from sqlite_schema
 -- and compared with the expected text), identifier quoting, every error,
--- and rows already present. Contract: DESIGN.md section 7, README "Guards".
+-- and rows already present. Contract: docs/guards.md.
 
 CREATE VIRTUAL TABLE ledger USING idempotency(lease_seconds=60);
 CREATE TABLE orders(id INTEGER PRIMARY KEY, tenant, op_key, claim_token, item);

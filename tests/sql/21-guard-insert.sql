@@ -111,7 +111,7 @@ SELECT 'unknown', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) 
        = 'idem_guard: insert into "orders" refused: key "op-u" needs a live claim of ledger ledger; it is unknown';
 SELECT 'unknown-code', errcode('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (''t1'', ''op-u'', (SELECT token FROM ledger WHERE key = ''op-u''), ''x'')') = 19;
 
--- a live external claim also admits guarded rows (README: guards accept either effect)
+-- a live external claim also admits guarded rows (docs/design.md: guards accept either effect)
 SELECT idem_claim('ledger', 't1', 'c1', 'send', '{"n":6}', 'external', 'op-e');
 SELECT 'external-live-claim-accepted', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (''t1'', ''op-e'', (SELECT token FROM ledger WHERE key = ''op-e''), ''e'')') IS NULL;
 

@@ -1,5 +1,5 @@
 -- sqltest: file
--- The exactly-once local recipe (README): claim, effect rows and settle in
+-- The exactly-once local recipe (docs/guards.md): claim, effect rows and settle in
 -- one BEGIN IMMEDIATE ... COMMIT. A ROLLBACK leaves neither rows nor claim
 -- and the retry is admitted; after the COMMIT a second arrival replays the
 -- first outcome with its members and cannot write again.

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # tests/sqlkit/lib.sh: helpers for tests/suites/40-sqlkit.sh (sourced).
 #
-# Every helper runs the sqlite3 shell with -bail, as the README tells users
+# Every helper runs the sqlite3 shell with -bail, as docs/operating.md tells users
 # to: without it the shell carries on after an error and commits the rest.
 # $SQLITE3 names the shell (default sqlite3); $TMPD is the scratch directory.
 

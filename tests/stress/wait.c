@@ -131,7 +131,7 @@ static void one_case(sqlite3 *db, const char *zDb, const char *zExt, const char 
 /* Claim args zArgs on ledger L in autocommit and return the token as a
 ** quoted SQL literal in zOut (bound into the statement under test as text:
 ** a subquery reading a table would make the outer statement hold a read
-** transaction, the SELECT f(x) FROM t case the README warns about). */
+** transaction, the SELECT f(x) FROM t case docs/ledger.md warns about). */
 static void claim_token(sqlite3 *db, const char *zArgs, char *zOut, size_t nOut) {
   sqlite3_stmt *pS = 0;
   fmt_str(zOut, nOut, "NULL");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The plain-SQL kit in sql/, run through the sqlite3 shell with -bail as the
-# README tells users to, against fixture databases made by tests/sqlkit/:
+# The plain-SQL kit in sql/, run through the sqlite3 shell with -bail, as
+# docs/operating.md tells users, against fixture databases made by tests/sqlkit/:
 #
 #   sql/operations.sql      the strict table refuses every malformed key with
 #                           SQLite's exact message (UTF-8, UTF-16le, UTF-16be)

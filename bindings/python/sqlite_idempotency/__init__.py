@@ -232,7 +232,7 @@ class ToolFailed(IdempotencyError):
 
 @dataclass(frozen=True)
 class Admitted:
-    """This call owns the execution (README, "Decisions")."""
+    """This call owns the execution (docs/ledger.md, "Decisions")."""
     key: str
     token: str
     attempt: int
