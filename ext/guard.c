@@ -163,7 +163,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
       if (sqlite3_column_int64(pS, 0) > 0) {
         zErr = sqlite3_mprintf("%s: table \"%s\" is already guarded by ledger %s", zFunc, zTable,
                                p->zName);
-        rc = SQLITE_ERROR;
+        rc = SQLITE_CONSTRAINT;
         goto done;
       }
       gid = sqlite3_column_int64(pS, 1);
