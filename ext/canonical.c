@@ -1356,3 +1356,8 @@ int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, Idem
 int idem_jcs_check_stored(const char *zIn, size_t nIn, const IdemMem *pMem, IdemJcsError *pErr) {
   return jcs_run(zIn, nIn, pMem, 0, 0, pErr, 1);
 }
+
+int idem_jcs_canonicalize_stored(const char *zIn, size_t nIn, const IdemMem *pMem, IdemSink xSink,
+                                 void *pSinkCtx, IdemJcsError *pErr) {
+  return jcs_run(zIn, nIn, pMem, xSink, pSinkCtx, pErr, 1);
+}

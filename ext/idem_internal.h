@@ -70,6 +70,10 @@ int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, Idem
 ** IDEM_JCS_OK, IDEM_JCS_INVALID (pErr filled) or IDEM_JCS_NOMEM.
 */
 int idem_jcs_check_stored(const char *zIn, size_t nIn, const IdemMem *pMem, IdemJcsError *pErr);
+/* The same rules, streaming the canonical form to xSink: stored args are
+** canonical exactly when this reproduces them byte for byte. */
+int idem_jcs_canonicalize_stored(const char *zIn, size_t nIn, const IdemMem *pMem, IdemSink xSink,
+                                 void *pSinkCtx, IdemJcsError *pErr);
 
 /*
 ** Write the ECMAScript Number::toString form of the finite double v into

@@ -162,7 +162,7 @@ int ledger_args_check(IdemLedger *p, const char *zFunc, const char *zKey, const 
   c.z = zArgs;
   c.n = nArgs;
   c.i = 0;
-  rc = idem_jcs_canonicalize(zArgs, nArgs, &idem_sqlite_mem, same_sink, &c, &e);
+  rc = idem_jcs_canonicalize_stored(zArgs, nArgs, &idem_sqlite_mem, same_sink, &c, &e);
   if (rc == IDEM_JCS_NOMEM) return SQLITE_NOMEM;
   if (rc == IDEM_JCS_OK && c.i == nArgs) return SQLITE_OK;
   /* the ledger writes only canonical args; CHECKs may have been off
@@ -1111,6 +1111,14 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
   *pzWhy = 0;
   /* a shadow table is missing: refused, saying so (ledger_lifecycle.c) */
   if (p->zBroken) return ledger_broken_why(p, SQLITE_OK, pzWhy);
+  if (p->iFormat != LEDGER_FORMAT) {
+    /* an earlier format's guard triggers record no members */
+    *pzWhy = sqlite3_mprintf(
+        "ledger %s has format %d, made by an earlier release; upgrade it once with SELECT "
+        "idem_upgrade('%q')",
+        p->zName, p->iFormat, p->zName);
+    return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
+  }
   if (p->aOpt[IDEM_OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL) {
     rc = ledger_stmt(p, ST_GET_KEY, &pGet);
     if (rc) return ledger_broken_why(p, rc, pzWhy);

@@ -170,7 +170,7 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
         zName, zName, LEDGER_FORMAT);
     return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
   }
-  if (iFormat != LEDGER_FORMAT && iFormat != 1) {
+  if (iFormat != LEDGER_FORMAT && iFormat != 1 && iFormat != 2) {
     *pzErr = sqlite3_mprintf("idempotency: ledger %s has format %lld; this build reads format %d",
                              zName, iFormat, LEDGER_FORMAT);
     return SQLITE_CORRUPT_VTAB;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A format-1 ledger file (tests/fixtures/format1.db, made by the format-1
-# build with tests/fixtures/format1.sql) upgraded by this build with
-# SELECT idem_upgrade(...): tests/upgrade/format1.sql on a fresh copy, on the
+# Ledger files of formats 1 and 2 (tests/fixtures/formatN.db, made by those
+# builds with tests/fixtures/formatN.sql) upgraded by this build with
+# SELECT idem_upgrade(...): tests/upgrade/formatN.sql on a fresh copy, on the
 # system SQLite and, when built, on the newer one.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -15,14 +15,16 @@ fi
 . tests/lib/newer.sh
 mkdir -p build/upgrade
 fail=0
-# run LABEL RUNNER EXT
+# run LABEL RUNNER EXT: each fixture on a fresh copy
 run() {
-  local out
-  cp tests/fixtures/format1.db build/upgrade/format1.db || { echo "FAIL upgrade:$1:copy"; fail=1; return; }
-  rm -f build/upgrade/format1.db-journal build/upgrade/format1.db-wal
-  out=$("$2" --ext "$3" tests/upgrade/format1.sql 2>&1)
-  printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) format1\.sql:/\1 upgrade:$1:/"
-  grep -q '^FAIL' <<<"$out" && fail=1
+  local out f
+  for f in format1 format2; do
+    cp "tests/fixtures/$f.db" "build/upgrade/$f.db" || { echo "FAIL upgrade:$1:$f:copy"; fail=1; continue; }
+    rm -f "build/upgrade/$f.db-journal" "build/upgrade/$f.db-wal"
+    out=$("$2" --ext "$3" "tests/upgrade/$f.sql" 2>&1)
+    printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) $f\.sql:/\1 upgrade:$1:$f:/"
+    grep -q '^FAIL' <<<"$out" && fail=1
+  done
 }
 run "$("$BUILD/sqltest" --eval 'SELECT sqlite_version()' 2>/dev/null)" "$BUILD/sqltest" "$EXT"
 if newer_ready upgrade; then
