@@ -784,6 +784,7 @@ static void cursor_release(LedgerCursor *c) {
 #define IDX_KEY 1    /* tenant = ? AND key = ? */
 #define IDX_TENANT 2 /* tenant = ? */
 #define IDX_TOKEN 3  /* token = ? */
+#define IDX_OPEN 4   /* status = 'claimed' or 'unknown': the open rows' index */
 
 /* Plan idxNum on constraints iFirst (argv 1) and iSecond (argv 2, or -1),
 ** which the shadow table's indexes answer exactly; nRows the estimate. */
@@ -810,7 +811,7 @@ static int constraint_is_binary(sqlite3_index_info *pInfo, int i) {
 }
 
 static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
-  int i, iTenant = -1, iKey = -1, iToken = -1;
+  int i, iTenant = -1, iKey = -1, iToken = -1, iStatus = -1;
   (void)pVtab;
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
@@ -819,6 +820,15 @@ static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     if (c->iColumn == COL_TENANT) iTenant = i;
     if (c->iColumn == COL_KEY) iKey = i;
     if (c->iColumn == COL_TOKEN) iToken = i;
+    if (c->iColumn == COL_STATUS && iStatus < 0) {
+      sqlite3_value *pV = 0;
+      const char *z;
+      if (sqlite3_vtab_rhs_value(pInfo, i, &pV) == SQLITE_OK && pV &&
+          sqlite3_value_type(pV) == SQLITE_TEXT && (z = (const char *)sqlite3_value_text(pV)) &&
+          (strcmp(z, "claimed") == 0 || strcmp(z, "unknown") == 0)) {
+        iStatus = i;
+      }
+    }
   }
   if (iTenant >= 0 && iKey >= 0) {
     use_plan(pInfo, IDX_KEY, iTenant, iKey, 1);
@@ -826,6 +836,13 @@ static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     use_plan(pInfo, IDX_TOKEN, iToken, -1, 1);
   } else if (iTenant >= 0) {
     use_plan(pInfo, IDX_TENANT, iTenant, -1, 100);
+  } else if (iStatus >= 0) {
+    /* the rows that need attention: an effective status of claimed or
+    ** unknown comes only from a stored claimed or unknown row, all of which
+    ** the partial index holds; SQLite still tests the status of each */
+    pInfo->idxNum = IDX_OPEN;
+    pInfo->estimatedCost = 1000;
+    pInfo->estimatedRows = 100;
   } else {
     pInfo->idxNum = 0;
     pInfo->estimatedCost = 1000000;
@@ -863,7 +880,7 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
                    sqlite3_value **argv) {
   LedgerCursor *c = (LedgerCursor *)pCur;
   IdemLedger *p = (IdemLedger *)pCur->pVtab;
-  int iSlot = ST_CUR_ALL + (idxNum >= IDX_KEY && idxNum <= IDX_TOKEN ? idxNum : 0);
+  int iSlot = ST_CUR_ALL + (idxNum >= IDX_KEY && idxNum <= IDX_OPEN ? idxNum : 0);
   int rc, i;
   (void)idxStr;
   cursor_release(c);

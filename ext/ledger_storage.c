@@ -323,10 +323,10 @@ static const char *const azStmtSql[N_STMT] = {
     " WHERE tenant=?1 AND \"key\"=?2 ORDER BY id",
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE tenant=?1 ORDER BY id",
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE id=?1 AND token=?2",
-    /* ST_CUR_OPEN: rows of stored status ?1 through the partial index of
-    ** open rows (its WHERE repeated, so the planner may use it) */
-    "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE (" OPEN_WHERE
-    ") AND status=?1 ORDER BY id",
+    /* ST_CUR_OPEN: the open rows (stored claimed or unknown: every row
+    ** whose effective status is claimed or unknown), through the partial
+    ** index (its WHERE repeated, so the planner uses it) */
+    "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" WHERE " OPEN_WHERE,
     /* ST_MEMBERS: the members of claim ?1's attempt ?2, by guard then rowid */
     "SELECT guard, rid FROM \"%w\".\"%w_members\" WHERE claim=?1 AND attempt=?2"
     " ORDER BY guard, rid",
