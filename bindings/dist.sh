@@ -54,7 +54,7 @@ for plat in "${platforms[@]}"; do
   wheel_tag "$plat" >/dev/null
   lib=$DIST/lib/$plat/idempotency.so
   [ -f "$lib" ] || die "no library for $plat at $lib (make dist builds it)"
-  bash bindings/check-lib.sh "$plat" "$lib" "$GLIBC" >/dev/null
+  bash bindings/check-lib.sh "$plat" "$lib" "$GLIBC"
 done
 
 mkdir -p "$DIST"
