@@ -69,19 +69,18 @@ done:
   return rc ? 1 : 0;
 }
 
-#define SYM(name)                                                                                  \
-  do {                                                                                             \
-    *(void **)(&p_##name) = dlsym(lib, "sqlite3_" #name);                                          \
-    if (!p_##name) {                                                                               \
-      fprintf(stderr, "smoke: %s has no sqlite3_%s\n", argv[1], #name);                            \
-      goto done;                                                                                   \
-    }                                                                                              \
+#define SYM(name)                                                       \
+  do {                                                                  \
+    *(void **)(&p_##name) = dlsym(lib, "sqlite3_" #name);               \
+    if (!p_##name) {                                                    \
+      fprintf(stderr, "smoke: %s has no sqlite3_%s\n", argv[1], #name); \
+      goto done;                                                        \
+    }                                                                   \
   } while (0)
 
 int main(int argc, char **argv) {
   static const char args[] = "{\"to\":\"a@b.c\",\"amount\":5}";
-  static const char claim[] =
-      "SELECT idem_claim('ledger', 'tenant-a', 'conv-1', 'send_email', ?1)";
+  static const char claim[] = "SELECT idem_claim('ledger', 'tenant-a', 'conv-1', 'send_email', ?1)";
   void *lib = NULL;
   sqlite3 *db = NULL;
   char *err = NULL;
@@ -140,7 +139,8 @@ int main(int argc, char **argv) {
   if (row(db, "claim", "SELECT json_extract(?1, '$.token')", decision, NULL, token, sizeof token))
     goto done;
   if (row(db, "settle",
-          "SELECT json_extract(idem_settle('ledger', ?1, 'succeeded', '{\"message_id\":\"m-17\"}'), "
+          "SELECT json_extract(idem_settle('ledger', ?1, 'succeeded', "
+          "'{\"message_id\":\"m-17\"}'), "
           "'$.status')",
           token, NULL, out, sizeof out))
     goto done;
