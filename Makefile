@@ -9,7 +9,7 @@
 #   make bench      ratios against plain SQLite, measured in one run
 #   make lint       clang-format drift, cppcheck, -Werror build
 #   make install    PREFIX=/usr/local DESTDIR= (LIBDIR, INCLUDEDIR); make uninstall
-#   make dist       build/dist/: a platform-tagged wheel and an npm tarball, each with the extension
+#   make dist       build/dist/: manylinux wheels, sdist, npm packages (x86_64, arm64), SHA256SUMS
 #   make sql-audit DB=app.db      the sql/ kit, run with sqlite3 -bail
 #     (also sql-operations, sql-migrate, sql-install)
 
@@ -92,21 +92,21 @@ install: all
 	install -m 0755 $(EXT) "$(DESTDIR)$(LIBDIR)/sqlite3/idempotency.$(SO)"
 	install -m 0644 include/idempotency.h "$(DESTDIR)$(INCLUDEDIR)/idempotency.h"
 
-# make dist: the language packages (bindings/dist.sh), carrying an extension
-# linked with RPATH $ORIGIN so that a library copied beside it is found.
+# make dist (also make release): every release artifact and SHA256SUMS in
+# $(DIST) (bindings/dist.sh, docs/install.md): the extension built per
+# platform (bindings/dist-lib.sh: linux-arm64 cross-compiled on an x86_64
+# machine, each checked by bindings/check-lib.sh), the manylinux wheels, the
+# sdist, the npm package and its per-platform packages. DIST_PLATFORMS
+# chooses the platforms, DIST_PARTS the packages (python, node).
 DIST ?= $(BUILD)/dist
-DIST_LIB := $(DIST)/lib/idempotency.$(SO)
-ifeq ($(UNAME_S),Darwin)
-  DIST_RPATH := -Wl,-rpath,@loader_path
-else
-  DIST_RPATH := -Wl,-rpath,'$$ORIGIN'
-endif
-$(DIST_LIB): $(EXT_SRC) $(EXT_HDR) Makefile
-	mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SOFLAGS) -o $@ $(EXT_SRC) $(LDLIBS_EXT) $(DIST_RPATH)
-dist: deps $(DIST_LIB)
-	@bash bindings/dist.sh "$(DIST)" "$(DIST_LIB)" $(DIST_PARTS)
-.PHONY: dist
+DIST_PLATFORMS ?= linux-x64 linux-arm64
+DIST_LIBS := $(foreach p,$(DIST_PLATFORMS),$(DIST)/lib/$(p)/idempotency.so)
+$(DIST)/lib/%/idempotency.so: $(EXT_SRC) $(EXT_HDR) Makefile bindings/dist-lib.sh bindings/check-lib.sh | deps
+	@CC="$(CC)" bash bindings/dist-lib.sh $* $@ $(EXT_SRC)
+dist: deps $(DIST_LIBS)
+	@bash bindings/dist.sh "$(DIST)" "$(DIST_PLATFORMS)" $(DIST_PARTS)
+release: dist
+.PHONY: dist release
 
 uninstall:
 	rm -f "$(DESTDIR)$(LIBDIR)/sqlite3/idempotency.$(SO)" "$(DESTDIR)$(INCLUDEDIR)/idempotency.h"

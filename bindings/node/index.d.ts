@@ -4,9 +4,12 @@
 export const VERSION: string;
 
 /**
- * The path of the extension in this package for the running platform,
- * without its suffix (SQLite adds `.so`/`.dylib`/`.dll`). Throws
- * IdempotencyError when the package holds no build for this platform.
+ * The path of the extension for the running platform, without its suffix
+ * (SQLite adds `.so`), in the platform's package
+ * (`sqlite-idempotency-linux-x64` or `sqlite-idempotency-linux-arm64`, an
+ * optional dependency npm installs where its os and cpu match). Throws
+ * IdempotencyError naming the package when it is not installed (or is
+ * another version), and naming the packaged platforms on any other.
  */
 export function getLoadablePath(): string;
 

@@ -118,15 +118,34 @@ class ToolFailed extends IdempotencyError {
 
 // --- loading -------------------------------------------------------------------
 
-// The extension's path inside this package, without suffix. Throws when this
-// package has no build for the running platform.
+// The extension's path, without suffix, in the package of the running
+// platform: sqlite-idempotency-<platform>-<arch>, one of this package's
+// optionalDependencies (npm installs only the one whose os/cpu match).
+// Throws IdempotencyError naming the package when it is missing, is another
+// version, or has no library, and naming the platforms when there is none
+// for this one.
+const PLATFORMS = ['linux-x64', 'linux-arm64'];
 function getLoadablePath() {
-  const dir = path.join(__dirname, 'prebuilds', `${process.platform}-${process.arch}`);
-  const file = path.join(dir, `idempotency.${SUFFIX}`);
-  if (!fs.existsSync(file)) {
-    let have = [];
-    try { have = fs.readdirSync(path.join(__dirname, 'prebuilds')); } catch { /* none */ }
-    throw new IdempotencyError(`sqlite-idempotency: no extension for ${process.platform}-${process.arch} in this package (it has: ${have.join(', ') || 'none'}); build it from source (make) and load build/idempotency`);
+  const platform = `${process.platform}-${process.arch}`;
+  if (!PLATFORMS.includes(platform)) {
+    throw new IdempotencyError(`sqlite-idempotency: no package for ${platform}: the extension is packaged for ${PLATFORMS.join(' and ')} (${PLATFORMS.map((p) => `sqlite-idempotency-${p}`).join(', ')}); on ${platform} build it from source (make) and load build/idempotency with the driver's loadExtension`);
+  }
+  const name = `sqlite-idempotency-${platform}`;
+  const reinstall = `npm install ${name}@${VERSION}`;
+  let manifest;
+  try {
+    manifest = require.resolve(`${name}/package.json`);
+  } catch (e) {
+    if (e.code !== 'MODULE_NOT_FOUND') throw e;
+    throw new IdempotencyError(`sqlite-idempotency: the package for ${platform}, ${name}, is not installed; npm installs it as an optional dependency of sqlite-idempotency unless optional dependencies are left out (--omit=optional, --no-optional) or node_modules was installed on another platform: run ${reinstall}`);
+  }
+  const dir = path.dirname(manifest);
+  const { version } = JSON.parse(fs.readFileSync(manifest, 'utf8'));
+  if (version !== VERSION) {
+    throw new IdempotencyError(`sqlite-idempotency: ${name} is version ${version}, sqlite-idempotency is ${VERSION}; they must be the same: run ${reinstall}`);
+  }
+  if (!fs.existsSync(path.join(dir, `idempotency.${SUFFIX}`))) {
+    throw new IdempotencyError(`sqlite-idempotency: ${name} in ${dir} has no idempotency.${SUFFIX}: run ${reinstall}`);
   }
   return path.join(dir, 'idempotency');
 }

@@ -26,7 +26,8 @@ for authors):
 - ```sh / ```console blocks are `$ command` lines (a trailing `\\`
   continues one), each followed by its exact output (stdout and stderr).
 - A block marked `<!-- norun -->` on the line before its fence is skipped
-  and counted. Any other sql, python, js or sh block must run: a sql block
+  and counted. One marked `<!-- run by tests/suites/NN-x.sh -->` is run by
+  that suite (which must exist and name the page) and counted as such. Any other sql, python, js or sh block must run: a sql block
   that is no transcript, or a sh block without `$ `, is a failure. Blocks of
   other languages (json, c, go, text, none) are displays and not run.
 - Values that differ on every run are matched, not compared: a token (32
@@ -118,6 +119,12 @@ class Block:
 FENCE = re.compile(r"^(\s*)(```+)\s*([\w+-]*)\s*$")
 
 
+# A block run by another suite (the packages suite runs the release's
+# commands, which need make and the whole tree): counted here once that
+# suite is found to name this page.
+RUN_BY = re.compile(r"^<!-- run by (tests/suites/[\w.-]+\.sh) -->$")
+
+
 def parse(path):
     """The fenced blocks of a page, with the line of their opening fence."""
     lines = open(path, encoding="utf-8").read().split("\n")
@@ -137,6 +144,8 @@ def parse(path):
         i += 1
         blocks.append(Block(RUNNABLE.get(info), info, start, "\n".join(body),
                             before == "<!-- norun -->", before == "<!-- output -->"))
+        m2 = RUN_BY.match(before)
+        blocks[-1].run_by = m2.group(1) if m2 else None
     # an output block belongs to the program just before it
     for a, b in zip(blocks, blocks[1:]):
         if b.output_marked and a.lang in ("python", "js"):
@@ -375,7 +384,7 @@ def run_page(page, tmp, py_path, target, absent, show):
     vol = Volatile()
     label = page[len("docs/"):] if page.startswith("docs/") else page
     shell = None
-    ran, skipped, failures, absent_langs = {}, 0, [], {}
+    ran, skipped, elsewhere, failures, absent_langs = {}, 0, 0, [], {}
 
     def fail(block, why):
         failures.append(f"FAIL docs.{label}:{block.line}: {why}")
@@ -385,6 +394,13 @@ def run_page(page, tmp, py_path, target, absent, show):
             continue
         if b.norun:
             skipped += 1
+            continue
+        if b.run_by:
+            suite = os.path.join(ROOT, b.run_by)
+            if not os.path.isfile(suite) or os.path.basename(page) not in open(suite, encoding="utf-8").read():
+                fail(b, f"marked as run by {b.run_by}, which does not exist or never names {os.path.basename(page)}")
+            else:
+                elsewhere += 1
             continue
         if b.lang in absent:
             absent_langs[b.lang] = absent_langs.get(b.lang, 0) + 1
@@ -467,7 +483,7 @@ def run_page(page, tmp, py_path, target, absent, show):
         total = sum(ran.values())
         kinds = ", ".join(f"{n} {lang}" for lang, n in sorted(ran.items()))
         print(f"PASS docs.{label} ({total} block{'' if total == 1 else 's'} ran{': ' + kinds if kinds else ''}; "
-              f"{skipped} skipped: norun)")
+              f"{skipped} skipped: norun" + (f"; {elsewhere} run by another suite" if elsewhere else "") + ")")
     return not failures
 
 
