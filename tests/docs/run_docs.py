@@ -293,8 +293,14 @@ def stage(tmp):
     shutil.copytree(os.path.join(ROOT, "bindings", "node"), pkg)
     plat = subprocess.run(["node", "-p", "process.platform + '-' + process.arch"], capture_output=True,
                           text=True).stdout.strip() if shutil.which("node") else "none"
-    os.makedirs(os.path.join(pkg, "prebuilds", plat))
-    shutil.copy(EXT, os.path.join(pkg, "prebuilds", plat, "idempotency.so"))
+    # the library is in the platform's own package, as npm installs it (an
+    # optional dependency of sqlite-idempotency, docs/install.md)
+    version = json.load(open(os.path.join(pkg, "package.json"), encoding="utf-8"))["version"]
+    ppkg = os.path.join(nm, "sqlite-idempotency-" + plat)
+    os.makedirs(ppkg)
+    with open(os.path.join(ppkg, "package.json"), "w", encoding="utf-8") as f:
+        json.dump({"name": "sqlite-idempotency-" + plat, "version": version}, f)
+    shutil.copy(EXT, os.path.join(ppkg, "idempotency.so"))
     bs3 = os.path.join(ROOT, "tests", "bindings", "node_modules", "better-sqlite3")
     if os.path.isdir(bs3):
         os.symlink(bs3, os.path.join(nm, "better-sqlite3"))
