@@ -36,6 +36,10 @@
 **   7. growth     claim cost from 10k rows up to BENCH_MAX_ROWS (default
 **                 1,000,000; 5000000 adds the 5M step) vs the careful
 **                 table, and bytes per row
+**   8. attention  100 unknown rows listed through the partial index of open
+**                 rows in a ledger of BENCH_ATTENTION_ROWS (1,000,000)
+**                 settled rows vs the same query as a scan, and a claim
+**                 with its settle on a ledger with that index vs without
 **
 ** A summary lists every target with its measured ratio and met / MISSED.
 **
@@ -52,6 +56,7 @@
 ** Environment: BENCH_ROUNDS, BENCH_ROUND_MS, BENCH_LEDGER_ROUNDS,
 ** BENCH_AUTOCOMMIT_CALLS (200 per round), BENCH_RACE_KEYS (3000),
 ** BENCH_RACE_ROUNDS (5), BENCH_RETENTION_ROWS (100000), BENCH_MAX_ROWS,
+** BENCH_ATTENTION_ROWS (1000000),
 ** BENCH_SECTIONS (a list of section names; default all), BENCH_STRICT=1
 ** (exit 3 when a target is missed), TMPDIR (where the database files go).
 **
@@ -1667,6 +1672,98 @@ static void bench_growth(void) {
   remove_db("growth-careful");
 }
 
+/*
+** 8. attention: what needs attention (unknown rows, claims) found through
+** the partial index of open rows, in a ledger of many settled rows, against
+** the same query made to scan; and what the index costs a claim and its
+** settle (the same ledger with the index dropped).
+*/
+static void bench_attention(void) {
+  int nRows = env_int("BENCH_ATTENTION_ROWS", 1000000, 10000, 50000000);
+  int nRound = env_int("BENCH_LEDGER_ROUNDS", 15, 3, MAX_ROUND), nCall = 400, r, w, i;
+  sqlite3 *aDb[2];
+  Op aOp[2];
+  double aList[MAX_ROUND][2], aListUs[2], aUs[2];
+  char zDrop[160];
+  printf("\n8. attention: 100 unknown rows in a ledger of %d settled rows (WAL, synchronous=NORMAL)\n",
+         nRows);
+  remove_db("attention-index");
+  remove_db("attention-noindex");
+  aDb[0] = open_db("attention-index", 0, zWalNormal);
+  aDb[1] = open_db("attention-noindex", 0, zWalNormal);
+  for (w = 0; w < 2; w++) {
+    Op fill;
+    exec_db(aDb[w], "CREATE VIRTUAL TABLE L USING idempotency");
+    op_init(&fill, "settle", aDb[w],
+            "SELECT idem_settle('L', json_extract(idem_claim('L','t',:conv,'tool',:args),"
+            "'$.token'), 'succeeded', '{\"ok\":true}')",
+            &aFix[FIX_SMALL], CHECK_ROW);
+    for (i = 0; i < nRows; i += 10000) op_batch(&fill, nRows - i < 10000 ? nRows - i : 10000, 1);
+    op_free(&fill);
+    op_init(&fill, "unknown", aDb[w],
+            "SELECT idem_settle('L', json_extract(idem_claim('L','t',:conv,'tool',:args),"
+            "'$.token'), 'unknown', NULL)",
+            &aFix[FIX_SMALL], CHECK_ROW);
+    op_batch(&fill, 100, 1);
+    op_free(&fill);
+  }
+  {
+    /* the second ledger without the partial index: its claims pay no index write */
+    sqlite3_stmt *q = prepare_db(aDb[1], "SELECT v FROM L_meta WHERE k = 'id'");
+    if (sqlite3_step(q) != SQLITE_ROW) die("attention", "no ledger identity");
+    snprintf(zDrop, sizeof(zDrop), "DROP INDEX \"idem_%s_open\"", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    exec_db(aDb[1], zDrop);
+  }
+  if (query_int(aDb[0], "SELECT count(*) FROM L WHERE status = 'unknown'") != 100 ||
+      query_int(aDb[0], "SELECT count(*) FROM L WHERE status || '' = 'unknown'") != 100) {
+    die("attention", "the index and the scan do not both find the 100 unknown rows");
+  }
+  for (r = 0; r < nRound; r++) {
+    double t = cpu_us();
+    sink += (uint64_t)query_int(aDb[0], "SELECT count(*) FROM L WHERE status = 'unknown'");
+    aList[r][0] = cpu_us() - t;
+    t = cpu_us();
+    sink += (uint64_t)query_int(aDb[0], "SELECT count(*) FROM L WHERE status || '' = 'unknown'");
+    aList[r][1] = cpu_us() - t;
+  }
+  for (w = 0; w < 2; w++) {
+    double a[MAX_ROUND];
+    for (r = 0; r < nRound; r++) a[r] = aList[r][w];
+    aListUs[w] = median(a, nRound);
+  }
+  printf("%-52s %12s\n", "listing the unknown rows", "us");
+  printf("%-52s %12.1f\n", "  WHERE status = 'unknown' (the partial index)", aListUs[0]);
+  printf("%-52s %12.1f\n", "  WHERE status || '' = 'unknown' (a scan)", aListUs[1]);
+  printf("  scan / index %.0fx  %s\n", aListUs[1] / aListUs[0],
+         target("listing unknown rows, scan / index", aListUs[1] / aListUs[0], 100.0, 1));
+  for (w = 0; w < 2; w++) {
+    op_init(&aOp[w], w ? "claim+settle, no index" : "claim+settle, index", aDb[w],
+            "SELECT idem_settle('L', json_extract(idem_claim('L','t',:conv,'tool',:args),"
+            "'$.token'), 'succeeded', '{\"ok\":true}')",
+            &aFix[FIX_SMALL], CHECK_ROW);
+  }
+  for (r = 0; r < nRound; r++) {
+    for (w = 0; w < 2; w++) {
+      double t = cpu_us();
+      op_batch(&aOp[w], nCall, 1);
+      aOp[w].aTxn[r] = (cpu_us() - t) / nCall;
+    }
+  }
+  for (w = 0; w < 2; w++) aUs[w] = median(aOp[w].aTxn, nRound);
+  printf("%-52s %12s\n", "a claim and its settle (one statement, one transaction of 400)", "us");
+  printf("%-52s %12.3f\n", "  with the partial index", aUs[0]);
+  printf("%-52s %12.3f\n", "  without it", aUs[1]);
+  printf("  index / none %.2fx  %s\n", aUs[0] / aUs[1],
+         target("claim+settle, open-rows index / none", aUs[0] / aUs[1], 1.10, 0));
+  for (w = 0; w < 2; w++) {
+    op_free(&aOp[w]);
+    sqlite3_close(aDb[w]);
+  }
+  remove_db("attention-index");
+  remove_db("attention-noindex");
+}
+
 /* ------------------------------------------------------------------ */
 /* main                                                                */
 /* ------------------------------------------------------------------ */
@@ -1744,6 +1841,8 @@ int main(int argc, char **argv) {
   section_done("retention");
   if (section_on("growth")) bench_growth();
   section_done("growth");
+  if (section_on("attention")) bench_attention();
+  section_done("attention");
 
   if (aHarnessUs[0] >= 0 || aHarnessUs[1] >= 0) printf("\nharness: an empty call costs");
   if (aHarnessUs[0] >= 0) {

@@ -84,8 +84,8 @@ int main(int argc, char **argv) {
     char *z = sqlite3_mprintf(
         "INSERT INTO "
         "%s(tenant,\"key\",conversation,tool,args,effect,status,attempt,token,created_at,updated_"
-        "at,lease_until,marks) "
-        "VALUES('tenant-a',?2,'conv-1','send_email',?1,'external','claimed',1,random(),1,1,1,NULL)",
+        "at,lease_until) "
+        "VALUES('tenant-a',?2,'conv-1','send_email',?1,'external','claimed',1,random(),1,1,1)",
         mode[0] == 'r' ? "L_rows" : "notrig");
     sqlite3_prepare_v2(db, z, -1, &p, 0);
     sqlite3_free(z);
