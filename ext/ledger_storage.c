@@ -1442,6 +1442,15 @@ const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "
 ** whatever collation the guarded table declares. Identifiers are quoted
 ** with %w, literals with %Q. zTenCol and zTokCol may be NULL.
 */
+/* The WHERE that finds the claimed row "r" of a guarded row zRef (NEW or
+** OLD), comparing its key and tenant with BINARY. */
+static void guard_claim_of(sqlite3_str *s, const char *zRef, const char *zKeyCol,
+                           const char *zTenCol) {
+  sqlite3_str_appendf(s, " WHERE r.\"key\"=%s.\"%w\" COLLATE BINARY", zRef, zKeyCol);
+  if (zTenCol) sqlite3_str_appendf(s, " AND r.tenant=%s.\"%w\" COLLATE BINARY", zRef, zTenCol);
+  sqlite3_str_appendall(s, " AND r.status='claimed'");
+}
+
 char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, const char *zLedgerId,
                                sqlite3_int64 gid, const char *zBase, const char *zTable,
                                const char *zKeyCol, const char *zTenCol, const char *zTokCol) {
@@ -1460,23 +1469,21 @@ char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, cons
   } else if (k == 1) {
     sqlite3_str_appendf(s,
                         "AFTER INSERT ON \"%w\" BEGIN INSERT INTO \"%w_members\"(claim,attempt,"
-                        "guard,rid) SELECT r.id,r.attempt,%lld,NEW.rowid FROM \"%w_rows\" AS r"
-                        " WHERE r.\"key\"=NEW.\"%w\" COLLATE BINARY",
-                        zTable, zLedger, gid, zLedger, zKeyCol);
-    if (zTenCol) sqlite3_str_appendf(s, " AND r.tenant=NEW.\"%w\" COLLATE BINARY", zTenCol);
+                        "guard,rid) SELECT r.id,r.attempt,%lld,NEW.rowid FROM \"%w_rows\" AS r",
+                        zTable, zLedger, gid, zLedger);
+    guard_claim_of(s, "NEW", zKeyCol, zTenCol);
     sqlite3_str_appendf(s,
-                        " AND r.status='claimed' AND r.effect='local' AND NOT EXISTS(SELECT 1"
+                        " AND r.effect='local' AND NOT EXISTS(SELECT 1"
                         " FROM \"%w_members\" AS m WHERE m.claim=r.id AND m.attempt=r.attempt"
                         " AND m.guard=%lld AND m.rid=NEW.rowid); END",
                         zLedger, gid);
   } else if (k == 2) {
     sqlite3_str_appendf(s,
                         "AFTER DELETE ON \"%w\" BEGIN DELETE FROM \"%w_members\" WHERE guard=%lld"
-                        " AND rid=OLD.rowid AND claim=(SELECT r.id FROM \"%w_rows\" AS r"
-                        " WHERE r.\"key\"=OLD.\"%w\" COLLATE BINARY",
-                        zTable, zLedger, gid, zLedger, zKeyCol);
-    if (zTenCol) sqlite3_str_appendf(s, " AND r.tenant=OLD.\"%w\" COLLATE BINARY", zTenCol);
-    sqlite3_str_appendall(s, " AND r.status='claimed'); END");
+                        " AND rid=OLD.rowid AND claim=(SELECT r.id FROM \"%w_rows\" AS r",
+                        zTable, zLedger, gid, zLedger);
+    guard_claim_of(s, "OLD", zKeyCol, zTenCol);
+    sqlite3_str_appendall(s, "); END");
   } else {
     sqlite3_str_appendf(s,
                         "BEFORE UPDATE ON \"%w\" WHEN NEW.rowid IS NOT OLD.rowid"
