@@ -31,7 +31,7 @@ OPT ?= -O2
 WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS ?= $(OPT) -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -Iext $(EXTRA_CFLAGS)
-LDLIBS_EXT := -lcjson -lm $(EXTRA_LDFLAGS)
+LDLIBS_EXT := -lm $(EXTRA_LDFLAGS)
 
 EXT_SRC := $(wildcard ext/*.c)
 PURE_SRC := ext/canonical.c ext/grammar.c ext/shortest.c
@@ -44,7 +44,7 @@ export SHARED BUILD EXT
 all: deps $(EXT)
 
 # System packages: installed when running as root on Debian, else named.
-DEPS_PKGS := libsqlite3-dev sqlite3 libxxhash-dev libcjson-dev xxhash
+DEPS_PKGS := libsqlite3-dev sqlite3 libxxhash-dev xxhash
 deps:
 	@sh tests/deps.sh $(DEPS_PKGS)
 
@@ -92,18 +92,13 @@ install: all
 	install -m 0755 $(EXT) "$(DESTDIR)$(LIBDIR)/sqlite3/idempotency.$(SO)"
 	install -m 0644 include/idempotency.h "$(DESTDIR)$(INCLUDEDIR)/idempotency.h"
 
-# make dist: the language packages (bindings/dist.sh), carrying an extension
-# linked with RPATH $ORIGIN so that a library copied beside it is found.
+# make dist: the language packages (bindings/dist.sh), each carrying the
+# extension, which links nothing but the C library.
 DIST ?= $(BUILD)/dist
 DIST_LIB := $(DIST)/lib/idempotency.$(SO)
-ifeq ($(UNAME_S),Darwin)
-  DIST_RPATH := -Wl,-rpath,@loader_path
-else
-  DIST_RPATH := -Wl,-rpath,'$$ORIGIN'
-endif
 $(DIST_LIB): $(EXT_SRC) $(EXT_HDR) Makefile
 	mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SOFLAGS) -o $@ $(EXT_SRC) $(LDLIBS_EXT) $(DIST_RPATH)
+	$(CC) $(ALL_CFLAGS) $(SOFLAGS) -o $@ $(EXT_SRC) $(LDLIBS_EXT)
 dist: deps $(DIST_LIB)
 	@bash bindings/dist.sh "$(DIST)" "$(DIST_LIB)" $(DIST_PARTS)
 .PHONY: dist

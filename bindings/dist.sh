@@ -3,9 +3,9 @@
 #
 #   bash bindings/dist.sh DIST LIB [python] [node]    (both when none is named)
 #
-# LIB is the extension built for distribution (the Makefile links it with
-# RPATH $ORIGIN); a libcjson it links is copied beside it, so a package
-# needs nothing but the C library from the system. Writes into DIST:
+# LIB is the extension built for distribution; it links nothing but the C
+# library (and libm), so a package carries that one file and needs nothing
+# else from the system. Writes into DIST:
 #   sqlite_idempotency-<version>-py3-none-<platform>.whl   (python3 setup.py
 #       bdist_wheel with Debian's python3-setuptools and python3-wheel)
 #   sqlite-idempotency-<version>.tgz                        (npm pack)
@@ -27,19 +27,11 @@ node_version=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' bindings/node/package.js
 [ "$node_version" = "$version" ] || die "bindings/node/package.json says version '$node_version', include/idempotency.h says '$version'"
 [ -f "$LIB" ] || die "no extension at $LIB"
 
-# The extension and the shared libraries it needs beyond the C library:
-# libcjson when the build links it (cJSON's licence, MIT, travels with it).
-libs=("$LIB")
-notices=()
+# The extension needs nothing but the C library: any other library it
+# links would be missing on a user's machine, so the build stops naming it.
 if [ "$(uname -s)" = Linux ]; then
   deps=$(ldd "$LIB") || die "ldd $LIB failed"
-  if grep -q '^[[:space:]]*libcjson\.so' <<<"$deps"; then
-    cjson=$(awk '$1 ~ /^libcjson\.so/ { print $3 }' <<<"$deps")
-    [ -n "$cjson" ] && [ -f "$cjson" ] || die "ldd $LIB does not show where libcjson is"
-    libs+=("$cjson")
-    [ -f /usr/share/doc/libcjson1/copyright ] && notices+=(/usr/share/doc/libcjson1/copyright)
-  fi
-  other=$(awk '$1 !~ /^(linux-vdso|libc|libm|libdl|libpthread|librt|libcjson)\.so|^\/|ld-linux/ { print $1 }' <<<"$deps")
+  other=$(awk '$1 !~ /^(linux-vdso|libc|libm|libdl|libpthread|librt)\.so|^\/|ld-linux/ { print $1 }' <<<"$deps")
   [ -z "$other" ] || die "$LIB links $other, which the packages do not carry"
 fi
 
@@ -58,8 +50,7 @@ for part in "${parts[@]}"; do
       cp -r bindings/python/pyproject.toml bindings/python/setup.py bindings/python/README.md \
         bindings/python/sqlite_idempotency LICENSE "$stage/python/"
       find "$stage/python" -name __pycache__ -prune -exec rm -rf {} +
-      cp -L "${libs[@]}" "$stage/python/sqlite_idempotency/"
-      [ ${#notices[@]} -eq 0 ] || cp "${notices[0]}" "$stage/python/sqlite_idempotency/libcjson.copyright"
+      cp "$LIB" "$stage/python/sqlite_idempotency/"
       rm -f "$DIST"/sqlite_idempotency-*.whl
       (cd "$stage/python" && "$PY" setup.py -q bdist_wheel --dist-dir "$DIST" >build.log 2>&1) ||
         { cat "$stage/python/build.log" >&2; die "the wheel build failed"; }
@@ -72,8 +63,7 @@ for part in "${parts[@]}"; do
       # the package's "files" (package.json) choose what npm pack takes
       cp -r bindings/node/. "$stage/node/"
       cp LICENSE "$stage/node/"
-      cp -L "${libs[@]}" "$stage/node/prebuilds/$plat/"
-      [ ${#notices[@]} -eq 0 ] || cp "${notices[0]}" "$stage/node/prebuilds/$plat/libcjson.copyright"
+      cp "$LIB" "$stage/node/prebuilds/$plat/"
       rm -f "$DIST"/sqlite-idempotency-*.tgz
       (cd "$stage/node" && npm pack --silent --pack-destination "$DIST" >/dev/null) ||
         die "npm pack failed"

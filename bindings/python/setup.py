@@ -6,10 +6,9 @@ Python 3 interpreter but only on one platform. So the wheel is tagged
 py3-none-<platform> (the platform of the build machine), never pure.
 
 `make dist` builds it from a copy of this directory into which it has put
-the built extension (idempotency.so, and any library it links that the
-system may lack, found beside it through RPATH $ORIGIN); building from the
-source tree alone is refused,
-since that wheel would be missing the extension.
+the built extension (idempotency.so, which links nothing but the C
+library); building from the source tree alone is refused, since that wheel
+would be missing the extension.
 """
 import glob
 import os
