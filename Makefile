@@ -31,7 +31,7 @@ OPT ?= -O2
 WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS ?= $(OPT) -g
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -fPIC -fvisibility=hidden -Iinclude -Iext $(EXTRA_CFLAGS)
-LDLIBS_EXT := -lcjson -lm $(EXTRA_LDFLAGS)
+LDLIBS_EXT := -lm $(EXTRA_LDFLAGS)
 
 EXT_SRC := $(wildcard ext/*.c)
 PURE_SRC := ext/canonical.c ext/grammar.c ext/shortest.c
@@ -44,7 +44,7 @@ export SHARED BUILD EXT
 all: deps $(EXT)
 
 # System packages: installed when running as root on Debian, else named.
-DEPS_PKGS := libsqlite3-dev sqlite3 libxxhash-dev libcjson-dev xxhash
+DEPS_PKGS := libsqlite3-dev sqlite3 libxxhash-dev xxhash
 deps:
 	@sh tests/deps.sh $(DEPS_PKGS)
 

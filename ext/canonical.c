@@ -24,6 +24,12 @@
 ** (no fraction, no exponent) within +-(2^53-1); at most IDEM_JCS_MAX_DEPTH
 ** nested containers; at most IDEM_JCS_MAX_BYTES of input. U+0000 inside a
 ** string is kept and printed as \u0000, never truncated.
+**
+** Stored JSON (a ledger's result, error, members; idem_jcs_stored_form and
+** idem_jcs_check_stored) follows the same rules and is printed the same
+** way, except for numbers: any RFC 8259 number is valid and is kept
+** exactly as written (1.0, -0, 1234567890123456789, 1e400), since a result
+** is not a key and a target's 64-bit id must come back digit for digit.
 */
 #include "idem_internal.h"
 
@@ -249,7 +255,7 @@ struct Parser {
   IdemBuf aux;
   int depth;
   IdemJcsError *pErr;
-  int bStored; /* checking stored canonical text: integer digits a double prints as */
+  int bStored; /* stored JSON: every number kept as written, no range rule */
   /* first storage of the three arrays: small documents allocate nothing */
   Node aNodeInit[48];
   uint32_t aKidInit[96];
@@ -815,13 +821,16 @@ static int parse_number(Parser *p, uint32_t iNode) {
   p->i = i;
   pN = &p->aNode[iNode];
 
+  if (p->bStored) {
+    /* stored JSON: the literal as written, whatever its value */
+    pN->inAux = 0;
+    pN->off = (uint32_t)start;
+    pN->n = (uint32_t)(i - start);
+    return IDEM_JCS_OK;
+  }
   if (!hasFrac && !hasExp) {
     /* An integer literal: exact below 2^53, and printed as written. */
-    /* Stored text is canonical output, where a double from 2^53 up to 1e21
-    ** prints as its integer digits (1e20 is 100000000000000000000): up to
-    ** 21 digits are valid there, and only there. */
-    if ((nInt > 16 || (nInt == 16 && memcmp(z + intStart, IDEM_SAFE_INT_DIGITS, 16) > 0)) &&
-        !(p->bStored && nInt <= 21)) {
+    if (nInt > 16 || (nInt == 16 && memcmp(z + intStart, IDEM_SAFE_INT_DIGITS, 16) > 0)) {
       return fail(p, start,
                   "integer %s at byte %zu is beyond 2^53-1 and would lose precision; "
                   "send it as a string",
@@ -1351,6 +1360,11 @@ done:
 int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, IdemSink xSink,
                           void *pSinkCtx, IdemJcsError *pErr) {
   return jcs_run(zIn, nIn, pMem, xSink, pSinkCtx, pErr, 0);
+}
+
+int idem_jcs_stored_form(const char *zIn, size_t nIn, const IdemMem *pMem, IdemSink xSink,
+                         void *pSinkCtx, IdemJcsError *pErr) {
+  return jcs_run(zIn, nIn, pMem, xSink, pSinkCtx, pErr, 1);
 }
 
 int idem_jcs_check_stored(const char *zIn, size_t nIn, const IdemMem *pMem, IdemJcsError *pErr) {

@@ -63,11 +63,19 @@ int idem_jcs_canonicalize(const char *zIn, size_t nIn, const IdemMem *pMem, Idem
                           void *pSinkCtx, IdemJcsError *pErr);
 
 /*
-** Check zIn[0..nIn) as stored canonical text (a ledger's result, error,
-** members): the I-JSON rules of idem_jcs_canonicalize, except that an
-** integer literal of up to 21 digits is valid, since canonical output
-** prints a double from 2^53 up to 1e21 as its integer digits. Returns
-** IDEM_JCS_OK, IDEM_JCS_INVALID (pErr filled) or IDEM_JCS_NOMEM.
+** The stored form of JSON that is not a key (a ledger's result, error,
+** members), streamed to xSink like idem_jcs_canonicalize: the same rules
+** and printing (members sorted, no whitespace, strings escaped as JCS
+** does), except that every RFC 8259 number is valid and is printed
+** exactly as written (1.0, -0, 1234567890123456789, 1e400 stay so).
+*/
+int idem_jcs_stored_form(const char *zIn, size_t nIn, const IdemMem *pMem, IdemSink xSink,
+                         void *pSinkCtx, IdemJcsError *pErr);
+
+/*
+** Check zIn[0..nIn) as stored JSON (the rules of idem_jcs_stored_form; the
+** text itself need not be in stored form). Returns IDEM_JCS_OK,
+** IDEM_JCS_INVALID (pErr filled) or IDEM_JCS_NOMEM.
 */
 int idem_jcs_check_stored(const char *zIn, size_t nIn, const IdemMem *pMem, IdemJcsError *pErr);
 /* The same rules, streaming the canonical form to xSink: stored args are

@@ -1013,7 +1013,34 @@ done:
 static const char *const azOutcome[] = {"succeeded", "failed", "released", "unknown", 0};
 static const char *const azResolve[] = {"succeeded", "failed", "released", 0};
 
-/* Validate status (one of az) and detail (NULL or JSON, canonicalised). */
+/*
+** The stored form of detail pDetail (TEXT holding JSON) into pBuf:
+** canonical structure with every number kept as written (DESIGN section 6:
+** results and errors are not keys, so a 64-bit id is not refused).
+*/
+static int detail_stored_form(const char *zFunc, sqlite3_value *pDetail, IdemBuf *pBuf,
+                              char **pzErr) {
+  IdemJcsError err;
+  const char *z;
+  size_t n;
+  int rc;
+  if (sqlite3_value_type(pDetail) != SQLITE_TEXT) {
+    *pzErr = sqlite3_mprintf("%s: detail must be TEXT holding JSON, got %s", zFunc,
+                             value_type_name(pDetail));
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  z = (const char *)sqlite3_value_text(pDetail);
+  if (z == 0) return SQLITE_NOMEM;
+  n = (size_t)sqlite3_value_bytes(pDetail);
+  rc = idem_jcs_stored_form(z, n, &idem_sqlite_mem, idem_buf_sink, pBuf, &err);
+  if (rc == IDEM_JCS_OK) return SQLITE_OK;
+  if (rc == IDEM_JCS_NOMEM) return SQLITE_NOMEM;
+  *pzErr = sqlite3_mprintf("%s: detail: %s", zFunc, err.msg);
+  if (*pzErr == 0) return SQLITE_NOMEM;
+  return n > IDEM_JCS_MAX_BYTES ? SQLITE_TOOBIG : SQLITE_ERROR;
+}
+
+/* Validate status (one of az) and detail (NULL or JSON, in stored form). */
 static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus,
                         const char *const *az, sqlite3_value *pDetail, IdemBuf *pBuf,
                         char **pzErr) {
@@ -1031,7 +1058,7 @@ static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus
   }
   if (sqlite3_value_type(pDetail) == SQLITE_NULL) return SQLITE_OK;
   {
-    int rc = idem_canonical_value(zFunc, "detail", pDetail, pBuf, 0, 0, 0, pzErr);
+    int rc = detail_stored_form(zFunc, pDetail, pBuf, pzErr);
     if (rc == SQLITE_OK) rc = args_bytes_check(p, zFunc, "detail", pBuf, pzErr);
     return rc;
   }

@@ -59,7 +59,7 @@ $(COMPAT_DIR)/sqlite3.o: $(COMPAT_AMALG)/sqlite3.c $(COMPAT_AMALG)/sqlite3.h tes
 
 $(COMPAT_DIR)/idempotency.$(SO): $(EXT_SRC) $(EXT_HDR) $(COMPAT_AMALG)/sqlite3ext.h $(COMPAT_AMALG)/sqlite3.h
 	@mkdir -p $(COMPAT_DIR)
-	$(CC) $(COMPAT_CFLAGS) $(SOFLAGS) -o $@ $(EXT_SRC) -lcjson -lm
+	$(CC) $(COMPAT_CFLAGS) $(SOFLAGS) -o $@ $(EXT_SRC) -lm
 
 $(COMPAT_DIR)/sqltest: tests/sqltest.c $(COMPAT_DIR)/sqlite3.o $(COMPAT_AMALG)/sqlite3.h
 	$(CC) $(COMPAT_CFLAGS) -o $@ tests/sqltest.c $(COMPAT_DIR)/sqlite3.o -lpthread -ldl -lm
@@ -69,7 +69,7 @@ $(COMPAT_DIR)/sqltest: tests/sqltest.c $(COMPAT_DIR)/sqlite3.o $(COMPAT_AMALG)/s
 STATIC_DIR := $(BUILD)/static
 STATIC_OBJ := $(patsubst ext/%.c,$(STATIC_DIR)/%.o,$(EXT_SRC))
 STATIC_LIB := $(STATIC_DIR)/libidempotency.a
-STATIC_LIBS := -lsqlite3 -lcjson -lm $(EXTRA_LDFLAGS)
+STATIC_LIBS := -lsqlite3 -lm $(EXTRA_LDFLAGS)
 
 # The C++ build of static_test only where a C++ compiler is installed
 # (62-static.sh skips it otherwise, saying so).

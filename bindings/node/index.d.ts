@@ -33,8 +33,29 @@ export function load(db: LoadableDatabase): void;
 /** The `Idempotency-Key` header value of a key: an RFC 8941 sf-string, `"idem1-…"`. RangeError for a non-key. */
 export function headerValue(key: string): string;
 
-/** A JSON value (what args, results and errors must be). */
-export type Json = null | boolean | number | string | Json[] | { [member: string]: Json };
+/**
+ * A JSON value (what args, results and errors must be). A bigint is written
+ * as its digits; an integer beyond Number.MAX_SAFE_INTEGER in a stored
+ * result, error or member is read back as a bigint holding its digits.
+ */
+export type Json = null | boolean | number | bigint | string | Json[] | { [member: string]: Json };
+
+/** JSON text written as it is (rawJson). */
+export class RawJson {
+  readonly text: string;
+  /** TypeError unless text is one JSON value. */
+  constructor(text: string);
+}
+
+/**
+ * JSON text to be written as it is, e.g. a target's response body, so
+ * that every number in it keeps its digits: `rawJson(await res.text())`.
+ * TypeError unless text is one JSON value.
+ */
+export function rawJson(text: string): RawJson;
+
+/** What the package writes: JSON, where any value may also be a RawJson. */
+export type JsonInput = Json | RawJson | JsonInput[] | { [member: string]: JsonInput };
 
 export type Effect = 'external' | 'local';
 export type SettleStatus = 'succeeded' | 'failed' | 'released' | 'unknown';
@@ -43,7 +64,8 @@ export type ResolveStatus = 'succeeded' | 'failed' | 'released';
 /** A guarded row written by a local claim. */
 export interface Member {
   table: string;
-  rowid: number;
+  /** a bigint beyond Number.MAX_SAFE_INTEGER */
+  rowid: number | bigint;
 }
 
 /** This call owns the execution. `note` is present for external claims only. */
@@ -168,17 +190,17 @@ export class Ledger {
   /** Whether a transaction is open on the connection (undefined when the driver does not say). */
   inTransaction(): boolean | undefined;
   /** idem_claim: takes or reports the claim of this call. */
-  claim(tenant: string, conversation: string, tool: string, args: Json, options?: ClaimOptions): Decision;
+  claim(tenant: string, conversation: string, tool: string, args: JsonInput, options?: ClaimOptions): Decision;
   /** idem_settle: records the outcome of the claim the token holds. */
-  settle(token: string, status: SettleStatus, detail?: Json): Settled;
+  settle(token: string, status: SettleStatus, detail?: JsonInput): Settled;
   /** idem_resolve: settles an unknown key after reconciliation with the target. */
-  resolve(tenant: string, key: string, status: ResolveStatus, detail?: Json): Settled;
+  resolve(tenant: string, key: string, status: ResolveStatus, detail?: JsonInput): Settled;
   /** idem_renew: extends a live claim; returns the new lease_until. Throws LeaseLost when the token no longer holds a live claim. */
   renew(token: string, seconds?: number): number;
   /** The ledger row of a key (effective status, JSON columns parsed), or null. */
   row(tenant: string, key: string): Record<string, unknown> | null;
   /** Claims, and claims again with backoff while in_progress, up to timeoutMs; returns the last decision. */
-  wait(tenant: string, conversation: string, tool: string, args: Json,
+  wait(tenant: string, conversation: string, tool: string, args: JsonInput,
        options: { timeoutMs: number } & ClaimOptions): Promise<Decision>;
   /**
    * Runs one external tool call at most once.
@@ -190,10 +212,13 @@ export class Ledger {
    * the action (LeaseLost: nothing sent). Then: the action's value →
    * succeeded; ToolFailed → failed, resolved as an Outcome; NotSent →
    * released with {"sent": false}, thrown again; anything else → unknown,
-   * thrown as OutcomeUnknown (never retried here).
+   * thrown as OutcomeUnknown (never retried here). The outcome's result is
+   * the stored JSON read back (a big integer as a bigint); an action that
+   * returns rawJson(text) gets that text's value.
    */
-  call<R extends Json = Json>(tenant: string, conversation: string, tool: string, args: Json,
-                              action: (attempt: Attempt) => R | Promise<R>, options?: CallOptions): Promise<Outcome<R>>;
+  call<R extends Json = Json>(tenant: string, conversation: string, tool: string, args: JsonInput,
+                              action: (attempt: Attempt) => R | RawJson | Promise<R | RawJson>,
+                              options?: CallOptions): Promise<Outcome<R>>;
 }
 
 export class IdempotencyError extends Error {}
@@ -245,6 +270,6 @@ export class NotSent extends IdempotencyError {
 
 /** The target answered and refused: settled failed, resolved as an Outcome. */
 export class ToolFailed extends IdempotencyError {
-  error: Json;
-  constructor(error: Json);
+  error: JsonInput;
+  constructor(error: JsonInput);
 }

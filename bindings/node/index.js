@@ -23,7 +23,7 @@ const KEY = /^[A-Za-z0-9_-]{1,128}$/;
 const OPTION = /^[a-z_]{1,64}$/;
 const REQUIRES_TRANSACTION = 'requires a transaction (require_transaction=1)';
 const LEASE_LOST = 'do not act on this claim';
-const DETAIL_REFUSED = 'idem_settle: detail'; // the ledger cannot store the detail (not I-JSON, too big)
+const DETAIL_REFUSED = 'idem_settle: detail'; // the ledger cannot store the detail (not JSON, too big)
 
 // --- errors --------------------------------------------------------------------
 
@@ -110,7 +110,7 @@ class NotSent extends IdempotencyError {
 class ToolFailed extends IdempotencyError {
   constructor(error) {
     let text;
-    try { text = JSON.stringify(error); } catch { text = String(error); }
+    try { text = jsonText(error, 'the error'); } catch { text = String(error); }
     super(`the tool call failed: ${text}`);
     this.error = error;
   }
@@ -179,17 +179,171 @@ function headerValue(key) {
   return `"${key}"`;
 }
 
+// --- JSON: numbers kept as written ---------------------------------------------
+//
+// Results and errors are stored with their numbers exactly as written
+// (a target's 64-bit id digit for digit), which a JS number cannot hold.
+// So the package writes a BigInt as its digits and a rawJson(text) as that
+// text, and reads an integer literal beyond Number.MAX_SAFE_INTEGER back as
+// a BigInt; every other number is a Number, as JSON.parse gives it.
+
+// JSON text to be written as it is, e.g. a target's response body, whose
+// numbers then keep their digits: rawJson('{"id":1234567890123456789}').
+class RawJson {
+  constructor(text) {
+    if (typeof text !== 'string') {
+      throw new TypeError(`sqlite-idempotency: rawJson: text must be a string of JSON, got ${text === null ? 'null' : typeof text}`);
+    }
+    try {
+      JSON.parse(text); // one JSON value and nothing else; the ledger checks the rest
+    } catch (e) {
+      throw new TypeError(`sqlite-idempotency: rawJson: text is not one JSON value: ${e.message}`);
+    }
+    this.text = text;
+    Object.freeze(this);
+  }
+}
+const rawJson = (text) => new RawJson(text);
+
+// The JSON text of value, as JSON.stringify writes it (toJSON, boxed
+// primitives, own enumerable keys in order), except that a BigInt is its
+// digits, a RawJson its text, and what JSON cannot hold (undefined, a
+// function, a symbol, NaN, an infinity, a cycle) is refused, naming it.
 function jsonText(value, what) {
   if (value === undefined) throw new TypeError(`sqlite-idempotency: ${what} is not JSON: undefined`);
-  return JSON.stringify(value, (k, v) => {
-    if (typeof v === 'number' && !Number.isFinite(v)) {
-      throw new TypeError(`sqlite-idempotency: ${what} is not JSON: ${k === '' ? 'the value' : `member ${JSON.stringify(k)}`} is ${v}`);
+  const parts = [];
+  const open = new Set();
+  const bad = (k, is) => new TypeError(`sqlite-idempotency: ${what} is not JSON: ${k === '' ? 'the value' : `member ${JSON.stringify(k)}`} is ${is}`);
+  const put = (k, v) => {
+    if (v !== null && (typeof v === 'object' || typeof v === 'bigint') && typeof v.toJSON === 'function') v = v.toJSON(k);
+    if (v instanceof Number || v instanceof String || v instanceof Boolean || v instanceof BigInt) v = v.valueOf();
+    switch (typeof v) {
+      case 'string': parts.push(JSON.stringify(v)); return;
+      case 'boolean': parts.push(v ? 'true' : 'false'); return;
+      case 'bigint': parts.push(v.toString()); return;
+      case 'number':
+        if (!Number.isFinite(v)) throw bad(k, String(v));
+        parts.push(JSON.stringify(v));
+        return;
+      case 'object':
+        break;
+      default:
+        throw bad(k, `a ${typeof v}`);
     }
-    if (v === undefined || typeof v === 'function' || typeof v === 'symbol' || typeof v === 'bigint') {
-      throw new TypeError(`sqlite-idempotency: ${what} is not JSON: ${k === '' ? 'the value' : `member ${JSON.stringify(k)}`} is a ${typeof v}`);
+    if (v === null) {
+      parts.push('null');
+      return;
     }
-    return v;
-  });
+    if (v instanceof RawJson) {
+      parts.push(v.text);
+      return;
+    }
+    if (open.has(v)) throw bad(k, 'a circular reference');
+    open.add(v);
+    if (Array.isArray(v)) {
+      parts.push('[');
+      for (let i = 0; i < v.length; i++) {
+        if (i) parts.push(',');
+        put(String(i), v[i]);
+      }
+      parts.push(']');
+    } else {
+      parts.push('{');
+      let first = true;
+      for (const key of Object.keys(v)) {
+        parts.push(first ? '' : ',', JSON.stringify(key), ':');
+        first = false;
+        put(key, v[key]);
+      }
+      parts.push('}');
+    }
+    open.delete(v);
+  };
+  put('', value);
+  return parts.join('');
+}
+
+// JSON text from the ledger (already checked there) to a value: JSON.parse,
+// except that an integer literal beyond Number.MAX_SAFE_INTEGER is a BigInt
+// holding exactly its digits. Text without 16 digits in a row has no such
+// literal and goes to JSON.parse as it is.
+function parseJson(text) {
+  if (!/\d{16}/.test(text)) return JSON.parse(text);
+  let i = 0;
+  const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+  const STRING = /"(?:[^"\\]|\\.)*"/y;
+  const ws = () => {
+    while (i < text.length && ' \t\n\r'.includes(text[i])) i++;
+  };
+  const fail = () => {
+    throw new SyntaxError(`sqlite-idempotency: not JSON at position ${i}: ${text.slice(i, i + 20)}`);
+  };
+  const str = () => {
+    STRING.lastIndex = i;
+    const m = STRING.exec(text);
+    if (!m) fail();
+    i = STRING.lastIndex;
+    return JSON.parse(m[0]);
+  };
+  const value = () => {
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      const o = {};
+      i++;
+      ws();
+      if (text[i] === '}') {
+        i++;
+        return o;
+      }
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail();
+        const k = str();
+        ws();
+        if (text[i] !== ':') fail();
+        i++;
+        Object.defineProperty(o, k, { value: value(), writable: true, enumerable: true, configurable: true });
+        ws();
+        if (text[i] === ',') i++;
+        else if (text[i] === '}') return (i++, o);
+        else fail();
+      }
+    }
+    if (c === '[') {
+      const a = [];
+      i++;
+      ws();
+      if (text[i] === ']') {
+        i++;
+        return a;
+      }
+      for (;;) {
+        a.push(value());
+        ws();
+        if (text[i] === ',') i++;
+        else if (text[i] === ']') return (i++, a);
+        else fail();
+      }
+    }
+    if (c === '"') return str();
+    for (const [word, v] of [['true', true], ['false', false], ['null', null]]) {
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return v;
+      }
+    }
+    NUMBER.lastIndex = i;
+    const m = NUMBER.exec(text);
+    if (!m) fail();
+    i = NUMBER.lastIndex;
+    const n = Number(m[0]);
+    return m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(n) ? BigInt(m[0]) : n;
+  };
+  const v = value();
+  ws();
+  if (i !== text.length) fail();
+  return v;
 }
 
 const quote = (name) => `"${String(name).replace(/"/g, '""')}"`;
@@ -399,7 +553,7 @@ class Ledger {
     } else {
       raw = this.value('SELECT idem_claim(?, ?, ?, ?, ?) AS v', [this.name, tenant, conversation, tool, text]);
     }
-    const d = JSON.parse(raw);
+    const d = parseJson(raw);
     if (!['admitted', 'replay', 'in_progress', 'unknown', 'mismatch'].includes(d.decision)) {
       throw new IdempotencyError(`idem_claim returned an unexpected decision ${JSON.stringify(d.decision)}: ${raw}`);
     }
@@ -408,12 +562,12 @@ class Ledger {
 
   settle(token, status, detail = null) {
     const text = detail === null ? null : jsonText(detail, 'detail');
-    return JSON.parse(this.value('SELECT idem_settle(?, ?, ?, ?) AS v', [this.name, token, status, text]));
+    return parseJson(this.value('SELECT idem_settle(?, ?, ?, ?) AS v', [this.name, token, status, text]));
   }
 
   resolve(tenant, key, status, detail = null) {
     const text = detail === null ? null : jsonText(detail, 'detail');
-    return JSON.parse(this.value('SELECT idem_resolve(?, ?, ?, ?, ?) AS v', [this.name, tenant, key, status, text]));
+    return parseJson(this.value('SELECT idem_resolve(?, ?, ?, ?, ?) AS v', [this.name, tenant, key, status, text]));
   }
 
   renew(token, seconds) {
@@ -445,7 +599,7 @@ class Ledger {
     const out = {};
     for (const [k, v] of Object.entries(r)) {
       if (k === '_metadata') continue; // libsql's
-      out[k] = ['args', 'result', 'error', 'members'].includes(k) && typeof v === 'string' ? JSON.parse(v) : v;
+      out[k] = ['args', 'result', 'error', 'members'].includes(k) && typeof v === 'string' ? parseJson(v) : v;
     }
     return out;
   }
@@ -504,9 +658,9 @@ class Ledger {
   }
 
   // Settles status with value; returns [the value as stored, the settle's
-  // answer]. The value returned is the stored canonical JSON parsed, as a
-  // replay returns it. A value the ledger cannot store (not JSON; not I-JSON,
-  // such as an integer beyond 2^53-1 or a lone surrogate; over
+  // answer]. The value returned is the stored JSON parsed, as a replay
+  // returns it (numbers as written; a big integer as a BigInt). A value the
+  // ledger cannot store (not JSON, such as NaN or a lone surrogate; over
   // max_args_bytes) leaves the call unknown: the action ran, so it may have
   // taken effect; it is settled unknown (never resent) and OutcomeUnknown
   // says why.
@@ -515,10 +669,10 @@ class Ledger {
     let cause;
     try {
       const text = jsonText(value, what);
-      const answer = JSON.parse(this.value('SELECT idem_settle(?, ?, ?, ?) AS v', [this.name, d.token, status, text]));
+      const answer = parseJson(this.value('SELECT idem_settle(?, ?, ?, ?) AS v', [this.name, d.token, status, text]));
       const column = status === 'succeeded' ? 'result' : 'error';
       const stored = this.value(`SELECT ${column} AS v FROM ${this.sqlName()} WHERE token = ?`, [d.token]);
-      return [stored === null || stored === undefined ? null : JSON.parse(stored), answer];
+      return [stored === null || stored === undefined ? null : parseJson(stored), answer];
     } catch (e) {
       if (e instanceof LedgerError) {
         if (!e.message.startsWith(DETAIL_REFUSED)) throw e;
@@ -603,4 +757,6 @@ module.exports = {
   OutcomeUnknown,
   NotSent,
   ToolFailed,
+  RawJson,
+  rawJson,
 };

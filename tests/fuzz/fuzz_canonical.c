@@ -8,7 +8,10 @@
 ** double in [2^53, 1e21) is printed by JCS as an integer literal beyond
 ** 2^53-1, which the input rules refuse; the second pass must then refuse
 ** it for exactly that reason. idem_digest must agree with the
-** canonicaliser on acceptance.
+** canonicaliser on acceptance. The stored form (results, errors) accepts
+** every input the canonicaliser accepts, agrees with the stored check, and
+** its output is valid UTF-8 without a raw control byte, is its own stored
+** form, and passes the stored check.
 **
 ** Build: clang -fsanitize=fuzzer,address,undefined (tests/suites/13-fuzz.sh).
 */
@@ -83,6 +86,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *aData, size_t nData) {
       FUZZ_CHECK(rc2 == IDEM_JCS_INVALID);
       FUZZ_CHECK(strstr(e2.msg, "is beyond 2^53-1") != 0);
     }
+  }
+  {
+    IdemBuf s1, s2;
+    int rcS, rcS2;
+    memset(&s1, 0, sizeof(s1));
+    memset(&s2, 0, sizeof(s2));
+    s1.pMem = s2.pMem = &idem_libc_mem;
+    memset(&e2, 0, sizeof(e2));
+    rcS = idem_jcs_stored_form((const char *)aData, nData, &idem_libc_mem, idem_buf_sink, &s1, &e2);
+    FUZZ_CHECK(rcS == IDEM_JCS_OK || rcS == IDEM_JCS_INVALID);
+    FUZZ_CHECK(rc1 != IDEM_JCS_OK || rcS == IDEM_JCS_OK);
+    FUZZ_CHECK(idem_jcs_check_stored((const char *)aData, nData, &idem_libc_mem, &e2) == rcS);
+    if (rcS == IDEM_JCS_OK) {
+      FUZZ_CHECK(s1.n > 0);
+      FUZZ_CHECK(valid_utf8((const unsigned char *)s1.z, s1.n));
+      for (i = 0; i < s1.n; i++) FUZZ_CHECK((unsigned char)s1.z[i] >= 0x20);
+      rcS2 = idem_jcs_stored_form(s1.z, s1.n, &idem_libc_mem, idem_buf_sink, &s2, &e2);
+      FUZZ_CHECK(rcS2 == IDEM_JCS_OK && s2.n == s1.n && memcmp(s1.z, s2.z, s1.n) == 0);
+      FUZZ_CHECK(idem_jcs_check_stored(s1.z, s1.n, &idem_libc_mem, &e2) == IDEM_JCS_OK);
+    } else {
+      FUZZ_CHECK(e2.msg[0] >= 'a' && e2.msg[0] <= 'z');
+    }
+    idem_buf_free(&s1);
+    idem_buf_free(&s2);
   }
   rcD = idem_digest("t:c:x:", 6, (const char *)aData, nData, &idem_libc_mem, zHex, &e2);
   FUZZ_CHECK(rcD == rc1);

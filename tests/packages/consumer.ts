@@ -3,6 +3,7 @@
 import {
   Ledger, load, getLoadablePath, headerValue, Attempt, Decision, Outcome, LoadableDatabase,
   LedgerError, LeaseLost, NotSent, OutcomeUnknown, ToolFailed, ClaimInProgress, VERSION,
+  Json, RawJson, rawJson,
 } from 'sqlite-idempotency';
 
 declare const db: LoadableDatabase;
@@ -50,6 +51,15 @@ async function main(): Promise<void> {
     if (e instanceof OutcomeUnknown) console.log(e.key, e.detail, e.decision?.message);
     if (e instanceof ClaimInProgress) console.log(e.decision.lease_until);
   }
+  // a 64-bit id: a bigint, or the target's JSON text as it came
+  const raw: RawJson = rawJson('{"id": 1234567890123456789}');
+  ledger.settle('tok', 'succeeded', { id: 1234567890123456789n, body: raw, list: [raw, 1n] });
+  const ob: Outcome = await ledger.call('t', 'c', 'create_order', {}, async () => rawJson('{"id":1}'));
+  const ob2: Outcome<{ id: bigint }> = await ledger.call('t', 'c', 'create_order', {}, async () => ({ id: 1n }));
+  const bigId: Json | undefined = ob.result;
+  const id2: bigint | undefined = ob2.result?.id;
+  if (ob.status === 'failed') throw new ToolFailed({ raw, id: 1n });
+  console.log(bigId, id2, raw.text);
   const w: Decision = await ledger.wait('t', 'c', 'x', null, { timeoutMs: 100 });
   console.log(w.key, path);
 }

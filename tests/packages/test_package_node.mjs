@@ -189,11 +189,11 @@ async function run(tmp) {
   report(e instanceof idem.OutcomeUnknown && same(row?.error, { reason: 'timeout', timeout_ms: 5000 }),
          'call-unknown-detail', `${desc(e)}; row ${j(row)}`);
 
-  act = counter({ result: { n: 10n } }); // a BigInt: not JSON, after the action ran
+  act = counter({ result: { n: Symbol('x') } }); // a symbol: not JSON, after the action ran
   e = await rejected(ledger.call(T, C, 'charge', { amount: 11 }, act));
   row = e instanceof idem.OutcomeUnknown ? ledger.row(T, e.key) : null;
   report(e instanceof idem.OutcomeUnknown && act.runs === 1 && row?.status === 'unknown' &&
-         row.error.reason === 'sqlite-idempotency: the result is not JSON: member "n" is a bigint',
+         row.error.reason === 'sqlite-idempotency: the result is not JSON: member "n" is a symbol',
          'call-result-not-json-unknown', `${desc(e)}; row ${j(row)}`);
 
   e = await rejected(ledger.call(T, C, 'refund', { amount: 7 }, counter(), { operationId: 'op-1' }));
@@ -303,12 +303,62 @@ async function run(tmp) {
   report(e instanceof idem.OutcomeUnknown, 'late-action-unstorable-result-unknown', desc(e));
   late.close();
 
-  // A result the ledger cannot store (I-JSON: an integer beyond 2^53-1, a
-  // lone surrogate; over max_args_bytes): the action ran, so the call is
-  // settled unknown and OutcomeUnknown says why. A stored result comes back
-  // as a replay gives it.
+  // A result keeps its numbers: a target's 64-bit id settles succeeded and
+  // comes back with its digits, as a BigInt, on the first call and on every
+  // replay; a response body passed as rawJson(text) keeps every digit of it.
+  const big = idem.Ledger.open(openDb(file), { name: 'big' });
+  const bigText = (key, column) => big.db.prepare(`SELECT ${column} AS v FROM big WHERE key = ?`).get(key).v;
+  act = counter({ result: { id: 1234567890123456789n, max: 2n ** 63n - 1n, min: -(2n ** 63n), small: 5n, n: 1.5 } });
+  const firstB = await big.call(T, C, 'create_order', { n: 1 }, act);
+  const againB = await big.call(T, C, 'create_order', { n: 1 }, act);
+  const wantB = { id: 1234567890123456789n, max: 9223372036854775807n, min: -9223372036854775808n, n: 1.5, small: 5 };
+  const isWantB = (r) => r && Object.keys(r).join() === 'id,max,min,n,small' && Object.keys(wantB).every((k) => r[k] === wantB[k]);
+  report(firstB.status === 'succeeded' && firstB.idempotent === false && isWantB(firstB.result) &&
+         againB.idempotent === true && isWantB(againB.result) && act.runs === 1 &&
+         bigText(firstB.key, 'result') === '{"id":1234567890123456789,"max":9223372036854775807,"min":-9223372036854775808,"n":1.5,"small":5}',
+         'big-id-bigint-settled-and-replayed', `first ${firstB.result?.id}, again ${againB.result?.id}, runs ${act.runs}, stored ${bigText(firstB.key, 'result')}`);
+  const dB = big.claim(T, C, 'create_order', { n: 1 });
+  const rB = big.row(T, firstB.key);
+  report(dB.decision === 'replay' && dB.result.id === 1234567890123456789n && rB.result.id === 1234567890123456789n,
+         'big-id-claim-and-row', `claim ${dB.result?.id}, row ${rB.result?.id}`);
+  // the target's JSON text as it came, unparsed: every digit stays
+  const body = '{"id": 1234567890123456789, "amount": 1.0, "rate": 0.1000000000000000055511151231257827}';
+  act = counter({ result: idem.rawJson(body) });
+  const firstR = await big.call(T, C, 'create_order', { n: 2 }, act);
+  const againR = await big.call(T, C, 'create_order', { n: 2 }, act);
+  report(firstR.status === 'succeeded' && firstR.result.id === 1234567890123456789n && firstR.result.amount === 1 &&
+         againR.result.id === 1234567890123456789n && act.runs === 1 &&
+         bigText(firstR.key, 'result') === '{"amount":1.0,"id":1234567890123456789,"rate":0.1000000000000000055511151231257827}',
+         'big-id-raw-json-kept', `stored ${bigText(firstR.key, 'result')}`);
+  // an error with a big id: failed, replayed with it
+  act = counter({ error: new idem.ToolFailed({ code: 'duplicate', order_id: 9223372036854775807n }) });
+  const firstF = await big.call(T, C, 'create_order', { n: 3 }, act);
+  const againF = await big.call(T, C, 'create_order', { n: 3 }, act);
+  report(firstF.status === 'failed' && firstF.error.order_id === 9223372036854775807n && againF.error.order_id === 9223372036854775807n &&
+         act.runs === 1 && bigText(firstF.key, 'error') === '{"code":"duplicate","order_id":9223372036854775807}' &&
+         new idem.ToolFailed({ id: 1234567890123456789n }).message === 'the tool call failed: {"id":1234567890123456789}',
+         'big-id-error-settled-and-replayed', `first ${j(firstF.error?.code)}, stored ${bigText(firstF.key, 'error')}`);
+  // a Number beyond 2^53 is stored as JavaScript prints it and read back as those digits
+  act = counter({ result: { id: 2 ** 60 } });
+  const firstN = await big.call(T, C, 'create_order', { n: 4 }, act);
+  report(firstN.status === 'succeeded' && firstN.result.id === 1152921504606847000n && Number(firstN.result.id) === 2 ** 60 &&
+         bigText(firstN.key, 'result') === '{"id":1152921504606847000}', 'big-number-result-stored', `stored ${bigText(firstN.key, 'result')}`);
+  // arguments keep the I-JSON rule; a BigInt within it is the same key as the Number
+  e = raised(() => big.claim(T, C, 'create_order', { id: 1234567890123456789n }));
+  report(e instanceof idem.LedgerError && e.message === 'idem_claim: args: integer 1234567890123456789 at byte 6 is beyond 2^53-1 and would lose precision; send it as a string',
+         'big-id-args-still-refused', desc(e));
+  report(big.claim(T, C, 'create_order', { n: 1n }).decision === 'replay', 'bigint-args-same-key', 'args {n: 1n} is not the key of {n: 1}');
+  e = raised(() => idem.rawJson('{"id": 1} x'));
+  report(e instanceof TypeError && e.message.startsWith('sqlite-idempotency: rawJson: text is not one JSON value: '), 'raw-json-not-json', desc(e));
+  e = raised(() => idem.rawJson({ id: 1 }));
+  report(e instanceof TypeError && e.message === 'sqlite-idempotency: rawJson: text must be a string of JSON, got object', 'raw-json-not-text', desc(e));
+  big.close();
+
+  // A result the ledger cannot store (not JSON: a lone surrogate; over
+  // max_args_bytes): the action ran, so the call is settled unknown and
+  // OutcomeUnknown says why. A stored result comes back as a replay gives it.
   const store = idem.Ledger.open(openDb(file), { name: 'store', options: { max_args_bytes: 240 } });
-  const cases = [['big-int', { id: 2 ** 60 }, 'the result cannot be stored: idem_settle: detail: integer 1152921504606847000 at byte 6 is beyond 2^53-1 and would lose precision; send it as a string'],
+  const cases = [['duplicate-name', idem.rawJson('{"id":1,"id":2}'), 'the result cannot be stored: idem_settle: detail: duplicate member name "id" in the object at byte 0'],
                  ['lone-surrogate', { s: '\ud800' }, 'the result cannot be stored: idem_settle: detail: lone surrogate \\ud800 at byte 6'],
                  ['too-big', { s: 'x'.repeat(300) }, "the result cannot be stored: idem_settle: detail is 308 bytes in canonical form, over the ledger's max_args_bytes of 240"]];
   for (const [name, value, want] of cases) {

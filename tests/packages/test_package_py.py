@@ -352,13 +352,49 @@ def run(tmp):
     report(isinstance(e, idem.OutcomeUnknown), "late-action-unstorable-result-unknown", f"got {e!r}")
     late.close()
 
-    # A result the ledger cannot store (I-JSON: an integer beyond 2^53-1, a
-    # lone surrogate; over max_args_bytes): the action ran, so the call is
-    # settled unknown and OutcomeUnknown says why (not a raw error with the
-    # claim left claimed). A stored result comes back as a replay gives it.
+    # A result keeps its numbers: a target's 64-bit id (beyond 2^53, where
+    # arguments stop) settles succeeded and comes back equal, an int as an
+    # int and a float as a float, on the first call and on the replay.
+    big = idem.Ledger.open(db, "big")
+    value = {"id": 1234567890123456789, "max": 2 ** 63 - 1, "min": -2 ** 63, "huge": 10 ** 30,
+             "two60": 2 ** 60, "tenth": 0.1, "one": 1.0, "int_one": 1}
+    text = ('{"huge":1000000000000000000000000000000,"id":1234567890123456789,"int_one":1,'
+            '"max":9223372036854775807,"min":-9223372036854775808,"one":1.0,"tenth":0.1,'
+            '"two60":1152921504606846976}')
+    act = Counter(result=value)
+    first = big.call(T, C, "create_order", {"n": 1}, act)
+    again = big.call(T, C, "create_order", {"n": 1}, act)
+    row = big.row(T, first.key)
+    stored = big.conn.execute("SELECT result FROM big WHERE key = ?", (first.key,)).fetchone()[0]
+    same_types = lambda r: all(type(r[k]) is type(v) for k, v in value.items())  # noqa: E731
+    report(first.status == "succeeded" and first.idempotent is False and first.result == value
+           and same_types(first.result) and again.idempotent is True and again.result == value
+           and same_types(again.result) and act.runs == 1 and row["status"] == "succeeded"
+           and stored == text, "big-id-result-settled-and-replayed",
+           f"first {first!r}, again {again!r}, runs {act.runs}, stored {stored!r}")
+    d = big.claim(T, C, "create_order", {"n": 1})
+    report(isinstance(d, idem.Replay) and d.result["id"] == 1234567890123456789 and type(d.result["id"]) is int,
+           "big-id-claim-replay", f"got {d!r}")
+    err = {"code": "duplicate", "order_id": 9223372036854775807}
+    act = Counter(exc=idem.ToolFailed(err))
+    first = big.call(T, C, "create_order", {"n": 2}, act)
+    again = big.call(T, C, "create_order", {"n": 2}, act)
+    stored = big.conn.execute("SELECT error FROM big WHERE key = ?", (first.key,)).fetchone()[0]
+    report(first.status == "failed" and first.error == err and again.error == err and again.idempotent is True
+           and act.runs == 1 and stored == '{"code":"duplicate","order_id":9223372036854775807}',
+           "big-id-error-settled-and-replayed", f"first {first!r}, again {again!r}, stored {stored!r}")
+    e = raised(lambda: big.call(T, C, "create_order", {"id": 1234567890123456789}, Counter()))
+    report(isinstance(e, idem.LedgerError) and str(e) == "idem_claim: args: integer 1234567890123456789 at byte 6 "
+           "is beyond 2^53-1 and would lose precision; send it as a string", "big-id-args-still-refused", f"got {e!r}")
+    big.close()
+
+    # A result the ledger cannot store (not JSON: a lone surrogate, a float
+    # that is not finite; over max_args_bytes): the action ran, so the call
+    # is settled unknown and OutcomeUnknown says why (not a raw error with
+    # the claim left claimed). A stored result comes back as a replay gives it.
     store = idem.Ledger.open(db, "store", options={"max_args_bytes": 240})
-    cases = [("big-int", {"id": 2 ** 60}, "the result cannot be stored: idem_settle: detail: integer 1152921504606846976 "
-              "at byte 6 is beyond 2^53-1 and would lose precision; send it as a string"),
+    cases = [("not-finite", {"x": float("inf")}, "sqlite_idempotency: the result is not JSON: "
+              "Out of range float values are not JSON compliant"),
              ("lone-surrogate", {"s": "\ud800"}, None),
              ("too-big", {"s": "x" * 300}, "the result cannot be stored: idem_settle: detail is 308 bytes in canonical "
               "form, over the ledger's max_args_bytes of 240")]
@@ -379,7 +415,7 @@ def run(tmp):
     first = store.call(T, C, "store", {"case": "order"}, lambda a: {"b": 1, "a": 1.0, "c": [2.50]})
     again = store.call(T, C, "store", {"case": "order"}, lambda a: None)
     report(first.result == again.result and repr(first.result) == repr(again.result)
-           and repr(first.result) == "{'a': 1, 'b': 1, 'c': [2.5]}" and first.idempotent is False
+           and repr(first.result) == "{'a': 1.0, 'b': 1, 'c': [2.5]}" and first.idempotent is False
            and again.idempotent is True, "first-call-result-as-replayed", f"{first.result!r} / {again.result!r}")
     f1 = store.call(T, C, "store", {"case": "fail"}, Counter(exc=idem.ToolFailed({"z": 1, "code": "x"})))
     f2 = store.call(T, C, "store", {"case": "fail"}, Counter())

@@ -83,8 +83,8 @@ UNION ALL SELECT 'rep-key', json_extract(j, '$.key') = 'idem1-24871bd0060b2885a7
 UNION ALL SELECT 'rep-status', json_extract(j, '$.status') = 'succeeded' FROM c
 UNION ALL SELECT 'rep-attempt', json_type(j, '$.attempt') = 'integer' AND json_extract(j, '$.attempt') = 1 FROM c
 UNION ALL SELECT 'rep-result-object', json_type(j, '$.result') = 'object' FROM c
-UNION ALL SELECT 'rep-result', json(json_extract(j, '$.result')) = '{"message_id":"m-17","n":1.5}' FROM c
-UNION ALL SELECT 'rep-result-canonical-text', instr(j, '"result":{"message_id":"m-17","n":1.5}') > 0 FROM c
+UNION ALL SELECT 'rep-result', json(json_extract(j, '$.result')) = '{"message_id":"m-17","n":1.50}' FROM c
+UNION ALL SELECT 'rep-result-stored-text', instr(j, '"result":{"message_id":"m-17","n":1.50}') > 0 FROM c
 UNION ALL SELECT 'rep-members', json_type(j, '$.members') = 'array' AND json_array_length(j, '$.members') = 0 FROM c
 UNION ALL SELECT 'rep-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(j) ORDER BY key))
        = 'attempt,decision,idempotent,key,members,result,status' FROM c

@@ -3,8 +3,9 @@
 # install) and with PREFIX=<tmp> alone. Checks the two installed files
 # (the extension in PREFIX/lib/sqlite3, the public header in
 # PREFIX/include), their modes and contents, that nothing else is
-# installed, and that the installed extension loads in the sqlite3 shell
-# by its path without suffix and works.
+# installed, that the extension links no cJSON (ldd, nm -D), and that
+# the installed extension loads in the sqlite3 shell by its path without
+# suffix and works.
 #
 # In a sanitized build (make sanitize) the installed extension carries the
 # ASan runtime, which the plain sqlite3 shell cannot load: the load check
@@ -65,6 +66,26 @@ admitted"
     echo "FAIL install:$name:load: got: $(tr '\n' ' ' <<<"$out")"
   fi
 }
+
+# 0. the extension links no JSON library: it has its own strict parser
+# (cJSON accepts 01, .5, duplicate names and lone surrogates), so neither
+# the dynamic section nor the undefined symbols name cJSON.
+ext_so=$BUILD/idempotency.$so
+if [ "$(uname -s)" != Linux ]; then
+  echo "SKIP install:no-cjson: ldd and nm -D are checked on Linux only"
+elif ! command -v nm >/dev/null 2>&1; then
+  echo "SKIP install:no-cjson: nm is not installed (Debian package binutils)"
+elif ! linked=$(ldd "$ext_so" 2>&1) || ! syms=$(nm -D "$ext_so" 2>&1); then
+  echo "FAIL install:no-cjson: ldd or nm -D failed on $ext_so: $linked $syms"
+elif grep -qi cjson <<<"$linked"; then
+  echo "FAIL install:no-cjson: $ext_so links $(grep -i cjson <<<"$linked" | awk '{ print $1 }' | tr '\n' ' ')"
+elif grep -qi cjson <<<"$syms"; then
+  echo "FAIL install:no-cjson: $ext_so refers to $(grep -i cjson <<<"$syms" | awk '{ print $NF }' | tr '\n' ' ')"
+elif ! grep -qE ' T sqlite3_idempotency_init$' <<<"$syms"; then
+  echo "FAIL install:no-cjson: nm -D $ext_so does not list sqlite3_idempotency_init (the check would prove nothing)"
+else
+  echo "PASS install:no-cjson (ldd and nm -D of $ext_so name no cJSON)"
+fi
 
 # 1. staged: PREFIX=/usr DESTDIR=tmp/stage
 if log=$(make -s --no-print-directory install PREFIX=/usr DESTDIR="$tmp/stage" 2>&1); then

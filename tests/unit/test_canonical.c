@@ -963,6 +963,130 @@ static void test_sink(void) {
   free(z);
 }
 
+/* ------------------------------------------------------------------ */
+/* The stored form (results, errors): numbers kept as written          */
+/* ------------------------------------------------------------------ */
+
+/* idem_jcs_stored_form of z[0..n), libc memory; as check_canon. */
+static int stored_form(const char *z, size_t n, char **pzOut, size_t *pnOut, IdemJcsError *pErr) {
+  IdemBuf b;
+  int rc;
+  memset(&b, 0, sizeof(b));
+  b.pMem = &idem_libc_mem;
+  memset(pErr, 0, sizeof(*pErr));
+  *pzOut = 0;
+  *pnOut = 0;
+  rc = idem_jcs_stored_form(z, n, &idem_libc_mem, idem_buf_sink, &b, pErr);
+  if (rc == IDEM_JCS_OK) rc = idem_buf_sink(&b, "", 1);
+  if (rc == IDEM_JCS_OK) {
+    *pzOut = b.z;
+    *pnOut = b.n - 1;
+    return rc;
+  }
+  idem_buf_free(&b);
+  return rc;
+}
+
+/* zIn's stored form is zWant; zWant is its own stored form and passes
+** idem_jcs_check_stored, as a replay checks it. */
+static void stored_ok(const char *zName, const char *zIn, const char *zWant) {
+  char *zOut = 0, *zOut2 = 0;
+  size_t nOut = 0, nOut2 = 0;
+  IdemJcsError e;
+  char a[300], b[300];
+  int rc = stored_form(zIn, strlen(zIn), &zOut, &nOut, &e);
+  if (rc != IDEM_JCS_OK) {
+    check_fail(zName, "rc=%d (%s) for \"%s\"", rc, e.msg,
+               check_show(zIn, strlen(zIn), a, sizeof(a)));
+  } else if (nOut != strlen(zWant) || memcmp(zOut, zWant, nOut) != 0) {
+    check_fail(zName, "got \"%s\", want \"%s\"", check_show(zOut, nOut, a, sizeof(a)),
+               check_show(zWant, strlen(zWant), b, sizeof(b)));
+  } else if (stored_form(zOut, nOut, &zOut2, &nOut2, &e) != IDEM_JCS_OK || nOut2 != nOut ||
+             memcmp(zOut, zOut2, nOut) != 0) {
+    check_fail(zName, "the stored form is not its own stored form");
+  } else if (idem_jcs_check_stored(zOut, nOut, &idem_libc_mem, &e) != IDEM_JCS_OK) {
+    check_fail(zName, "the stored form fails the stored check: %s", e.msg);
+  } else {
+    check_pass(zName);
+  }
+  free(zOut);
+  free(zOut2);
+}
+
+/* Both the stored form and the stored check refuse zIn with zMsg at off. */
+static void stored_err(const char *zName, const char *zIn, size_t nIn, const char *zMsg,
+                       size_t off) {
+  char *zOut = 0;
+  size_t nOut = 0;
+  IdemJcsError e, e2;
+  int rc = stored_form(zIn, nIn, &zOut, &nOut, &e);
+  int rc2;
+  memset(&e2, 0, sizeof(e2));
+  rc2 = idem_jcs_check_stored(zIn, nIn, &idem_libc_mem, &e2);
+  if (rc != IDEM_JCS_INVALID || rc2 != IDEM_JCS_INVALID) {
+    check_fail(zName, "rc=%d, check rc=%d, want IDEM_JCS_INVALID for both", rc, rc2);
+  } else if (strcmp(e.msg, zMsg) != 0 || strcmp(e2.msg, zMsg) != 0) {
+    check_fail(zName, "messages \"%s\" / \"%s\", want \"%s\"", e.msg, e2.msg, zMsg);
+  } else if (e.offset != off || e2.offset != off) {
+    check_fail(zName, "offsets %zu / %zu, want %zu", e.offset, e2.offset, off);
+  } else {
+    check_pass(zName);
+  }
+  free(zOut);
+}
+
+#define STORED_ERR(name, in, msg, off) stored_err("stored." name, in, sizeof(in) - 1, msg, off)
+
+static void test_stored(void) {
+  stored_ok("stored.int64-id", "{\"id\": 1234567890123456789}", "{\"id\":1234567890123456789}");
+  stored_ok("stored.int64-range", "[9223372036854775807, -9223372036854775808]",
+            "[9223372036854775807,-9223372036854775808]");
+  stored_ok("stored.beyond-int64", "[18446744073709551616,123456789012345678901234567890]",
+            "[18446744073709551616,123456789012345678901234567890]");
+  stored_ok("stored.one-point-zero", "[1.0,1,1.50,1E2,1e+2,2.5E-3]",
+            "[1.0,1,1.50,1E2,1e+2,2.5E-3]");
+  stored_ok("stored.tenth-digits", "[0.1,0.1000000000000000055511151231257827]",
+            "[0.1,0.1000000000000000055511151231257827]");
+  stored_ok("stored.minus-zero", "[-0,-0.0,0e0,-0E-0]", "[-0,-0.0,0e0,-0E-0]");
+  stored_ok("stored.overflow-kept", "{\"big\":1e400,\"tiny\":1e-400}",
+            "{\"big\":1e400,\"tiny\":1e-400}");
+  stored_ok("stored.scalar", " -12345678901234567890 ", "-12345678901234567890");
+  stored_ok("stored.structure",
+            " { \"b\" : \"\\u0041\\/\" , \"a\" : [ 1.50 , {\"z\":null,\"y\":true} ] } ",
+            "{\"a\":[1.50,{\"y\":true,\"z\":null}],\"b\":\"A/\"}");
+  stored_ok("stored.utf16-order", "{\"\\ud83d\\ude00\":1.0,\"\\ufb01\":2.0}",
+            "{\"\xf0\x9f\x98\x80\":1.0,\"\xef\xac\x81\":2.0}");
+  /* arguments keep the I-JSON rules */
+  ERR("args-keep-safe-integers", "{\"id\":1234567890123456789}",
+      "integer 1234567890123456789 at byte 6 is beyond 2^53-1 and would lose precision; send it as "
+      "a string",
+      6);
+  ERR("args-keep-overflow", "[1e400]", "number 1e400 at byte 1 overflows a double", 1);
+  STORED_ERR("leading-zero", "[01]",
+             "not valid JSON: unexpected byte 0x31 at byte 2, expected ',' or ']'", 2);
+  STORED_ERR("no-integer-part", ".5",
+             "not valid JSON: unexpected byte 0x2e at byte 0, expected a JSON value", 0);
+  STORED_ERR(
+      "no-fraction-digit", "1.",
+      "not valid JSON: unexpected end of input at byte 2, expected a digit after the decimal point",
+      2);
+  STORED_ERR("no-exponent-digit", "1e+",
+             "not valid JSON: unexpected end of input at byte 3, expected a digit in the exponent",
+             3);
+  STORED_ERR("minus-alone", "-",
+             "not valid JSON: unexpected end of input at byte 1, expected a digit", 1);
+  STORED_ERR("nan", "NaN", "not valid JSON: unexpected byte 0x4e at byte 0, expected a JSON value",
+             0);
+  STORED_ERR("duplicate", "{\"id\":1,\"id\":1.0}",
+             "duplicate member name \"id\" in the object at byte 0", 0);
+  STORED_ERR("lone-surrogate", "[\"\\ud800\"]", "lone surrogate \\ud800 at byte 2", 2);
+  STORED_ERR("bad-utf8", "[\"\xff\"]", "invalid UTF-8 byte 0xff at byte 2", 2);
+  STORED_ERR("bom",
+             "\xef\xbb\xbf"
+             "1",
+             "a leading byte order mark (U+FEFF) at byte 0 is not allowed", 0);
+}
+
 int main(void) {
   test_structure();
   test_escapes();
@@ -978,5 +1102,6 @@ int main(void) {
   test_oom();
   test_oom_digest();
   test_sink();
+  test_stored();
   return check_done();
 }

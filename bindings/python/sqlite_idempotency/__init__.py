@@ -674,7 +674,9 @@ class Ledger:
            exception (a timeout, a lost connection: it may have sent) →
            unknown, raised as `OutcomeUnknown` (never retried here).
 
-        The result must be JSON (it is stored, and replayed).
+        The result must be JSON (it is stored, and replayed). Its numbers
+        are kept as written: an int of any size (a 64-bit id) comes back
+        equal, on the first call and on every replay.
         """
         d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait,
                        "Ledger.call: wait")
@@ -722,12 +724,12 @@ class Ledger:
     def _settle_value(self, d: Admitted, status: str, value: Any, what: str) -> Tuple[Any, Dict[str, Any]]:
         """Settles ``status`` with ``value``; returns (the value as stored, the settle's answer).
 
-        The value returned is the stored canonical JSON parsed, as a replay
-        returns it. A value the ledger cannot store (not JSON; not I-JSON,
-        such as an integer beyond 2^53-1 or a lone surrogate; over
-        max_args_bytes) leaves the call unknown: the action has run, so the
-        call may have taken effect; it is settled unknown (never resent)
-        and `OutcomeUnknown` says why.
+        The value returned is the stored JSON parsed, as a replay returns
+        it (numbers as written: ints of any size stay exact). A value the
+        ledger cannot store (not JSON, such as a set, NaN or a lone
+        surrogate; over max_args_bytes) leaves the call unknown: the action
+        has run, so the call may have taken effect; it is settled unknown
+        (never resent) and `OutcomeUnknown` says why.
         """
         try:
             text = None if value is None else _json_text(value, what)
