@@ -39,7 +39,7 @@ __all__ = [
     "Decision", "Admitted", "Replay", "InProgress", "Unknown", "Mismatch", "Outcome",
     "IdempotencyError", "LedgerError", "LeaseLost", "NotCommitted", "ClaimInProgress",
     "ClaimMismatch", "OutcomeUnknown", "NotSent", "ToolFailed",
-    "Answer", "ReconcileCall", "ReconcileReport",
+    "Answer", "ReconcileCall", "ReconcileReport", "Metrics",
 ]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -790,3 +790,4 @@ class Ledger:
 
 
 from .reconcile import Answer, ReconcileCall, ReconcileReport  # noqa: E402  (uses the names above)
+from .metrics import Metrics  # noqa: E402
