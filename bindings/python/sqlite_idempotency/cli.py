@@ -97,7 +97,7 @@ def parse(argv: Sequence[str]) -> Args:
             raise CommandError(f"sqlite-idempotency: unknown option {a} (see --help)", 64)
         if command is None:
             if a not in _COMMANDS:
-                raise CommandError(f"sqlite-idempotency: unknown command "{a}"; the commands are "
+                raise CommandError(f"sqlite-idempotency: unknown command \"{a}\"; the commands are "
                                    + ", ".join(_COMMANDS), 64)
             command = a
         else:
@@ -109,7 +109,7 @@ def parse(argv: Sequence[str]) -> Args:
         raise CommandError(f"sqlite-idempotency: {command} needs {' '.join(need)}", 64)
     if len(pos) > len(need):
         raise CommandError(f"sqlite-idempotency: {command} takes {' '.join(need)}; "
-                           f"unexpected argument "{pos[len(need)]}"", 64)
+                           f"unexpected argument \"{pos[len(need)]}\"", 64)
     if command == "metrics" and json_out:
         raise CommandError("sqlite-idempotency: metrics prints the Prometheus text format; --json does not apply", 64)
     if command == "purge" and "--older-than" not in opts:
@@ -121,7 +121,7 @@ def age_seconds(text: str, option: str) -> int:
     m = _AGE.fullmatch(text)
     if not m:
         raise CommandError(f"sqlite-idempotency: {option} must be seconds or a number and s, m, h or d "
-                           f"(90s, 15m, 2h, 7d), got "{text}"", 64)
+                           f"(90s, 15m, 2h, 7d), got \"{text}\"", 64)
     return int(m.group(1)) * _UNIT[m.group(2)]
 
 
@@ -245,10 +245,10 @@ def cmd_list(a: Args, out: List[str]) -> int:
     status = a.opts.get("--status", "open")
     if status not in STATUSES + ("open", "all"):
         raise CommandError(f"sqlite-idempotency: --status must be one of open, all, {', '.join(STATUSES)}; "
-                           f"got "{status}"", 64)
+                           f"got \"{status}\"", 64)
     limit_text = a.opts.get("--limit", "100")
     if not re.fullmatch(r"[0-9]{1,7}", limit_text) or not 1 <= int(limit_text) <= 1000000:
-        raise CommandError(f"sqlite-idempotency: --limit must be an integer from 1 to 1000000, got "{limit_text}"", 64)
+        raise CommandError(f"sqlite-idempotency: --limit must be an integer from 1 to 1000000, got \"{limit_text}\"", 64)
     limit = int(limit_text)
     older = age_seconds(a.opts["--older-than"], "--older-than") if "--older-than" in a.opts else None
     conn = open_file(path)
@@ -362,7 +362,7 @@ def cmd_show(a: Args, out: List[str]) -> int:
 def cmd_resolve(a: Args, out: List[str]) -> int:
     path, key, status = a.pos
     if status not in ("succeeded", "failed", "released"):
-        raise CommandError(f"sqlite-idempotency: resolve STATUS must be succeeded, failed or released; got "{status}"", 64)
+        raise CommandError(f"sqlite-idempotency: resolve STATUS must be succeeded, failed or released; got \"{status}\"", 64)
     conn = open_file(path, write=True)
     name = pick(conn, path, a.opts.get("--ledger"))
     tenant = _tenant_of(conn, name, key, a.opts.get("--tenant"))

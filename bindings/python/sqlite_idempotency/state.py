@@ -109,7 +109,7 @@ def age_now(conn_now: int) -> int:
     if v is None or v == "":
         return conn_now
     if not re.fullmatch(r"[0-9]{1,15}", v):
-        raise CommandError(f"sqlite-idempotency: {NOW_ENV} must be Unix milliseconds (digits), got "{v}"", 64)
+        raise CommandError(f"sqlite-idempotency: {NOW_ENV} must be Unix milliseconds (digits), got \"{v}\"", 64)
     return int(v)
 
 
