@@ -359,9 +359,17 @@ function cmdCheck(a, out) {
   if (!st.guards.length) add('guards', true, 'none');
   else if (!bad.length) add('guards', true, `${st.guards.map((g) => g.table).join(', ')}: insert and update triggers in place`);
   for (const p of st.problems.filter((x) => x.startsWith('guard of table '))) add('guards', false, p);
+  // on a connection without the extension, as any tool would run it (a newer
+  // SQLite would otherwise ask the ledger too, which refuses when broken)
   let res;
   try {
-    res = db.prepare('PRAGMA integrity_check').pluck().all();
+    const Database = require('better-sqlite3');
+    const plain = new Database(require('node:path').resolve(file), { readonly: true, fileMustExist: true });
+    try {
+      res = plain.prepare('PRAGMA integrity_check').pluck().all();
+    } finally {
+      plain.close();
+    }
   } catch (e) {
     res = [e.message];
   }

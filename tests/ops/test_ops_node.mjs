@@ -33,7 +33,7 @@ async function raises(fn) {
 async function reconcileTests() {
   const file = path.join(tmp, 'reconcile-node.db');
   const ledger = Ledger.open(new Database(file));
-  let e = await raises(() => ledger.call('t', 'c', 'send', { n: 1 }, (a) => post(a, 200, 1500)));
+  let e = await raises(() => ledger.call('t', 'c', 'send', { n: 1 }, (a) => post(a, 1000, 3000)));
   eq('setup:timeout-unknown', e.name, 'OutcomeUnknown');
   const kTimeout = e.key;
   const never = () => { throw new OutcomeUnknown('gave up before sending'); };

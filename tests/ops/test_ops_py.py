@@ -55,7 +55,7 @@ def reconcile_tests(srv):
     port = srv.port
 
     # k_timeout reached the target, then the client gave up: unknown
-    e = raises(lambda: ledger.call("t", "c", "send", {"n": 1}, lambda a: post(port, a, 0.2, 1500)))
+    e = raises(lambda: ledger.call("t", "c", "send", {"n": 1}, lambda a: post(port, a, 1.0, 3000)))
     eq("setup:timeout-unknown", type(e).__name__, "OutcomeUnknown")
     k_timeout = e.key
     # k_never: the action gave up before sending: unknown, and the target has nothing

@@ -17,6 +17,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .state import _uri_path as _uri_part
 from .state import (STATUSES, CommandError, age_now, effective_sql, exit_status, now_ms, open_file, pick,
                     plural, probe, q, read_state)
 
@@ -115,6 +116,11 @@ def parse(argv: Sequence[str]) -> Args:
     if command == "purge" and "--older-than" not in opts:
         raise CommandError("sqlite-idempotency: purge needs --older-than AGE", 64)
     return Args(command, pos, opts, json_out)
+
+
+def _uri(path: str) -> str:
+    import os
+    return _uri_part(os.path.abspath(path))
 
 
 def age_seconds(text: str, option: str) -> int:
@@ -418,8 +424,14 @@ def cmd_check(a: Args, out: List[str]) -> int:
         add("guards", True, ", ".join(g["table"] for g in st["guards"]) + ": insert and update triggers in place")
     for p in [p for p in st["problems"] if p.startswith("guard of table ")]:
         add("guards", False, p)
+    # on a connection without the extension, as any tool would run it (a newer
+    # SQLite would otherwise ask the ledger too, which refuses when broken)
     try:
-        res = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+        plain = sqlite3.connect("file:" + _uri(path) + "?mode=ro", uri=True)
+        try:
+            res = [r[0] for r in plain.execute("PRAGMA integrity_check")]
+        finally:
+            plain.close()
     except sqlite3.Error as e:
         res = [str(e)]
     add("integrity_check", res == ["ok"], "; ".join(res))
