@@ -109,7 +109,7 @@ if [[ " ${parts[*]} " == *" python "* ]]; then
     tag=$("$PY" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(z.read(sys.argv[2]).decode())' \
       "$whl" "sqlite_idempotency-$version.dist-info/WHEEL")
     pkg_files=$(grep '^sqlite_idempotency/' <<<"$names" | sort | tr '\n' ' ')
-    want_files=$(for f in __init__.py py.typed $carried; do echo "sqlite_idempotency/$f"; done | sort | tr '\n' ' ')
+    want_files=$(for f in __init__.py __main__.py cli.py metrics.py reconcile.py state.py py.typed $carried; do echo "sqlite_idempotency/$f"; done | sort | tr '\n' ' ')
     if [ "$pkg_files" = "$want_files" ] &&
       grep -qx 'Root-Is-Purelib: false' <<<"$tag" && grep -qx "Tag: py3-none-$plat" <<<"$tag"; then
       echo "PASS packages.dist:wheel ($(basename "$whl"): the API, py.typed, $carried; platlib, not pure)"
@@ -128,6 +128,13 @@ if [[ " ${parts[*]} " == *" python "* ]]; then
       needs_only_libc packages python "$so"
       run_checked packages python "$venv/bin/python" tests/packages/test_package_py.py
       run_checked adapters python "$venv/bin/python" tests/adapters/test_adapter_py.py
+      got=$("$venv/bin/sqlite-idempotency" --version 2>&1)
+      if [ "$got" = "sqlite-idempotency $version" ]; then
+        echo "PASS packages.python:console-script (the wheel installs sqlite-idempotency)"
+      else
+        echo "FAIL packages.python:console-script: $venv/bin/sqlite-idempotency --version: $got"
+        rc=1
+      fi
     fi
   fi
 fi
@@ -137,7 +144,7 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   tgz=$DIST/sqlite-idempotency-$version.tgz
   nplat=$(node -p 'process.platform + "-" + process.arch')
   files=$(tar tzf "$tgz" 2>/dev/null | sort | tr '\n' ' ')
-  want=$( (for f in LICENSE README.md index.d.ts index.js index.mjs package.json; do echo "package/$f"; done
+  want=$( (for f in LICENSE README.md cli.js index.d.ts index.js index.mjs metrics.js package.json reconcile.js state.js; do echo "package/$f"; done
     for f in $carried; do echo "package/prebuilds/$nplat/$f"; done) | sort | tr '\n' ' ')
   if [ "$files" = "$want" ]; then
     echo "PASS packages.dist:npm ($(basename "$tgz"): the API, its .d.ts, $carried for $nplat)"
