@@ -219,6 +219,37 @@ export class Ledger {
   call<R extends Json = Json>(tenant: string, conversation: string, tool: string, args: JsonInput,
                               action: (attempt: Attempt) => R | RawJson | Promise<R | RawJson>,
                               options?: CallOptions): Promise<Outcome<R>>;
+  /** Resolves the unknown rows (expired external claims included) with what each tool's reconciler learns from the target (docs/operating.md). */
+  reconcile(reconcilers: Record<string, (call: ReconcileCall) => ReconcileAnswer | Promise<ReconcileAnswer>>,
+            options?: { batchSize?: number; limit?: number; by?: string; tenant?: string }): Promise<ReconcileReport>;
+}
+
+/** One unknown call, as a reconciler sees it. */
+export interface ReconcileCall {
+  tenant: string; key: string; conversation: string; tool: string; args: Json; effect: Effect; attempt: number;
+  detail: Json | null; createdAt: number; updatedAt: number; leaseUntil: number; argsText: string;
+  detailText: string | null; headers: { 'Idempotency-Key': string };
+}
+export type ReconcileAnswer =
+  | { status: 'succeeded'; result: Json } | { status: 'failed'; error: Json }
+  | { status: 'not_sent'; reason: string | null } | { status: 'unknown'; reason: string | null };
+/** What a reconciler answers. */
+export const Answer: {
+  succeeded(result?: Json): ReconcileAnswer; failed(error: Json): ReconcileAnswer;
+  notSent(reason?: string): ReconcileAnswer; unknown(reason?: string): ReconcileAnswer;
+};
+export interface ReconcileEntry { tenant: string; key: string; tool: string; attempt: number; [more: string]: unknown }
+export interface ReconcileReport {
+  examined: number; resolved: ReconcileEntry[]; unknown: ReconcileEntry[]; errors: ReconcileEntry[];
+  raced: ReconcileEntry[]; needsPerson: ReconcileEntry[];
+}
+/** Counters and histograms (prom-client) and spans (@opentelemetry/api), each used only if installed. */
+export class Metrics {
+  constructor(options?: { register?: unknown; promClient?: unknown; otel?: unknown; tracer?: unknown; buckets?: number[] });
+  /** Wraps this ledger's claim, settle and call; returns it. */
+  instrument<L extends Ledger>(ledger: L): L;
+  /** Gauges of the ledger's own state, read with SQL at each scrape (a better-sqlite3 connection or a file path). */
+  ledgerState(db: LoadableDatabase | string, name?: string): unknown[];
 }
 
 export class IdempotencyError extends Error {}

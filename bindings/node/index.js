@@ -741,6 +741,12 @@ function outcome(key, status, attempt, result, error, members, idempotent) {
   return o;
 }
 
+// Resolves the unknown rows with what each tool's reconciler learns from the
+// target (reconcile.js); resolves to a report.
+Ledger.prototype.reconcile = function reconcile(reconcilers, options) {
+  return require('./reconcile.js').reconcile(this, reconcilers, options);
+};
+
 module.exports = {
   VERSION,
   getLoadablePath,
@@ -760,3 +766,6 @@ module.exports = {
   RawJson,
   rawJson,
 };
+// Defined after the exports above, which reconcile.js and metrics.js use.
+module.exports.Answer = require('./reconcile.js').Answer;
+module.exports.Metrics = require('./metrics.js').Metrics;

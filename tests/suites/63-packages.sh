@@ -229,7 +229,8 @@ if [[ " ${parts[*]} " == *" python "* ]]; then
     un=$tmp/unpacked-$p
     if out=$("$PY" -m wheel unpack -d "$un" "$whl" 2>&1); then
       files=$(cd "$un"/sqlite_idempotency-"$version" && find sqlite_idempotency -type f | sort | tr '\n' ' ')
-      if [ "$files" = "sqlite_idempotency/__init__.py sqlite_idempotency/idempotency.so sqlite_idempotency/py.typed " ] &&
+      want_files=$( (cd bindings/python && ls sqlite_idempotency/*.py sqlite_idempotency/py.typed; echo sqlite_idempotency/idempotency.so) | sort | tr '\n' ' ')
+      if [ "$files" = "$want_files" ] &&
         cmp -s "$un/sqlite_idempotency-$version/sqlite_idempotency/idempotency.so" "$DIST/lib/$p/idempotency.so"; then
         echo "PASS packages.dist:wheel-$p-contents (python3 -m wheel unpack verifies RECORD; the API, py.typed and the $p library)"
       else
@@ -297,6 +298,13 @@ PY
     host_smoke+=("wheel|the $host wheel in the venv|${so%.so}")
     run_checked packages python "$venv/bin/python" tests/packages/test_package_py.py
     run_checked adapters python "$venv/bin/python" tests/adapters/test_adapter_py.py
+    got=$("$venv/bin/sqlite-idempotency" --version 2>&1)
+    if [ "$got" = "sqlite-idempotency $version" ]; then
+      echo "PASS packages.python:console-script (the wheel installs sqlite-idempotency)"
+    else
+      echo "FAIL packages.python:console-script: $venv/bin/sqlite-idempotency --version: $got"
+      rc=1
+    fi
     for ex in "$docs"/*.py; do
       [ -f "$ex" ] || continue
       if out=$("$venv/bin/python" "$ex" 2>&1) && [ "$out" = "$version" ]; then
@@ -379,7 +387,8 @@ fi
 if [[ " ${parts[*]} " == *" node "* ]]; then
   tgz=$DIST/sqlite-idempotency-$version.tgz
   files=$(tar tzf "$tgz" 2>/dev/null | sort | tr '\n' ' ')
-  want=$(for f in LICENSE README.md index.d.ts index.js index.mjs package.json; do echo "package/$f"; done | sort | tr '\n' ' ')
+  # the package.json's files list, and package.json itself
+  want=$( (node -e 'for (const f of require("./bindings/node/package.json").files) console.log(f)'; echo package.json) | sed 's|^|package/|' | sort | tr '\n' ' ')
   optional=$(tar xzf "$tgz" -O package/package.json 2>/dev/null | node -e 'let t = ""; process.stdin.on("data", (d) => { t += d; }).on("end", () =>
     console.log(JSON.stringify(JSON.parse(t).optionalDependencies)))')
   want_optional="{\"sqlite-idempotency-linux-arm64\":\"$version\",\"sqlite-idempotency-linux-x64\":\"$version\"}"

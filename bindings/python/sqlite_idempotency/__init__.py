@@ -39,6 +39,7 @@ __all__ = [
     "Decision", "Admitted", "Replay", "InProgress", "Unknown", "Mismatch", "Outcome",
     "IdempotencyError", "LedgerError", "LeaseLost", "NotCommitted", "ClaimInProgress",
     "ClaimMismatch", "OutcomeUnknown", "NotSent", "ToolFailed",
+    "Answer", "ReconcileCall", "ReconcileReport", "Metrics",
 ]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -557,6 +558,23 @@ class Ledger:
         text = None if detail is None else _json_text(detail, "detail")
         return json.loads(self._one("SELECT idem_resolve(?, ?, ?, ?, ?)", (self.name, tenant, key, status, text)))
 
+    def reconcile(self, reconcilers: Mapping[str, Callable[["ReconcileCall"], Any]], **kw: Any) -> "ReconcileReport":
+        """Resolves the unknown rows with what each tool's reconciler learns from the target.
+
+        See `sqlite_idempotency.reconcile`: ``reconcilers`` maps a tool to a
+        function of one `ReconcileCall` that returns an `Answer`; options
+        ``batch_size`` (100), ``limit``, ``by`` (who reconciles, recorded in
+        the detail) and ``tenant``. Returns a `ReconcileReport`.
+        """
+        from .reconcile import reconcile
+        return reconcile(self, reconcilers, **kw)
+
+    async def areconcile(self, reconcilers: Mapping[str, Callable[["ReconcileCall"], Any]],
+                         **kw: Any) -> "ReconcileReport":
+        """`reconcile` with reconcilers that may be async functions."""
+        from .reconcile import areconcile
+        return await areconcile(self, reconcilers, **kw)
+
     def renew(self, token: str, seconds: Optional[int] = None) -> int:
         """``idem_renew``: extends the live claim ``token`` holds; returns the new lease_until.
 
@@ -771,3 +789,7 @@ class Ledger:
                 row = None
             if row is None or row[0] != "unknown":
                 raise
+
+
+from .reconcile import Answer, ReconcileCall, ReconcileReport  # noqa: E402  (uses the names above)
+from .metrics import Metrics  # noqa: E402

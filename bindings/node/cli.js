@@ -1,0 +1,442 @@
+#!/usr/bin/env node
+'use strict';
+// sqlite-idempotency: the operator's command (docs/operating.md).
+//
+//   npx sqlite-idempotency status agent.db
+//   npx sqlite-idempotency list agent.db --status unknown --older-than 1h
+//
+// The Python package's cli.py is the same command: the same subcommands,
+// options, output bytes and exit statuses (0 healthy, 1 needs attention,
+// 2 broken or failed, 64 usage error). Every subcommand that only reads
+// opens the file read-only. Needs better-sqlite3 beside this package.
+const {
+  STATUSES, CommandError, q, plural, openFile, pick, probe, nowMs, ageNow, effectiveSql, readState, exitStatus,
+} = require('./state.js');
+
+const USAGE = `usage: sqlite-idempotency COMMAND FILE [ARGUMENTS] [--ledger NAME] [--json]
+
+commands:
+  status FILE          counts by status and tool, the oldest unknown, expired claims, health
+  list FILE            rows: --status S (open, all, claimed, unknown, succeeded, failed,
+                       released; default open), --tool T, --tenant T, --older-than AGE,
+                       --limit N (default 100)
+  show FILE KEY        one row (--tenant T when several tenants hold the key)
+  resolve FILE KEY STATUS [--detail JSON] [--tenant T]
+                       settles an unknown row: succeeded, failed or released
+  purge FILE --older-than AGE
+                       deletes settled rows not updated for AGE (ends their deduplication)
+  check FILE           format, triggers, guards, options, integrity_check
+  metrics FILE         the ledger's state in the Prometheus text format
+
+--ledger NAME picks the ledger when the file has several; --json prints JSON.
+AGE is seconds, or a number and s, m, h or d (90s, 15m, 2h, 7d).
+exit status: 0 healthy or done, 1 needs attention, 2 broken or failed, 64 usage error.
+`;
+
+// command: [positional arguments, options that take a value]
+const COMMANDS = {
+  status: [['FILE'], []],
+  list: [['FILE'], ['--status', '--tool', '--tenant', '--older-than', '--limit']],
+  show: [['FILE', 'KEY'], ['--tenant']],
+  resolve: [['FILE', 'KEY', 'STATUS'], ['--detail', '--tenant']],
+  purge: [['FILE'], ['--older-than']],
+  check: [['FILE'], []],
+  metrics: [['FILE'], []],
+};
+const AGE = /^([0-9]{1,12})([smhd]?)$/;
+const UNIT = { '': 1, s: 1, m: 60, h: 3600, d: 86400 };
+const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+
+// The command line, or CommandError(64) saying what is wrong with it.
+function parse(argv) {
+  let command;
+  const pos = [];
+  const opts = {};
+  let json = false;
+  for (let i = 0; i < argv.length;) {
+    const a = argv[i++];
+    if (a === '--') {
+      pos.push(...argv.slice(i));
+      break;
+    }
+    if (a.startsWith('--') && a.length > 2) {
+      const eqAt = a.indexOf('=');
+      const name = eqAt < 0 ? a : a.slice(0, eqAt);
+      let value = eqAt < 0 ? undefined : a.slice(eqAt + 1);
+      if (name === '--json') {
+        if (eqAt >= 0) throw new CommandError('sqlite-idempotency: --json takes no value', 64);
+        json = true;
+        continue;
+      }
+      const allowed = ['--ledger', ...(has(COMMANDS, command) ? COMMANDS[command][1] : [])];
+      if (!allowed.includes(name)) {
+        throw new CommandError(`sqlite-idempotency: unknown option ${name}${has(COMMANDS, command) ? ` for ${command}` : ''} (see --help)`, 64);
+      }
+      if (value === undefined) {
+        if (i >= argv.length) throw new CommandError(`sqlite-idempotency: option ${name} needs a value`, 64);
+        value = argv[i++];
+      }
+      if (has(opts, name)) throw new CommandError(`sqlite-idempotency: option ${name} is given twice`, 64);
+      opts[name] = value;
+      continue;
+    }
+    if (a.startsWith('-') && a !== '-') throw new CommandError(`sqlite-idempotency: unknown option ${a} (see --help)`, 64);
+    if (command === undefined) {
+      if (!has(COMMANDS, a)) throw new CommandError(`sqlite-idempotency: unknown command "${a}"; the commands are ${Object.keys(COMMANDS).join(', ')}`, 64);
+      command = a;
+    } else {
+      pos.push(a);
+    }
+  }
+  if (command === undefined) throw new CommandError('sqlite-idempotency: no command given (see --help)', 64);
+  const need = COMMANDS[command][0];
+  if (pos.length < need.length) throw new CommandError(`sqlite-idempotency: ${command} needs ${need.join(' ')}`, 64);
+  if (pos.length > need.length) throw new CommandError(`sqlite-idempotency: ${command} takes ${need.join(' ')}; unexpected argument "${pos[need.length]}"`, 64);
+  if (command === 'metrics' && json) throw new CommandError('sqlite-idempotency: metrics prints the Prometheus text format; --json does not apply', 64);
+  if (command === 'purge' && !has(opts, '--older-than')) throw new CommandError('sqlite-idempotency: purge needs --older-than AGE', 64);
+  return { command, pos, opts, json };
+}
+
+function ageSeconds(text, option) {
+  const m = AGE.exec(text);
+  if (!m) throw new CommandError(`sqlite-idempotency: ${option} must be seconds or a number and s, m, h or d (90s, 15m, 2h, 7d), got "${text}"`, 64);
+  return Number(m[1]) * UNIT[m[2]];
+}
+
+// --- output -----------------------------------------------------------------------
+
+// JSON text put into the output as it is (the ledger's canonical JSON, digits and all).
+class Raw {
+  constructor(text) {
+    this.text = text;
+  }
+}
+
+const ESC = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
+function jstr(s) {
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0);
+    if (ch === '"') out += '\\"';
+    else if (ch === '\\') out += '\\\\';
+    else if (c < 0x20) out += ESC[ch] || `\\u${c.toString(16).padStart(4, '0')}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+// JSON with two-space indentation, as the Python command writes it.
+function jdump(v, ind = '') {
+  if (v === null || v === undefined) return 'null';
+  if (v === true) return 'true';
+  if (v === false) return 'false';
+  if (typeof v === 'number' || typeof v === 'bigint') return String(v);
+  if (typeof v === 'string') return jstr(v);
+  if (v instanceof Raw) return v.text === null || v.text === undefined ? 'null' : v.text;
+  const inner = `${ind}  `;
+  if (Array.isArray(v)) {
+    if (!v.length) return '[]';
+    return `[\n${v.map((x) => inner + jdump(x, inner)).join(',\n')}\n${ind}]`;
+  }
+  const keys = Object.keys(v);
+  if (!keys.length) return '{}';
+  return `{\n${keys.map((k) => `${inner}${jstr(k)}: ${jdump(v[k], inner)}`).join(',\n')}\n${ind}}`;
+}
+
+const iso = (ms) => (ms === null || ms === undefined ? '-' : new Date(Number(ms)).toISOString());
+
+function table(headers, rows) {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
+  return `${cells.map((r) => r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]) : c)).join('  ')).join('\n')}\n`;
+}
+
+function pairs(items) {
+  const w = Math.max(...items.map(([k]) => k.length)) + 2;
+  return items.map(([k, v]) => `${`${k}:`.padEnd(w)}${v}\n`).join('');
+}
+
+const optionsText = (options) => Object.entries(options).map(([k, v]) => `${k}=${v}`).join(' ') || '(none readable)';
+
+// --- the commands -----------------------------------------------------------------
+
+function cmdStatus(a, out) {
+  const file = a.pos[0];
+  const db = openFile(file);
+  const st = readState(db, file, pick(db, file, a.opts['--ledger']));
+  if (a.json) {
+    out.push(`${jdump(st)}\n`);
+    return exitStatus(st);
+  }
+  const items = [
+    ['ledger', `${st.ledger} in ${file}`],
+    ['format', st.format === null ? 'unreadable' : String(st.format)],
+    ['verdict', st.verdict],
+    ['options', optionsText(st.options)],
+    ['guards', st.guards.map((g) => `${g.table} (${g.missing.length ? `missing ${g.missing.join(' and ')}` : 'triggers ok'})`).join(', ') || 'none'],
+    ['open claims', String(st.open_claims)],
+    ['unknown', String(st.unknown)],
+    ['expired claims', String(st.expired_claims)],
+  ];
+  const o = st.oldest_unknown;
+  items.push(['oldest unknown', o === null ? 'none' : `${o.tenant} ${o.key} ${o.tool}, claimed ${iso(o.created_at)} (${o.age_seconds} s ago)`]);
+  for (const p of st.problems) items.push(['problem', p]);
+  for (const p of st.attention) items.push(['attention', p]);
+  if (st.read_from !== st.ledger) items.push(['read from', st.read_from ? `${st.read_from} (the ledger refuses reads)` : 'nothing']);
+  let text = `${pairs(items)}\n`;
+  text += st.counts.length ? table(['status', 'tool', 'rows'], st.counts.map((c) => [c.status, c.tool, c.rows])) : '(no rows)\n';
+  out.push(text);
+  return exitStatus(st);
+}
+
+const ROW_COLS = 'tenant, key, conversation, tool, effect, status, attempt, created_at, updated_at, lease_until';
+
+function cmdList(a, out) {
+  const file = a.pos[0];
+  const status = has(a.opts, '--status') ? a.opts['--status'] : 'open';
+  if (![...STATUSES, 'open', 'all'].includes(status)) {
+    throw new CommandError(`sqlite-idempotency: --status must be one of open, all, ${STATUSES.join(', ')}; got "${status}"`, 64);
+  }
+  const limitText = has(a.opts, '--limit') ? a.opts['--limit'] : '100';
+  if (!/^[0-9]{1,7}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 1000000) {
+    throw new CommandError(`sqlite-idempotency: --limit must be an integer from 1 to 1000000, got "${limitText}"`, 64);
+  }
+  const limit = Number(limitText);
+  const older = has(a.opts, '--older-than') ? ageSeconds(a.opts['--older-than'], '--older-than') : null;
+  const db = openFile(file);
+  const name = pick(db, file, a.opts['--ledger']);
+  const refused = probe(db, name);
+  const now = nowMs(db);
+  const where = [];
+  const params = [];
+  for (const [opt, col] of [['--tool', 'tool'], ['--tenant', 'tenant']]) {
+    if (has(a.opts, opt)) {
+      where.push(`${col} = ?`);
+      params.push(a.opts[opt]);
+    }
+  }
+  if (older !== null) {
+    where.push('updated_at <= ?');
+    params.push(ageNow(now) - older * 1000);
+  }
+  const statuses = status === 'all' ? [...STATUSES] : status === 'open' ? ['claimed', 'unknown'] : [status];
+  let rows = [];
+  try {
+    if (refused === null) {
+      for (const s of statuses) {
+        const sql = `SELECT rowid, ${ROW_COLS} FROM ${q(name)} WHERE status = ?${where.map((w) => ` AND ${w}`).join('')} ORDER BY rowid LIMIT ?`;
+        rows.push(...db.prepare(sql).raw().all(s, ...params, limit + 1));
+      }
+    } else {
+      const eff = effectiveSql(now);
+      const cols = ROW_COLS.replace('status', `${eff} AS status`);
+      const sql = `SELECT id, ${cols} FROM ${q(`${name}_rows`)} WHERE ${eff} IN (${statuses.map(() => '?').join(', ')})${where.map((w) => ` AND ${w}`).join('')} ORDER BY id LIMIT ?`;
+      rows = db.prepare(sql).raw().all(...statuses, ...params, limit + 1);
+    }
+  } catch (e) {
+    throw new CommandError(`sqlite-idempotency: ${name} cannot be read: ${e.message}`);
+  }
+  rows.sort((x, y) => x[0] - y[0]);
+  const more = rows.length > limit;
+  rows = rows.slice(0, limit);
+  const names = ROW_COLS.split(', ');
+  const code = refused !== null ? 2 : 0;
+  if (a.json) {
+    out.push(`${jdump(rows.map((r) => Object.fromEntries(names.map((n, i) => [n, r[i + 1]]))))}\n`);
+    if (refused !== null) out.push(`[read from ${name}_rows: the ledger refuses reads: ${refused}]\n`);
+    return code;
+  }
+  let text = rows.length ? table(['tenant', 'key', 'tool', 'status', 'attempt', 'updated'], rows.map((r) => [r[1], r[2], r[4], r[6], r[7], iso(r[9])])) : '';
+  text += more ? `first ${limit} rows (--limit N shows more)\n` : `${plural(rows.length, 'row')}\n`;
+  if (refused !== null) text += `read from ${name}_rows: the ledger refuses reads: ${refused}\n`;
+  out.push(text);
+  return code;
+}
+
+function tenantOf(db, name, key, tenant) {
+  if (tenant !== undefined) return tenant;
+  let tenants;
+  try {
+    tenants = db.prepare(`SELECT tenant FROM ${q(`${name}_rows`)} WHERE key = ? ORDER BY tenant`).pluck().all(key);
+  } catch (e) {
+    throw new CommandError(`sqlite-idempotency: ${name}_rows cannot be read: ${e.message}`);
+  }
+  if (!tenants.length) throw new CommandError(`sqlite-idempotency: ledger ${name} has no key "${key}"`);
+  if (tenants.length > 1) throw new CommandError(`sqlite-idempotency: key "${key}" is held by ${tenants.length} tenants (${tenants.join(', ')}): choose one with --tenant`);
+  return tenants[0];
+}
+
+const SHOW = ['tenant', 'key', 'conversation', 'tool', 'effect', 'status', 'attempt', 'created_at', 'updated_at', 'lease_until', 'args', 'result', 'error', 'members'];
+const JSON_COLS = ['args', 'result', 'error', 'members'];
+
+function cmdShow(a, out) {
+  const [file, key] = a.pos;
+  const db = openFile(file);
+  const name = pick(db, file, a.opts['--ledger']);
+  const tenant = tenantOf(db, name, key, a.opts['--tenant']);
+  const refused = probe(db, name);
+  let cols = SHOW.join(', ');
+  let r;
+  try {
+    if (refused === null) {
+      r = db.prepare(`SELECT ${cols} FROM ${q(name)} WHERE tenant = ? AND key = ?`).raw().get(tenant, key);
+    } else {
+      cols = cols.replace('status', `${effectiveSql(nowMs(db))} AS status`);
+      r = db.prepare(`SELECT ${cols} FROM ${q(`${name}_rows`)} WHERE tenant = ? AND key = ?`).raw().get(tenant, key);
+    }
+  } catch (e) {
+    throw new CommandError(`sqlite-idempotency: ${name} cannot be read: ${e.message}`);
+  }
+  if (r === undefined) throw new CommandError(`sqlite-idempotency: ledger ${name} has no key "${key}" of tenant "${tenant}"`);
+  const d = Object.fromEntries(SHOW.map((k, i) => [k, r[i]]));
+  const code = refused !== null ? 2 : 0;
+  if (a.json) {
+    out.push(`${jdump(Object.fromEntries(SHOW.map((k) => [k, JSON_COLS.includes(k) ? new Raw(d[k]) : d[k]])))}\n`);
+    if (refused !== null) out.push(`[read from ${name}_rows: the ledger refuses reads: ${refused}]\n`);
+    return code;
+  }
+  const items = SHOW.map((k) => {
+    const v = d[k];
+    if (['created_at', 'updated_at', 'lease_until'].includes(k)) return [k, `${iso(v)} (${v})`];
+    if (JSON_COLS.includes(k)) return [k, v === null ? 'null' : v];
+    return [k, String(v)];
+  });
+  if (refused !== null) items.push(['read from', `${name}_rows (the ledger refuses reads: ${refused})`]);
+  out.push(pairs(items));
+  return code;
+}
+
+function cmdResolve(a, out) {
+  const [file, key, status] = a.pos;
+  if (!['succeeded', 'failed', 'released'].includes(status)) {
+    throw new CommandError(`sqlite-idempotency: resolve STATUS must be succeeded, failed or released; got "${status}"`, 64);
+  }
+  const db = openFile(file, true);
+  const name = pick(db, file, a.opts['--ledger']);
+  const tenant = tenantOf(db, name, key, a.opts['--tenant']);
+  let answer;
+  try {
+    answer = db.prepare('SELECT idem_resolve(?, ?, ?, ?, ?)').pluck().get(name, tenant, key, status, has(a.opts, '--detail') ? a.opts['--detail'] : null);
+  } catch (e) {
+    throw new CommandError(`sqlite-idempotency: ${e.message}`);
+  }
+  out.push(a.json ? `${answer}\n` : `resolved ${tenant} ${key}: ${status}\n`);
+  return 0;
+}
+
+function cmdPurge(a, out) {
+  const file = a.pos[0];
+  const secs = ageSeconds(a.opts['--older-than'], '--older-than');
+  const db = openFile(file, true);
+  const name = pick(db, file, a.opts['--ledger']);
+  let n;
+  try {
+    n = Number(db.prepare('SELECT idem_purge(?, ?)').pluck().get(name, BigInt(secs)));
+  } catch (e) {
+    throw new CommandError(`sqlite-idempotency: ${e.message}`);
+  }
+  out.push(a.json ? `${jdump({ purged: n })}\n` : `purged ${plural(n, 'row')}\n`);
+  return 0;
+}
+
+function cmdCheck(a, out) {
+  const file = a.pos[0];
+  const db = openFile(file);
+  const name = pick(db, file, a.opts['--ledger']);
+  const st = readState(db, file, name);
+  const refused = probe(db, name);
+  const checks = [];
+  const add = (check, ok, detail) => checks.push({ check, result: ok ? 'ok' : 'broken', detail });
+  let kind = null;
+  if (refused !== null) {
+    kind = refused.includes('format') ? 'format' : refused.includes('trigger') ? 'triggers' : refused.includes('_meta') ? 'options' : 'reads';
+  }
+  add('format', kind !== 'format', kind === 'format' ? refused : String(st.format));
+  add('triggers', kind !== 'triggers', kind === 'triggers' ? refused : "the ledger's own triggers are in place");
+  add('options', kind !== 'options', kind === 'options' ? refused : optionsText(st.options));
+  if (kind === 'reads') add('reads', false, refused);
+  const bad = st.guards.filter((g) => g.missing.length);
+  if (!st.guards.length) add('guards', true, 'none');
+  else if (!bad.length) add('guards', true, `${st.guards.map((g) => g.table).join(', ')}: insert and update triggers in place`);
+  for (const p of st.problems.filter((x) => x.startsWith('guard of table '))) add('guards', false, p);
+  // on a connection without the extension, as any tool would run it (a newer
+  // SQLite would otherwise ask the ledger too, which refuses when broken)
+  let res;
+  try {
+    const Database = require('better-sqlite3');
+    const plain = new Database(require('node:path').resolve(file), { readonly: true, fileMustExist: true });
+    try {
+      res = plain.prepare('PRAGMA integrity_check').pluck().all();
+    } finally {
+      plain.close();
+    }
+  } catch (e) {
+    res = [e.message];
+  }
+  add('integrity_check', res.length === 1 && res[0] === 'ok', res.join('; '));
+  if (st.attention.length) {
+    for (const p of st.attention) checks.push({ check: 'rows', result: 'attention', detail: p });
+  } else {
+    add('rows', true, 'no unknown rows, no expired claims');
+  }
+  const verdict = checks.some((c) => c.result === 'broken') ? 'broken' : st.attention.length ? 'needs attention' : 'healthy';
+  if (a.json) out.push(`${jdump({ file, ledger: name, checks, verdict })}\n`);
+  else out.push(`${table(['result', 'check', 'detail'], checks.map((c) => [c.result, c.check, c.detail]))}verdict: ${verdict}\n`);
+  return { healthy: 0, 'needs attention': 1 }[verdict] ?? 2;
+}
+
+const METRICS = [
+  ['idempotency_ledger_up', '1 when the ledger answers reads and its guards have their triggers, else 0.'],
+  ['idempotency_ledger_format', "The format version in the ledger's _meta table."],
+  ['idempotency_ledger_open_claims', 'Live claims: calls running now.'],
+  ['idempotency_ledger_unknown', 'Rows whose outcome is unknown (settled unknown, or an external claim whose lease ran out): reconcile them.'],
+  ['idempotency_ledger_expired_claims', 'Claims whose lease ran out before their holder settled them.'],
+  ['idempotency_ledger_oldest_unknown_age_seconds', 'Seconds since the oldest unknown row was claimed; 0 when there is none.'],
+];
+
+function metricValues(st) {
+  const o = st.oldest_unknown;
+  return [st.problems.length ? 0 : 1, Number.isInteger(st.format) ? st.format : 0, st.open_claims, st.unknown, st.expired_claims, o === null ? 0 : o.age_seconds];
+}
+
+const labelValue = (v) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+
+function cmdMetrics(a, out) {
+  const file = a.pos[0];
+  const db = openFile(file);
+  const st = readState(db, file, pick(db, file, a.opts['--ledger']));
+  const label = `{ledger="${labelValue(st.ledger)}"}`;
+  const values = metricValues(st);
+  out.push(METRICS.map(([metric, help], i) => `# HELP ${metric} ${help}\n# TYPE ${metric} gauge\n${metric}${label} ${values[i]}\n`).join(''));
+  return 0;
+}
+
+const RUN = { status: cmdStatus, list: cmdList, show: cmdShow, resolve: cmdResolve, purge: cmdPurge, check: cmdCheck, metrics: cmdMetrics };
+
+// Runs the command; returns its exit status.
+function main(argv = process.argv.slice(2), stdout = process.stdout, stderr = process.stderr) {
+  if (!argv.length || argv.some((x) => x === '-h' || x === '--help')) {
+    (argv.length ? stdout : stderr).write(USAGE);
+    return argv.length ? 0 : 64;
+  }
+  if (argv.length === 1 && argv[0] === '--version') {
+    stdout.write(`sqlite-idempotency ${require('./package.json').version}\n`);
+    return 0;
+  }
+  const out = [];
+  let code;
+  try {
+    const a = parse(argv);
+    code = RUN[a.command](a, out);
+  } catch (e) {
+    stdout.write(out.join(''));
+    stderr.write(e instanceof CommandError ? `${e.message}\n` : `sqlite-idempotency: ${e.message}\n`);
+    return e instanceof CommandError ? e.status : 2;
+  }
+  stdout.write(out.join(''));
+  return code;
+}
+
+module.exports = { main, parse, jdump, Raw, METRICS, metricValues };
+
+if (require.main === module) process.exitCode = main();
