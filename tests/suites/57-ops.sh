@@ -2,7 +2,7 @@
 # Operating the ledger (docs/operating.md), from both packages as a user has
 # them: a copy of bindings/python holding the built extension on PYTHONPATH,
 # and a scratch npm project whose node_modules holds a copy of bindings/node
-# (with the extension under prebuilds/), better-sqlite3 12, prom-client and
+# (with its platform package, tests/lib/nodepkg.sh), better-sqlite3 12, prom-client and
 # OpenTelemetry from tests/ops/node_modules (npm ci there).
 #
 #   python / node   reconciliation against the counting target of
@@ -48,11 +48,9 @@ if ! command -v node >/dev/null 2>&1; then
 elif [ ! -f "$NM/better-sqlite3/package.json" ] || [ ! -f "$NM/prom-client/package.json" ]; then
   fail node "$NM lacks better-sqlite3 or prom-client (run npm ci in tests/ops)"
 else
-  pkg=$tmp/proj/node_modules/sqlite-idempotency
-  cp -r bindings/node "$pkg"
-  plat=$(node -p 'process.platform + "-" + process.arch')
-  mkdir -p "$pkg/prebuilds/$plat"
-  cp "$ext" "$pkg/prebuilds/$plat/idempotency.so"
+  # shellcheck source=tests/lib/nodepkg.sh
+  . tests/lib/nodepkg.sh
+  stage_node_pkg "$tmp/proj/node_modules" "$ext"
   for d in "$NM"/* "$NM"/@*; do
     [ -e "$tmp/proj/node_modules/$(basename "$d")" ] || ln -s "$ROOT/$d" "$tmp/proj/node_modules/$(basename "$d")"
   done
@@ -193,7 +191,7 @@ idempotency_ledger_expired_claims{ledger=\"ledger\"} 0"
   [ "$(head -5 <<<"$got")" = "$want" ] && pass cli:metrics-values || fail cli:metrics-values "got: $got"
   # a format this build does not read
   cp "$F/healthy.db" "$F/future.db"
-  sqlite3 "$F/future.db" "UPDATE ledger_meta SET v = 99 WHERE k = 'format'"
+  sqlite3 "$F/future.db" "DROP TRIGGER ledger_meta_update; UPDATE ledger_meta SET v = 99 WHERE k = 'format'"
   same 2 check future.db
   got=$(cd "$F" && pycli check future.db | sed -n 's/^broken *format *//p')
   case "$got" in
