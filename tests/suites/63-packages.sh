@@ -109,7 +109,7 @@ if [[ " ${parts[*]} " == *" python "* ]]; then
     tag=$("$PY" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(z.read(sys.argv[2]).decode())' \
       "$whl" "sqlite_idempotency-$version.dist-info/WHEEL")
     pkg_files=$(grep '^sqlite_idempotency/' <<<"$names" | sort | tr '\n' ' ')
-    want_files=$(for f in __init__.py py.typed $carried; do echo "sqlite_idempotency/$f"; done | sort | tr '\n' ' ')
+    want_files=$(for f in __init__.py py.typed tools.py $carried; do echo "sqlite_idempotency/$f"; done | sort | tr '\n' ' ')
     if [ "$pkg_files" = "$want_files" ] &&
       grep -qx 'Root-Is-Purelib: false' <<<"$tag" && grep -qx "Tag: py3-none-$plat" <<<"$tag"; then
       echo "PASS packages.dist:wheel ($(basename "$whl"): the API, py.typed, $carried; platlib, not pure)"
@@ -137,7 +137,7 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   tgz=$DIST/sqlite-idempotency-$version.tgz
   nplat=$(node -p 'process.platform + "-" + process.arch')
   files=$(tar tzf "$tgz" 2>/dev/null | sort | tr '\n' ' ')
-  want=$( (for f in LICENSE README.md index.d.ts index.js index.mjs package.json; do echo "package/$f"; done
+  want=$( (for f in LICENSE README.md index.d.ts index.js index.mjs mcp.d.ts mcp.js mcp.mjs package.json; do echo "package/$f"; done
     for f in $carried; do echo "package/prebuilds/$nplat/$f"; done) | sort | tr '\n' ' ')
   if [ "$files" = "$want" ]; then
     echo "PASS packages.dist:npm ($(basename "$tgz"): the API, its .d.ts, $carried for $nplat)"
