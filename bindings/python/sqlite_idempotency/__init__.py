@@ -28,6 +28,7 @@ import os
 import random
 import re
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
@@ -431,6 +432,7 @@ class Ledger:
         self.name = name
         self._schema, self._table = _split_name(name)  # a malformed name is refused here, once
         self._transactional = False  # the ledger refused a claim outside a transaction
+        self._thread = threading.get_ident()  # the connection's thread (tools.py opens others per thread)
 
     def _sql_name(self, suffix: str = "") -> str:
         """The ledger (or its shadow table ``suffix``) as a quoted SQL name."""
@@ -738,6 +740,22 @@ class Ledger:
                             "call runs a synchronous action: nothing was sent and the claim is released")
         result, s = self._settle_value(d, "succeeded", result, "the result")
         return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
+
+    async def acall(self, tenant: str, conversation: str, tool: str, args: Any,
+                    action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
+                    wait: float = 0.0, renew_seconds: Optional[int] = None) -> Outcome:
+        """`call` for asyncio: ``action(attempt)`` may be an ``async def``; see `sqlite_idempotency.tools.acall`."""
+        from .tools import acall
+        return await acall(self, tenant, conversation, tool, args, action, operation_id=operation_id,
+                           wait=wait, renew_seconds=renew_seconds)
+
+    def tool(self, name: str, *, tenant: Any, conversation: Any, attempt: Optional[str] = "attempt",
+             wait: float = 0.0, renew_seconds: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A decorator: ``@ledger.tool("send_email", tenant=..., conversation=...)`` guards a function
+        (sync or ``async def``) with `call` / `acall`; see `sqlite_idempotency.tools`."""
+        from .tools import tool
+        return tool(self, name, tenant=tenant, conversation=conversation, attempt=attempt, wait=wait,
+                    renew_seconds=renew_seconds)
 
     def _settle_value(self, d: Admitted, status: str, value: Any, what: str) -> Tuple[Any, Dict[str, Any]]:
         """Settles ``status`` with ``value``; returns (the value as stored, the settle's answer).

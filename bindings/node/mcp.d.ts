@@ -1,0 +1,92 @@
+// TypeScript declarations of sqlite-idempotency/mcp (mcp.js). The types are
+// structural, so that this module needs no MCP SDK to type-check: the SDK's
+// McpServer, RequestHandlerExtra and CallToolResult fit them.
+import type { Attempt, Ledger } from './index.js';
+
+/** What the transport's verifier put on the request (the SDK's AuthInfo). */
+export interface AuthInfoLike {
+  token?: string;
+  clientId?: string;
+  scopes?: string[];
+  extra?: Record<string, unknown>;
+}
+
+/**
+ * The request context a tool callback receives: `extra` of
+ * @modelcontextprotocol/sdk 1.x (`signal`, `_meta`, `authInfo`), or `ctx`
+ * of @modelcontextprotocol/server 2.x (`mcpReq.signal`, `mcpReq._meta`,
+ * `http.authInfo`).
+ */
+export interface ToolExtraLike {
+  signal?: AbortSignal;
+  _meta?: { [key: string]: unknown };
+  authInfo?: AuthInfoLike;
+  mcpReq?: { signal?: AbortSignal; _meta?: { [key: string]: unknown } };
+  http?: { authInfo?: AuthInfoLike };
+}
+
+/** A CallToolResult: the tool's answer, stored and replayed as it is. */
+export interface CallToolResultLike {
+  content?: unknown[];
+  structuredContent?: unknown;
+  isError?: boolean;
+  _meta?: { [key: string]: unknown };
+}
+
+export interface McpIdempotencyOptions {
+  /**
+   * Who is calling: the key's tenant. Default: `authInfo.clientId` of the
+   * request (set by the transport's bearer-token verifier); a request
+   * without it is refused with a tool error naming what is missing.
+   */
+  tenant?: (extra: any) => string | undefined;
+  /**
+   * The conversation the call belongs to. Default: the request's `_meta`
+   * key `"io.github.sqlite-idempotency/conversation"`; a request without it
+   * is refused with a tool error naming what is missing. Never a request or
+   * session id: a retry has a new request id.
+   */
+  conversation?: (args: any, extra: any) => string | undefined;
+  /** Wait up to this long while an identical call is running, then answer its result (default 0). */
+  waitMs?: number;
+  /** The lease given right before the tool runs (default: the ledger's lease_seconds). */
+  renewSeconds?: number;
+}
+
+/** The `_meta` keys this module reads and writes. */
+export const META: {
+  readonly conversation: 'io.github.sqlite-idempotency/conversation';
+  readonly replay: 'io.github.sqlite-idempotency/replay';
+  readonly decision: 'io.github.sqlite-idempotency/decision';
+  readonly key: 'io.github.sqlite-idempotency/key';
+};
+
+/** `'io.github.sqlite-idempotency/'`, the prefix of every `_meta` key of this module. */
+export const PREFIX: 'io.github.sqlite-idempotency/';
+
+/** An MCP server whose tools can be wrapped: @modelcontextprotocol/sdk's McpServer. */
+export interface McpServerLike {
+  registerTool(...params: any[]): unknown;
+}
+
+/**
+ * Guards every tool registered on `server` (with `registerTool`, or the
+ * older `tool`) after this call; a tool whose annotations say
+ * `readOnlyHint: true` runs unguarded. Returns `server`.
+ */
+export function withIdempotency<S extends McpServerLike>(server: S, ledger: Ledger, options?: McpIdempotencyOptions): S;
+
+/**
+ * Guards one tool callback, `(args, extra)` or `(extra)` as the SDK calls
+ * it. `name` is the tool's name in the key. A replay resolves to the first
+ * result with `_meta["io.github.sqlite-idempotency/replay"]: true`; a call
+ * that is in progress, unknown or a mismatch resolves to a result with
+ * `isError: true` saying why it was not run (`R` is the callback's result
+ * type, which these results also fit when it is CallToolResult).
+ */
+export function idempotentTool<P extends unknown[], R extends CallToolResultLike>(
+  ledger: Ledger, name: string, options: McpIdempotencyOptions | undefined,
+  callback: (...params: P) => R | Promise<R>): (...params: P) => Promise<R>;
+
+/** The admitted claim of the guarded call a callback runs in: `headers` carries the Idempotency-Key. */
+export function attemptOf(extra: object): Attempt;

@@ -1,0 +1,216 @@
+"""Ledger-guarded tools: ``@ledger.tool(...)`` and ``await ledger.acall(...)``.
+
+    ledger = sqlite_idempotency.Ledger.open("agent.db")
+
+    @ledger.tool("send_email", tenant=lambda a: a["user"], conversation=lambda a: a["thread"])
+    def send_email(user, thread, to, body, attempt):
+        return post(..., headers=attempt.headers)        # runs at most once per key
+
+    out = send_email("u1", "t1", "a@b.c", "hi")          # an Outcome; out.idempotent on a replay
+
+The decorated function (sync or ``async def``) is called with its own
+arguments; they are bound to its signature (defaults applied) and become
+the key's arguments, except the parameter named ``attempt`` (when the
+function has one), which receives the `Attempt` (``headers`` carries the
+Idempotency-Key). ``tenant`` and ``conversation`` are each a string or a
+function of the bound arguments (a dict) returning one; a missing or empty
+one raises ValueError naming it, and nothing runs. It returns the
+`Outcome` of `Ledger.call` (``Ledger.acall`` for ``async def``), and raises
+as they do: `ClaimInProgress`, `OutcomeUnknown`, `ClaimMismatch`, `NotSent`.
+
+A `Ledger` is one ``sqlite3`` connection, which belongs to the thread that
+opened it. Called on another thread, a decorated tool uses a connection of
+that thread to the same database file (opened once per thread with
+`Ledger.open`, kept until the thread ends); a ledger in ``:memory:``
+cannot be shared, and raises. The decorator notes the database file, so
+apply it on the thread that opened the ledger.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+import random
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
+
+from . import (Attempt, ClaimInProgress, ClaimMismatch, IdempotencyError, InProgress, Mismatch, NotCommitted,
+               NotSent, Outcome, OutcomeUnknown, Replay, ToolFailed, Unknown)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import Ledger
+
+Part = Union[str, Callable[[Mapping[str, Any]], Optional[str]]]
+
+_local = threading.local()
+
+
+def _remember(ledger: "Ledger") -> None:
+    """Notes the ledger's file and busy_timeout (on its own thread), for `_thread_ledger`."""
+    if hasattr(ledger, "_thread_open") or threading.get_ident() != ledger._thread:
+        return
+    rows = [r for r in ledger.conn.execute("PRAGMA database_list").fetchall() if r[1] == (ledger._schema or "main")]
+    timeout = ledger.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    ledger._thread_open = (rows[0][2] if rows else "", timeout)  # type: ignore[attr-defined]
+
+
+def _thread_ledger(ledger: "Ledger") -> "Ledger":
+    """The ledger on a connection of the calling thread (``ledger`` itself on its own thread)."""
+    if threading.get_ident() == ledger._thread:
+        return ledger
+    cache = getattr(_local, "ledgers", None)
+    if cache is None:
+        cache = _local.ledgers = {}
+    own = cache.get(id(ledger))
+    if own is not None and own[0] is ledger:
+        return own[1]
+    file, timeout = getattr(ledger, "_thread_open", ("", 0))
+    if not file:
+        raise IdempotencyError(
+            f"Ledger.tool: ledger {ledger.name} is not in a database file (it is in memory or temporary), so "
+            "another thread cannot open it: call the tool on the thread that opened the ledger")
+    mine = type(ledger).open(file, ledger.name, create=False, busy_timeout_ms=timeout)
+    cache[id(ledger)] = (ledger, mine)
+    return mine
+
+
+async def acall(ledger: "Ledger", tenant: str, conversation: str, tool: str, args: Any,
+                action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
+                wait: float = 0.0, renew_seconds: Optional[int] = None) -> Outcome:
+    """`Ledger.call` for asyncio: ``action(attempt)`` may return an awaitable, which is awaited.
+
+    The same decisions and settles as `Ledger.call`; waiting for an
+    in-progress claim sleeps with ``asyncio.sleep``. The claim and settle
+    statements run on the event loop's thread (the connection's), each
+    blocking it at most ``busy_timeout`` while another process holds the
+    write lock. A task cancelled while its action runs (``asyncio.wait_for``
+    timing out, say) settles the claim unknown: the action may have sent;
+    the CancelledError propagates.
+    """
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
+        raise ValueError(f"Ledger.acall: wait must be a number of seconds >= 0, got {wait!r}")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    delay = 0.01
+    while True:
+        d = ledger._claim_committed(tenant, conversation, tool, args, operation_id)
+        left = deadline - loop.time()
+        if not isinstance(d, InProgress) or left <= 0:
+            break
+        await asyncio.sleep(min(left, delay * random.uniform(0.5, 1.0)))
+        delay = min(delay * 2, 0.5)
+    if isinstance(d, Replay):
+        return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
+    if isinstance(d, InProgress):
+        raise ClaimInProgress(d)
+    if isinstance(d, Unknown):
+        raise OutcomeUnknown("an earlier attempt may have reached the target", key=d.key, decision=d)
+    if isinstance(d, Mismatch):
+        raise ClaimMismatch(d)
+    if not d.committed:
+        ledger.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
+        raise NotCommitted(d.key)
+    attempt = Attempt(ledger, d)
+    ledger.renew(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
+    try:
+        result = action(attempt)
+        if inspect.isawaitable(result):
+            result = await result
+    except NotSent as e:
+        ledger.settle(d.token, "released", {**e.detail, "sent": False, "reason": e.reason})
+        e.key = d.key
+        e.args = (f"{d.key} was not sent ({e.reason}); the claim is released",)
+        raise
+    except ToolFailed as e:
+        error, s = ledger._settle_value(d, "failed", e.error, "the error")
+        return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False)
+    except OutcomeUnknown as e:
+        ledger._settle_unknown(d, e.detail)
+        raise OutcomeUnknown(e.reason, key=d.key, detail=e.detail) from e
+    except asyncio.CancelledError:
+        ledger._settle_unknown(d, {"reason": "CancelledError: the task was cancelled while the action ran"})
+        raise
+    except BaseException as e:
+        reason = f"{type(e).__name__}: {e}"
+        ledger._settle_unknown(d, {"reason": reason})
+        if not isinstance(e, Exception):
+            raise
+        raise OutcomeUnknown(reason, key=d.key) from e
+    result, s = ledger._settle_value(d, "succeeded", result, "the result")
+    return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
+
+
+def _part(which: str, value: Part, bound: Mapping[str, Any], tool: str) -> str:
+    if callable(value):
+        try:
+            v = value(bound)
+        except Exception as e:
+            raise ValueError(f"Ledger.tool: {tool}: {which} raised {type(e).__name__}: {e}; nothing was run") from e
+    else:
+        v = value
+    if v is None or v == "":
+        raise ValueError(f"Ledger.tool: {tool}: no {which} (it gave {v!r}); nothing was run")
+    if not isinstance(v, str):
+        raise ValueError(f"Ledger.tool: {tool}: {which} must be a string, got {type(v).__name__}; nothing was run")
+    return v
+
+
+def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attempt: Optional[str] = "attempt",
+         wait: float = 0.0, renew_seconds: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The decorator of `Ledger.tool` (see the module's documentation)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"Ledger.tool: name must be a non-empty string, got {name!r}")
+    for which, v in (("tenant", tenant), ("conversation", conversation)):
+        if not (callable(v) or (isinstance(v, str) and v)):
+            raise ValueError(f"Ledger.tool: {which} must be a non-empty string or a function of the arguments, got {v!r}")
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
+        raise ValueError(f"Ledger.tool: wait must be a number of seconds >= 0, got {wait!r}")
+
+    _remember(ledger)
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not callable(fn):
+            raise TypeError(f"Ledger.tool: {name}: the decorated object is not callable: {fn!r}")
+        sig = inspect.signature(fn)
+        takes_attempt = attempt is not None and attempt in sig.parameters
+        public = sig.replace(parameters=[p for n, p in sig.parameters.items() if not (takes_attempt and n == attempt)])
+
+        def bind(a: tuple, kw: dict) -> dict:
+            if takes_attempt and attempt in kw:
+                raise TypeError(f"{name}: {attempt} is given by the ledger, not by the caller")
+            b = public.bind(*a, **kw)
+            b.apply_defaults()
+            return dict(b.arguments)
+
+        def run(bound: dict, att: Attempt) -> Any:
+            # the bound arguments (and the attempt) in the signature's order
+            full = {n: (att if takes_attempt and n == attempt else bound[n]) for n in sig.parameters
+                    if n in bound or (takes_attempt and n == attempt)}
+            b = inspect.BoundArguments(sig, full)  # type: ignore[arg-type]
+            return fn(*b.args, **b.kwargs)
+
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def async_tool(*a: Any, **kw: Any) -> Outcome:
+                bound = bind(a, kw)
+                t = _part("tenant", tenant, bound, name)
+                c = _part("conversation", conversation, bound, name)
+                return await acall(_thread_ledger(ledger), t, c, name, bound, lambda att: run(bound, att),
+                                   wait=wait, renew_seconds=renew_seconds)
+            async_tool.__signature__ = public  # type: ignore[attr-defined]
+            return async_tool
+
+        @functools.wraps(fn)
+        def sync_tool(*a: Any, **kw: Any) -> Outcome:
+            bound = bind(a, kw)
+            t = _part("tenant", tenant, bound, name)
+            c = _part("conversation", conversation, bound, name)
+            return _thread_ledger(ledger).call(t, c, name, bound, lambda att: run(bound, att),
+                                               wait=wait, renew_seconds=renew_seconds)
+        sync_tool.__signature__ = public  # type: ignore[attr-defined]
+        return sync_tool
+
+    return decorate
+
+
+__all__ = ["acall", "tool"]
