@@ -73,7 +73,7 @@ function refusal(name, d, reason) {
     case 'mismatch':
       return `${name} was not run: its key ${d.key} is recorded for a different request (differs: ${d.differs}). ${again}`;
     default:
-      return `${name} did not finish (key ${d.key}: ${reason}): ${UNKNOWN}. ${again}`;
+      return `${name} did not finish (${d.key === undefined ? '' : `key ${d.key}: `}${reason}): ${UNKNOWN}. ${again}`;
   }
 }
 
@@ -137,4 +137,4 @@ async function runTool(ledger, name, spec, input, parts, signal, run) {
 // The note before a replayed result.
 const replayNote = (name, r) => `replay: ${name} already ran with these arguments (key ${r.key}); it was not run again. Its first result:`;
 
-module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, replayNote };
+module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, replayNote, refusal };

@@ -18,8 +18,10 @@
 // (whose default asks the model to try again) never sees them. The
 // callId is never part of the key: the SDK mints a new one when the model
 // re-plans. An abort of details.signal (a run aborted, the tool's
-// timeoutMs) after the tool started leaves the call unknown.
-const { ToolCallError, currentAttempt, checkOptions, runTool, replayNote } = require('./agent-tools.js');
+// timeoutMs) after the tool started leaves the call unknown; with
+// timeoutMs and no timeoutErrorFunction of its own, what the model reads
+// on that timeout says so (the SDK's default only says it timed out).
+const { ToolCallError, currentAttempt, checkOptions, runTool, replayNote, refusal } = require('./agent-tools.js');
 
 function idempotentTool(ledger, name, options, toolOptions) {
   const where = 'sqlite-idempotency/openai-agents: idempotentTool';
@@ -30,6 +32,9 @@ function idempotentTool(ledger, name, options, toolOptions) {
   return {
     ...toolOptions,
     name: toolOptions.name ?? name,
+    ...(toolOptions.timeoutMs !== undefined && toolOptions.timeoutErrorFunction === undefined && {
+      timeoutErrorFunction: () => refusal(name, { decision: 'unknown' }, `timed out after ${toolOptions.timeoutMs} ms`),
+    }),
     async execute(input, runContext, details) {
       let r;
       try {
