@@ -100,16 +100,20 @@ done
 if ! has typescript @types/node @types/better-sqlite3; then
   echo "SKIP integrations.typescript: $missing is not installed in $DIR/node_modules"
 else
-  for fw in "${ready[@]}"; do
-    printf '{ "compilerOptions": { "strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": ["node"] }, "files": ["%s"] }\n' \
-      "$DIR/$fw/consumer.ts" >"$project/tsconfig.json"
-    if out=$(cd "$project" && node node_modules/typescript/bin/tsc -p tsconfig.json 2>&1); then
-      echo "PASS integrations.typescript:$fw (tsc --strict accepts $DIR/$fw/consumer.ts and refuses each of its @ts-expect-error lines)"
-    else
-      echo "FAIL integrations.typescript:$fw: $(tr '\n' ' ' <<<"$out" | cut -c1-2000)"
-      rc=1
-    fi
-  done
+  # one program over every consumer; skipLibCheck, since checking the
+  # frameworks' own declarations takes minutes (the consumers' @ts-expect-error
+  # lines fail when a declaration here loses a framework type)
+  list=$(for fw in "${ready[@]}"; do printf '"%s", ' "$DIR/$fw/consumer.ts"; done)
+  printf '{ "compilerOptions": { "strict": true, "noEmit": true, "skipLibCheck": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": ["node"] }, "files": [%s] }\n' \
+    "${list%, }" >"$project/tsconfig.json"
+  if [ ${#ready[@]} -eq 0 ]; then
+    echo "SKIP integrations.typescript: no framework is installed"
+  elif out=$(cd "$project" && node node_modules/typescript/bin/tsc -p tsconfig.json 2>&1); then
+    echo "PASS integrations.typescript (tsc --strict accepts $DIR/{${ready[*]}}/consumer.ts and refuses each of their @ts-expect-error lines)"
+  else
+    echo "FAIL integrations.typescript: $(tr '\n' ' ' <<<"$out" | cut -c1-2000)"
+    rc=1
+  fi
 fi
 
 # --- docs/integrations.md: every example of these sections, as written -------

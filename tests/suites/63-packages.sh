@@ -137,7 +137,8 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   tgz=$DIST/sqlite-idempotency-$version.tgz
   nplat=$(node -p 'process.platform + "-" + process.arch')
   files=$(tar tzf "$tgz" 2>/dev/null | sort | tr '\n' ' ')
-  want=$( (for f in LICENSE README.md index.d.ts index.js index.mjs package.json; do echo "package/$f"; done
+  want=$( (for f in LICENSE README.md index.d.ts index.js index.mjs package.json agent-tools.js agent-tools.d.ts \
+    ai.js ai.mjs ai.d.ts openai-agents.js openai-agents.mjs openai-agents.d.ts langchain.js langchain.mjs langchain.d.ts; do echo "package/$f"; done
     for f in $carried; do echo "package/prebuilds/$nplat/$f"; done) | sort | tr '\n' ' ')
   if [ "$files" = "$want" ]; then
     echo "PASS packages.dist:npm ($(basename "$tgz"): the API, its .d.ts, $carried for $nplat)"

@@ -22,6 +22,14 @@ function explain(e: unknown): string {
 }
 void out; void decisions; void explain;
 
+// the SDK's own types reach the key's functions (tsc runs with skipLibCheck:
+// a declaration that lost them would make these no error)
+idempotentTool(ledger, 'send_email', {
+  // @ts-expect-error: ToolExecutionOptions has no member nope
+  tenant: (input, options) => options.nope,
+  // @ts-expect-error: the input is the schema's ({ to: string })
+  conversation: (input) => input.from,
+}, sendEmail);
 // @ts-expect-error: the ledger comes first
 idempotentTool('send_email', ledger, { tenant: () => 't', conversation: () => 'c' }, sendEmail);
 // @ts-expect-error: a tenant function is required

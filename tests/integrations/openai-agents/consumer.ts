@@ -20,6 +20,13 @@ const isRefusal = (e: unknown): boolean => e instanceof ToolCallError && e.decis
 const toolName: string = sendEmail.name;
 void toolName; void isRefusal;
 
+// the SDK's own types reach the key's functions (tsc runs with skipLibCheck:
+// a declaration that lost them would make these no error)
+idempotentTool(ledger, 'x', {
+  // @ts-expect-error: RunContext has no member nope
+  tenant: (input, runContext) => runContext?.nope,
+  conversation: () => 'c',
+}, { description: 'x', parameters: z.object({ to: z.string() }), execute: async () => 1 });
 // @ts-expect-error: the tool options come last, with an execute
 idempotentTool(ledger, 'send_email', { tenant: () => 't', conversation: () => 'c' });
 // @ts-expect-error: waitMs is a number
