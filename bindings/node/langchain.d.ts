@@ -1,0 +1,50 @@
+// TypeScript declarations of sqlite-idempotency/langchain (langchain.js).
+import type { Ledger } from './index.js';
+import type { KeyPartResult } from './agent-tools.js';
+
+export { currentAttempt, ToolCallError } from './agent-tools.js';
+export type { KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
+
+/**
+ * The parts of a LangChain RunnableConfig the key's functions read (this
+ * file names no @langchain/core type, so that it fits both of that
+ * package's builds, CommonJS and ES module).
+ */
+export interface ToolCallConfig {
+  configurable?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+  signal?: AbortSignal;
+  toolCall?: { id?: string; name: string; args: Record<string, unknown> };
+  [field: string]: unknown;
+}
+
+/** A @langchain/core tool: tool(func, { name, schema }), a StructuredTool or a DynamicTool. */
+export interface LangChainTool {
+  name: string;
+  invoke(input: any, config?: any): Promise<any>;
+}
+
+/** What idempotentTool needs besides the tool: the key's who and conversation, from each call. */
+export interface IdempotentToolOptions {
+  /** the tenant of the call (e.g. `config.configurable.user_id`, set by the application), never from the model */
+  tenant: (input: unknown, config: ToolCallConfig) => KeyPartResult;
+  /** the conversation of the call (default: `config.configurable.thread_id`, LangGraph's thread) */
+  conversation?: (input: unknown, config: ToolCallConfig) => KeyPartResult;
+  /** wait up to this long while another caller holds the key (default 0) */
+  waitMs?: number;
+}
+
+/**
+ * A copy of the tool (same class, name, schema) that runs at most once per
+ * tenant + conversation + name + canonical input. Called with a tool call,
+ * a replay is a ToolMessage whose content notes the replay and whose
+ * `response_metadata.idempotency` is `{ decision: 'replay', key }`;
+ * refusals and recorded failures are ToolMessages with status 'error',
+ * returned, not thrown (the tool-retry middleware does not retry them).
+ */
+export function idempotentTool<T extends LangChainTool>(
+  ledger: Ledger,
+  name: string,
+  options: IdempotentToolOptions,
+  tool: T,
+): T;

@@ -1,0 +1,2 @@
+// ES module entry of sqlite-idempotency/langchain: the same objects as langchain.js.
+export * from './langchain.js';

@@ -1,0 +1,30 @@
+// TypeScript declarations of sqlite-idempotency/openai-agents (openai-agents.js).
+import type { RunContext, ToolExecuteArgument, ToolInputParameters, ToolOptions, ToolOutputSchema } from '@openai/agents';
+import type { Ledger } from './index.js';
+import type { KeyPartResult } from './agent-tools.js';
+
+export { currentAttempt, ToolCallError } from './agent-tools.js';
+export type { KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
+
+/** What idempotentTool needs besides the tool: the key's who and conversation, from each call. */
+export interface IdempotentToolOptions<INPUT, Context> {
+  /** the tenant of the call (from the run's context, set by the application), never from the model */
+  tenant: (input: INPUT, runContext: RunContext<Context> | undefined, details: unknown) => KeyPartResult;
+  /** the conversation of the call (e.g. from the run's context); never the callId, which the SDK mints anew on re-plan */
+  conversation: (input: INPUT, runContext: RunContext<Context> | undefined, details: unknown) => KeyPartResult;
+  /** wait up to this long while another caller holds the key (default 0) */
+  waitMs?: number;
+}
+
+/**
+ * The options of tool(), with an execute that runs at most once per tenant
+ * + conversation + name + canonical input. A replay's output is a note and
+ * the first output as JSON; a refusal's or recorded failure's is the text
+ * the model reads (never thrown). name defaults the tool's name.
+ */
+export function idempotentTool<TParameters extends ToolInputParameters, Context, TOutputSchema extends ToolOutputSchema | undefined = undefined>(
+  ledger: Ledger,
+  name: string,
+  options: IdempotentToolOptions<ToolExecuteArgument<TParameters>, Context>,
+  toolOptions: ToolOptions<TParameters, Context, TOutputSchema>,
+): ToolOptions<TParameters, Context, TOutputSchema>;

@@ -1,0 +1,52 @@
+'use strict';
+// sqlite-idempotency/openai-agents: the options of an @openai/agents
+// tool() whose execute runs at most once per tenant + conversation + tool
+// + canonical arguments.
+//
+//   import { tool } from '@openai/agents';
+//   import { idempotentTool, currentAttempt } from 'sqlite-idempotency/openai-agents';
+//   const sendEmail = tool(idempotentTool(ledger, 'send_email', {
+//     tenant: (input, runContext) => runContext.context.userId,
+//     conversation: (input, runContext) => runContext.context.conversationId,
+//   }, { description, parameters, execute: async (input) => post(url, input, currentAttempt().headers) }));
+//
+// The model reads a tool's output as text: the first call's output is the
+// tool's; a replay's is a note saying it is a replay, then the first output
+// as JSON; a refusal (in_progress, unknown, mismatch, a missing tenant or
+// conversation) or a recorded failure is the text telling the model not to
+// call again and why. None of them is thrown, so the SDK's error function
+// (whose default asks the model to try again) never sees them. The
+// callId is never part of the key: the SDK mints a new one when the model
+// re-plans. An abort of details.signal (a run aborted, the tool's
+// timeoutMs) after the tool started leaves the call unknown; with
+// timeoutMs and no timeoutErrorFunction of its own, what the model reads
+// on that timeout says so (the SDK's default only says it timed out).
+const { ToolCallError, currentAttempt, checkOptions, runTool, replayNote, refusal } = require('./agent-tools.js');
+
+function idempotentTool(ledger, name, options, toolOptions) {
+  const where = 'sqlite-idempotency/openai-agents: idempotentTool';
+  const spec = checkOptions(where, ledger, name, options);
+  if (!toolOptions || typeof toolOptions.execute !== 'function') {
+    throw new TypeError(`${where}: the tool options must have an execute function (what tool({ name, parameters, execute }) takes)`);
+  }
+  return {
+    ...toolOptions,
+    name: toolOptions.name ?? name,
+    ...(toolOptions.timeoutMs !== undefined && toolOptions.timeoutErrorFunction === undefined && {
+      timeoutErrorFunction: () => refusal(name, { decision: 'unknown' }, `timed out after ${toolOptions.timeoutMs} ms`),
+    }),
+    async execute(input, runContext, details) {
+      let r;
+      try {
+        r = await runTool(ledger, name, spec, input, [input, runContext, details], details && details.signal,
+          () => toolOptions.execute(input, runContext, details));
+      } catch (e) {
+        if (e instanceof ToolCallError) return e.message;
+        throw e;
+      }
+      return r.replay ? `${replayNote(name, r)}\n${JSON.stringify(r.result)}` : r.result;
+    },
+  };
+}
+
+module.exports = { idempotentTool, currentAttempt, ToolCallError };

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The agent-framework integrations of the Node package, end to end with
+# each framework's own machinery (tests/integrations/):
+#
+#   ai             sqlite-idempotency/ai: generateText with the AI SDK's
+#                  MockLanguageModelV3 re-emitting a tool call under a new id
+#   openai-agents  sqlite-idempotency/openai-agents: run() with a custom Model
+#   langchain      sqlite-idempotency/langchain: a LangGraph ToolNode with the
+#                  SQLite checkpointer on the ledger's connection, a graph
+#                  interrupted after the tool ran and resumed in another
+#                  process; createAgent with the tool-retry middleware
+#   typescript     tsc --strict over each adapter's declarations
+#                  (tests/integrations/*/consumer.ts)
+#   docs           every JavaScript example of docs/integrations.md's AI SDK,
+#                  OpenAI Agents and LangChain sections, run as written, its
+#                  output compared with the block after it
+#
+# Each test drives a tool that POSTs to the counting target
+# (tests/adapters/test_server.py) through the scenarios of
+# tests/integrations/lib/agent_harness.mjs. The frameworks come from
+# tests/integrations/node_modules (npm ci there when absent); a framework npm
+# could not install skips, saying why. The package is staged as npm would
+# install it: bindings/node with the plain build of the extension in
+# prebuilds/, in a temporary project whose node_modules links the
+# frameworks.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$PWD
+DIR=tests/integrations
+. tests/lib/interp.sh
+
+# The package carries the plain build; the sanitized and valgrind runs test
+# the same C in the other suites.
+if [ -n "${SANITIZE:-}" ] || [ "${BUILD:-build}" != build ] || [ -n "${TEST_WRAP:-}" ]; then
+  echo "SKIP integrations-agents: runs in make test only: the package carries the plain build, which carries no sanitizer runtime and is not run under valgrind here"
+  exit 0
+fi
+plain_ext integrations-agents ai openai-agents langchain
+
+rc=0
+node_bsql integrations-agents node "$DIR"
+[ "$node_ready" = 1 ] || exit "$rc"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+project=$tmp/project
+mkdir -p "$project/node_modules"
+for e in "$ROOT/$DIR"/node_modules/* "$ROOT/$DIR"/node_modules/.bin; do ln -s "$e" "$project/node_modules/"; done
+nplat=$(node -p 'process.platform + "-" + process.arch')
+pkg=$project/node_modules/sqlite-idempotency
+mkdir -p "$pkg/prebuilds/$nplat"
+files=$(node -p 'require("./bindings/node/package.json").files.filter((f) => !f.endsWith("/") && f !== "LICENSE").join(" ")')
+for f in $files; do cp "bindings/node/$f" "$pkg/"; done
+cp bindings/node/package.json "$pkg/"
+cp "$ext" "$pkg/prebuilds/$nplat/idempotency.so"
+printf '{ "name": "idem-integrations-test", "version": "0.0.0", "private": true, "type": "module" }\n' >"$project/package.json"
+# the test programs keep their places, so that they import each other as in the tree
+mkdir -p "$project/tests/lib" "$project/tests/adapters" "$project/$DIR"
+cp tests/lib/checks.mjs "$project/tests/lib/"
+cp tests/adapters/idem_adapter.mjs tests/adapters/test_server.py "$project/tests/adapters/"
+cp -r "$DIR/lib" "$DIR/ai" "$DIR/openai-agents" "$DIR/langchain" "$project/$DIR/"
+
+# has PACKAGE...: every package is installed in tests/integrations/node_modules
+has() {
+  local p
+  for p in "$@"; do [ -f "$DIR/node_modules/$p/package.json" ] || { missing=$p; return 1; }; done
+}
+
+# --- the frameworks, end to end -----------------------------------------------
+declare -A needs=(
+  [ai]="ai zod"
+  [openai-agents]="@openai/agents zod"
+  [langchain]="@langchain/core @langchain/langgraph @langchain/langgraph-checkpoint-sqlite langchain zod"
+)
+declare -A program=(
+  [ai]=test_ai.mjs
+  [openai-agents]=test_openai_agents.mjs
+  [langchain]=test_langchain.mjs
+)
+ready=()
+for fw in ai openai-agents langchain; do
+  # shellcheck disable=SC2086
+  if ! has ${needs[$fw]}; then
+    echo "SKIP integrations.$fw: $missing is not installed in $DIR/node_modules (npm ci there could not install it)"
+    continue
+  fi
+  ready+=("$fw")
+done
+pids=()
+for fw in "${ready[@]}"; do
+  (cd "$project" && run_checked integrations "$fw" node "$DIR/$fw/${program[$fw]}" >"$tmp/$fw.out" 2>&1; exit "$rc") &
+  pids+=($!)
+done
+for i in "${!ready[@]}"; do
+  wait "${pids[$i]}" || rc=1
+  cat "$tmp/${ready[$i]}.out"
+done
+
+# --- TypeScript: tsc --strict over each adapter's declarations ---------------
+if ! has typescript @types/node @types/better-sqlite3; then
+  echo "SKIP integrations.typescript: $missing is not installed in $DIR/node_modules"
+else
+  # one program over every consumer; skipLibCheck, since checking the
+  # frameworks' own declarations takes minutes (the consumers' @ts-expect-error
+  # lines fail when a declaration here loses a framework type)
+  list=$(for fw in "${ready[@]}"; do printf '"%s", ' "$DIR/$fw/consumer.ts"; done)
+  printf '{ "compilerOptions": { "strict": true, "noEmit": true, "skipLibCheck": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": ["node"] }, "files": [%s] }\n' \
+    "${list%, }" >"$project/tsconfig.json"
+  if [ ${#ready[@]} -eq 0 ]; then
+    echo "SKIP integrations.typescript: no framework is installed"
+  elif out=$(cd "$project" && node node_modules/typescript/bin/tsc -p tsconfig.json 2>&1); then
+    echo "PASS integrations.typescript (tsc --strict accepts $DIR/{${ready[*]}}/consumer.ts and refuses each of their @ts-expect-error lines)"
+  else
+    echo "FAIL integrations.typescript: $(tr '\n' ' ' <<<"$out" | cut -c1-2000)"
+    rc=1
+  fi
+fi
+
+# --- docs/integrations.md: every example of these sections, as written -------
+if out=$(cd "$project" && node "$DIR/lib/doc_examples.mjs" "$ROOT/docs/integrations.md" "${ready[@]}" 2>&1); then
+  printf '%s\n' "$out"
+else
+  printf '%s\n' "$out"
+  grep -q '^FAIL ' <<<"$out" || echo "FAIL integrations.docs: the examples' runner exited with an error"
+  rc=1
+fi
+
+exit $rc
