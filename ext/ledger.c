@@ -1057,7 +1057,10 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
         argv[2 + COL_ARGS], sqlite3_value_type(pEffect) == SQLITE_NULL ? 0 : pEffect,
         sqlite3_value_type(argv[2 + COL_KEY]) == SQLITE_NULL ? 0 : argv[2 + COL_KEY], &q, &zErr);
     if (rc == SQLITE_OK) rc = ledger_check_triggers(p, "idempotency", &zErr);
-    if (rc == SQLITE_OK) rc = ledger_claim_decide(p, "idempotency", &q, 1, 0, &d, &zErr);
+    /* 3: a decision that is not admitted writes nothing (the poison call's
+    ** failure is recorded by the next idem_claim): the INSERT is refused,
+    ** and a refused statement inside a transaction must leave no change */
+    if (rc == SQLITE_OK) rc = ledger_claim_decide(p, "idempotency", &q, 3, 0, &d, &zErr);
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
       rc = ledger_retention_step(p, "idempotency", &zErr);
     }

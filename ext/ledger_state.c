@@ -446,7 +446,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
 
   memset(d, 0, sizeof(*d));
   memset(&r, 0, sizeof(r));
-  if (bWrite == 1) {
+  if (bWrite == 1 || bWrite == 3) {
     rc = claim_insert(p, q, now, lease, bCommitted, d, &zTaken);
     if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
   }
@@ -525,6 +525,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr);
     r.zStatus = "claimed";
     if (rc) goto done;
+    if (bWrite == 3) goto done; /* INSERT INTO the ledger: refused, so nothing is written */
     rc = ledger_stmt(p, ST_SETTLE, &pUpd);
     if (rc) goto done;
     sqlite3_bind_text(pUpd, 1, "failed", -1, SQLITE_STATIC);
