@@ -23,3 +23,7 @@ MODEL_STEPS ?= 1000000
 model-long: all $(BUILD)/model
 	@MODEL_STEPS=$(MODEL_STEPS) MODEL_SEED=$(MODEL_SEED) bash tests/model/long.sh
 fuzz: model-long
+
+test-programs: $(BUILD)/faults
+$(BUILD)/faults: tests/faults/faults.c $(MODEL_HDR) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -Itests/stress -Itests/faults -o $@ tests/faults/faults.c -lsqlite3 $(EXTRA_LDFLAGS)

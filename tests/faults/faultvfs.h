@@ -17,7 +17,9 @@
 **                  SQLITE_IOERR_FSYNC, FVFS_FULL fails an xWrite with
 **                  SQLITE_FULL (a full disk: the write is not done),
 **                  FVFS_KILL raises SIGKILL at the n-th xWrite or xSync
-**                  (the process dies mid-operation)
+**                  (the process dies mid-operation), FVFS_DROP answers
+**                  SQLITE_OK to the n-th xWrite without writing (a lying
+**                  disk: the control that shows the checks can fail)
 **   nWrite, nSync  counted calls since fvfs_arm(), over every file the VFS
 **                  opened (database, journal, WAL; the WAL index is shared
 **                  memory, not I/O, and is not counted)
@@ -33,7 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { FVFS_NONE, FVFS_WRITE, FVFS_SYNC, FVFS_FULL, FVFS_KILL };
+enum { FVFS_NONE, FVFS_WRITE, FVFS_SYNC, FVFS_FULL, FVFS_KILL, FVFS_DROP };
 
 /* Julian day of the Unix epoch, in ms (what xCurrentTimeInt64 counts from). */
 #define FVFS_EPOCH_JDMS 210866760000000LL
@@ -69,7 +71,8 @@ static inline int fvfs_fire(FaultVfs *p, int kind, int iCall) {
     if (p->nWrite + p->nSync >= p->n) raise(SIGKILL);
     return 0;
   }
-  if (p->mode != kind && !(kind == FVFS_WRITE && p->mode == FVFS_FULL)) return 0;
+  if (p->mode != kind && !(kind == FVFS_WRITE && (p->mode == FVFS_FULL || p->mode == FVFS_DROP)))
+    return 0;
   if (iCall == p->n || (p->sticky && iCall > p->n)) {
     p->nFired++;
     return 1;
@@ -92,6 +95,7 @@ static int fvfsWrite(sqlite3_file *f, const void *z, int n, sqlite3_int64 off) {
   FaultVfs *v = p->pVfs;
   v->nWrite++;
   if (fvfs_fire(v, FVFS_WRITE, v->nWrite)) {
+    if (v->mode == FVFS_DROP) return SQLITE_OK;
     return v->mode == FVFS_FULL ? SQLITE_FULL : SQLITE_IOERR_WRITE;
   }
   return p->pReal->pMethods->xWrite(p->pReal, z, n, off);
