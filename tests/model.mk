@@ -27,3 +27,7 @@ fuzz: model-long
 test-programs: $(BUILD)/faults
 $(BUILD)/faults: tests/faults/faults.c $(MODEL_HDR) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -Itests/stress -Itests/faults -o $@ tests/faults/faults.c -lsqlite3 $(EXTRA_LDFLAGS)
+
+test-programs: $(BUILD)/skew
+$(BUILD)/skew: tests/faults/skew.c $(MODEL_HDR) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -Itests/stress -Itests/faults -o $@ tests/faults/skew.c -lsqlite3 $(EXTRA_LDFLAGS)
