@@ -1338,10 +1338,14 @@ static void exec_plain(const Op *op) {
       }
       if (accept) {
         r->st = b == 0 ? S_SUCCEEDED : b == 1 ? S_FAILED : b <= 4 ? S_RELEASED : S_UNKNOWN;
-        r->hasResult = b == 0;
-        r->hasError = b != 0 && azDet[b] != 0;
-        fmt_str(r->result, sizeof(r->result), "%s", b == 0 ? azDet[0] : "");
-        fmt_str(r->error, sizeof(r->error), "%s", b != 0 && azDet[b] ? azDet[b] : "");
+        /* plain SQL writes the one column it names; the other stays */
+        if (b == 0) {
+          r->hasResult = 1;
+          fmt_str(r->result, sizeof(r->result), "%s", azDet[0]);
+        } else {
+          r->hasError = azDet[b] != 0;
+          fmt_str(r->error, sizeof(r->error), "%s", azDet[b] ? azDet[b] : "");
+        }
         r->updated = now;
       }
       break;
