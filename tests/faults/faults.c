@@ -191,13 +191,15 @@ static int prepare(int sc, const char *zPath, char *zTok, char *zWhy, size_t nWh
     for (i = 0; i < 20; i++) {
       char zT[40];
       fmt_str(zSql, sizeof(zSql),
-              "SELECT idem_claim('L', 't', 'c', 'tool', '{\"n\":%d}', 'external', 'done-%d')", i, i);
+              "SELECT idem_claim('L', 't', 'c', 'tool', '{\"n\":%d}', 'external', 'done-%d')", i,
+              i);
       run(db, zSql, &r);
       if (r.rc || !json_field(r.text, "token", zT, sizeof(zT))) {
         fmt_str(zWhy, nWhy, "claim: %s", r.err);
         goto fail;
       }
-      fmt_str(zSql, sizeof(zSql), "SELECT idem_settle('L', '%s', 'succeeded', '{\"i\":%d}')", zT, i);
+      fmt_str(zSql, sizeof(zSql), "SELECT idem_settle('L', '%s', 'succeeded', '{\"i\":%d}')", zT,
+              i);
       run(db, zSql, &r);
       if (r.rc) {
         fmt_str(zWhy, nWhy, "settle: %s", r.err);
@@ -272,9 +274,12 @@ static int state_of(const char *zPath, const char *zKey, char *zOut, size_t nOut
   }
   run(db,
       "SELECT (SELECT v FROM L_meta WHERE k='format') || ' rows ' || (SELECT "
-      "coalesce(group_concat(x, ';'), '') FROM (SELECT tenant || '|' || key || '|' || status || '|' || "
-      "attempt || '|' || coalesce(result, '-') || '|' || coalesce(error, '-') AS x FROM L_rows WHERE "
-      "key <> 'next-1' ORDER BY tenant, key)) || ' guarded ' || coalesce((SELECT group_concat(k || '|' || v, ';') FROM "
+      "coalesce(group_concat(x, ';'), '') FROM (SELECT tenant || '|' || key || '|' || status || "
+      "'|' || "
+      "attempt || '|' || coalesce(result, '-') || '|' || coalesce(error, '-') AS x FROM L_rows "
+      "WHERE "
+      "key <> 'next-1' ORDER BY tenant, key)) || ' guarded ' || coalesce((SELECT group_concat(k || "
+      "'|' || v, ';') FROM "
       "g1), '') || ' triggers ' || (SELECT count(*) FROM sqlite_master WHERE type='trigger' AND "
       "tbl_name='L_rows')",
       &r);
@@ -284,7 +289,8 @@ static int state_of(const char *zPath, const char *zKey, char *zOut, size_t nOut
         "SELECT (SELECT v FROM L_meta WHERE k='format') || ' rows ' || (SELECT "
         "coalesce(group_concat(x, ';'), '') FROM (SELECT tenant || '|' || key || '|' || status || "
         "'|' || attempt || '|' || coalesce(result, '-') || '|' || coalesce(error, '-') AS x FROM "
-        "L_rows ORDER BY tenant, key)) || ' triggers ' || (SELECT count(*) FROM sqlite_master WHERE "
+        "L_rows ORDER BY tenant, key)) || ' triggers ' || (SELECT count(*) FROM sqlite_master "
+        "WHERE "
         "type='trigger' AND tbl_name='L_rows')",
         &r);
   }
@@ -311,7 +317,9 @@ static int state_of(const char *zPath, const char *zKey, char *zOut, size_t nOut
 static int sweep(int sc, int kind) {
   char zPath[600], zWhy[1024], zLive[40], zTok[40], zRowTok[40];
   char zBefore[4096], zAfter[4096], zState[4096];
-  const char *zKey = sc == SC_RECIPE ? "'op-2'" : (sc == SC_CLAIM || sc == SC_RETENTION) ? "'op-1'" : 0;
+  const char *zKey = sc == SC_RECIPE                          ? "'op-2'"
+                     : (sc == SC_CLAIM || sc == SC_RETENTION) ? "'op-1'"
+                                                              : 0;
   int n, nBefore = 0, nAfter = 0, nFailedAfter = 0, ok = 1;
   sqlite3 *db;
   Res res, r2;
@@ -388,11 +396,12 @@ static int sweep(int sc, int kind) {
     } else if (!strcmp(zState, zBefore) && res.rc) {
       nBefore++;
     } else {
-      report("FAIL faults.%s:%s.%s: N=%d: rc=%d %s; the file is %s\n      got    %s\n      before "
-             "%s\n      after  %s\n",
-             zMode, azScenario[sc], azFault[kind], n, res.rc, res.err,
-             res.rc ? "neither the state before nor after" : "not the state after a success",
-             zState, zBefore, zAfter);
+      report(
+          "FAIL faults.%s:%s.%s: N=%d: rc=%d %s; the file is %s\n      got    %s\n      before "
+          "%s\n      after  %s\n",
+          zMode, azScenario[sc], azFault[kind], n, res.rc, res.err,
+          res.rc ? "neither the state before nor after" : "not the state after a success", zState,
+          zBefore, zAfter);
       ok = 0;
     }
     /* next: the fault is gone; on the same connection a claim of a new
@@ -400,7 +409,8 @@ static int sweep(int sc, int kind) {
     ** upgrade is refused there), and so does the retry of a failed one */
     if (ok && sc != SC_UPGRADE) {
       Res nx;
-      run(db, "SELECT idem_claim('L', 't', 'c', 'tool', '{\"next\":1}', 'external', 'next-1')", &nx);
+      run(db, "SELECT idem_claim('L', 't', 'c', 'tool', '{\"next\":1}', 'external', 'next-1')",
+          &nx);
       if (nx.rc || !strstr(nx.text, "\"decision\":\"admitted\"")) {
         report("FAIL faults.%s:%s.%s: N=%d: the next claim after the fault: rc=%d %s%s\n", zMode,
                azScenario[sc], azFault[kind], n, nx.rc, nx.err, nx.text);
@@ -423,9 +433,10 @@ static int sweep(int sc, int kind) {
            azScenario[sc], azFault[kind], n, nBefore, nAfter,
            nFailedAfter ? ", some after reporting an error" : "");
     if (nFailedAfter) {
-      printf("  faults.%s:%s.%s: %d runs reported an error although the operation was committed "
-             "(a failed sync after the commit point)\n",
-             zMode, azScenario[sc], azFault[kind], nFailedAfter);
+      printf(
+          "  faults.%s:%s.%s: %d runs reported an error although the operation was committed "
+          "(a failed sync after the commit point)\n",
+          zMode, azScenario[sc], azFault[kind], nFailedAfter);
     }
   }
   return ok ? 0 : 1;
@@ -442,8 +453,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--only") && i + 1 < argc) zOnly = argv[++i];
     else if (!strcmp(a, "--control")) bControl = 1;
     else {
-      fprintf(stderr, "usage: faults [--ext PATH] --dir DIR [--mode wal|delete] [--fixture F] "
-                      "[--only SCENARIO]\n");
+      fprintf(stderr,
+              "usage: faults [--ext PATH] --dir DIR [--mode wal|delete] [--fixture F] "
+              "[--only SCENARIO]\n");
       return 2;
     }
   }
@@ -465,7 +477,8 @@ int main(int argc, char **argv) {
            zMode);
     caught = sweep(SC_RECIPE, FVFS_DROP);
     if (caught) printf("PASS faults.%s:control (a lost write was caught)\n", zMode);
-    else printf("FAIL faults.%s:control: no lost write was caught: the checks cannot fail\n", zMode);
+    else
+      printf("FAIL faults.%s:control: no lost write was caught: the checks cannot fail\n", zMode);
     return caught ? 0 : 1;
   }
   for (sc = 0; sc < SC_N; sc++) {

@@ -103,8 +103,8 @@ static void run_skew(sqlite3_int64 a, sqlite3_int64 b, const char *zKey, int bRe
   vHolder.skewMs = -a;
   vTaker.skewMs = b;
   set_true_time(T0);
-  fmt_str(zSql, sizeof(zSql),
-          "SELECT idem_claim('L', 't', 'c', 'tool', '{}', 'local', '%s')", zKey);
+  fmt_str(zSql, sizeof(zSql), "SELECT idem_claim('L', 't', 'c', 'tool', '{}', 'local', '%s')",
+          zKey);
   one(h, zSql, zOut, sizeof(zOut), zErr, sizeof(zErr));
   if (!json_field(zOut, "token", zTok, sizeof(zTok)) ||
       !json_field(zOut, "lease_until", zLease, sizeof(zLease))) {
@@ -113,8 +113,8 @@ static void run_skew(sqlite3_int64 a, sqlite3_int64 b, const char *zKey, int bRe
   }
   lease = strtoll(zLease, 0, 10);
   fmt_str(zName, sizeof(zName), "%s.lease", zKey);
-  check(lease == T0 - a + leaseMs, zName, "lease_until %lld, expected the holder's clock %lld + %lld",
-        lease, T0 - a, leaseMs);
+  check(lease == T0 - a + leaseMs, zName,
+        "lease_until %lld, expected the holder's clock %lld + %lld", lease, T0 - a, leaseMs);
   if (bRenew) {
     /* the holder renews while more than D is left (its clock at
     ** lease - D - 100): lease_until moves to its clock + lease */
@@ -132,8 +132,8 @@ static void run_skew(sqlite3_int64 a, sqlite3_int64 b, const char *zKey, int bRe
   for (T = lease + a - D - 50 - (b < 0 ? 0 : 0); T <= lease + a - D + 50 + (D < 0 ? -D : 0); T++) {
     sqlite3_int64 holderClock = T - a;
     set_true_time(T);
-    fmt_str(zSql, sizeof(zSql),
-            "SELECT idem_claim('L', 't', 'c', 'tool', '{}', 'local', '%s')", zKey);
+    fmt_str(zSql, sizeof(zSql), "SELECT idem_claim('L', 't', 'c', 'tool', '{}', 'local', '%s')",
+            zKey);
     one(t, zSql, zOut, sizeof(zOut), zErr, sizeof(zErr));
     if (strstr(zOut, "\"decision\":\"admitted\"")) {
       firstTake = T;
@@ -217,7 +217,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "skew: --db FILE is required; --lease-ms is a whole number of seconds in ms\n");
     return 2;
   }
-  if (fvfs_register(&vHolder, "holder") != SQLITE_OK || fvfs_register(&vTaker, "taker") != SQLITE_OK) {
+  if (fvfs_register(&vHolder, "holder") != SQLITE_OK ||
+      fvfs_register(&vTaker, "taker") != SQLITE_OK) {
     printf("FAIL skew:setup: cannot register the VFS\n");
     return 1;
   }

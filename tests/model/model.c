@@ -86,9 +86,9 @@
 typedef sqlite3_int64 i64;
 
 #define NTEN 2
-#define NSLOT 8  /* 0..5 operation ids "k0".."k5", 6..7 derived keys */
+#define NSLOT 8 /* 0..5 operation ids "k0".."k5", 6..7 derived keys */
 #define NOPID 6
-#define NCONN 3  /* extension connections; index 3 is the plain one */
+#define NCONN 3 /* extension connections; index 3 is the plain one */
 #define PLAIN 3
 #define MAXG 40  /* guarded rows per table */
 #define MAXSP 4  /* transaction depth: BEGIN + 3 savepoints */
@@ -147,24 +147,28 @@ struct State {
 /* ------------------------------------------------------------------ */
 
 enum {
-  O_CLAIM, /* conn ten slot a=variant b=local c=spelling d=0 select,1 insert,2 insert or ignore */
-  O_SETTLE,   /* conn a=tokref(0 current of ten/slot,1 history[x],2 random) b=status c=detail */
-  O_RESOLVE,  /* conn ten slot b=status c=detail */
-  O_RENEW,    /* conn a=tokref b=seconds kind */
-  O_PURGE,    /* conn b=seconds kind */
-  O_GINSERT,  /* conn a=table b=token mode c=rowid mode ten slot */
-  O_GUPDATE,  /* conn a=table x=row pick b=what */
-  O_GDELETE,  /* conn a=table x=row pick */
-  O_BEGIN,    /* conn a=0 immediate, 1 deferred followed by a claim (fields as O_CLAIM) */
-  O_SAVEPOINT, O_RELEASE, O_ROLLBACK_TO, O_COMMIT, O_ROLLBACK,
-  O_CLOCK,    /* x = ms */
-  O_PLAIN,    /* a=kind ten slot b=variant x=random */
-  O_KILL,     /* a=what ten slot b=kill point */
+  O_CLAIM,   /* conn ten slot a=variant b=local c=spelling d=0 select,1 insert,2 insert or ignore */
+  O_SETTLE,  /* conn a=tokref(0 current of ten/slot,1 history[x],2 random) b=status c=detail */
+  O_RESOLVE, /* conn ten slot b=status c=detail */
+  O_RENEW,   /* conn a=tokref b=seconds kind */
+  O_PURGE,   /* conn b=seconds kind */
+  O_GINSERT, /* conn a=table b=token mode c=rowid mode ten slot */
+  O_GUPDATE, /* conn a=table x=row pick b=what */
+  O_GDELETE, /* conn a=table x=row pick */
+  O_BEGIN,   /* conn a=0 immediate, 1 deferred followed by a claim (fields as O_CLAIM) */
+  O_SAVEPOINT,
+  O_RELEASE,
+  O_ROLLBACK_TO,
+  O_COMMIT,
+  O_ROLLBACK,
+  O_CLOCK, /* x = ms */
+  O_PLAIN, /* a=kind ten slot b=variant x=random */
+  O_KILL,  /* a=what ten slot b=kill point */
   O_N
 };
-static const char *azOp[] = {"claim",  "settle",  "resolve",  "renew",       "purge",
-                             "ginsert", "gupdate", "gdelete", "begin",       "savepoint",
-                             "release", "rollback-to", "commit", "rollback", "clock",
+static const char *azOp[] = {"claim",   "settle",      "resolve", "renew",    "purge",
+                             "ginsert", "gupdate",     "gdelete", "begin",    "savepoint",
+                             "release", "rollback-to", "commit",  "rollback", "clock",
                              "plain",   "kill"};
 
 typedef struct Op Op;
@@ -303,7 +307,7 @@ static void hist_add(const char *zTok) {
 
 typedef struct Res Res;
 struct Res {
-  int rc;         /* result code of the step (extended) */
+  int rc; /* result code of the step (extended) */
   int isNull;
   char text[2048]; /* first column of the first row */
   char err[1024];
@@ -342,8 +346,9 @@ static void run(int c, char *zSql, Res *pRes) {
   }
   sqlite3_finalize(st);
   pRes->changes = sqlite3_changes(db);
-  if (bTrace) fprintf(stderr, "      -> rc=%d %s%s\n", pRes->rc, pRes->rc ? pRes->err : "",
-                      pRes->rc ? "" : pRes->text);
+  if (bTrace)
+    fprintf(stderr, "      -> rc=%d %s%s\n", pRes->rc, pRes->rc ? pRes->err : "",
+            pRes->rc ? "" : pRes->text);
   sqlite3_free(zSql);
 }
 
@@ -514,33 +519,35 @@ static int predict_claim(State *s, int ten, int slot, const char *zConv, const c
                                                  : 0;
     if (zDiff) {
       *pDecision = D_MISMATCH;
-      fmt_str(zExp, nExp, "{\"decision\":\"mismatch\",\"key\":\"%s\",\"differs\":\"%s\",\"message\":\"%s\"}",
+      fmt_str(zExp, nExp,
+              "{\"decision\":\"mismatch\",\"key\":\"%s\",\"differs\":\"%s\",\"message\":\"%s\"}",
               zK, zDiff, MISMATCH_MSG);
       return 0;
     }
   }
   if (e == E_SUCCEEDED || e == E_FAILED) {
     *pDecision = D_REPLAY;
-    fmt_str(zExp, nExp,
-            "{\"decision\":\"replay\",\"idempotent\":true,\"key\":\"%s\",\"status\":\"%s\","
-            "\"attempt\":%d,\"%s\":%s,\"members\":%s}",
-            zK, azStatus[r->st], r->attempt, e == E_SUCCEEDED ? "result" : "error",
-            e == E_SUCCEEDED ? (r->hasResult ? r->result : "null")
-                             : (r->hasError ? r->error : "null"),
-            r->hasMembers ? r->members : "[]");
+    fmt_str(
+        zExp, nExp,
+        "{\"decision\":\"replay\",\"idempotent\":true,\"key\":\"%s\",\"status\":\"%s\","
+        "\"attempt\":%d,\"%s\":%s,\"members\":%s}",
+        zK, azStatus[r->st], r->attempt, e == E_SUCCEEDED ? "result" : "error",
+        e == E_SUCCEEDED ? (r->hasResult ? r->result : "null") : (r->hasError ? r->error : "null"),
+        r->hasMembers ? r->members : "[]");
     return 0;
   }
   if (e == E_LIVE) {
     *pDecision = D_IN_PROGRESS;
     fmt_str(zExp, nExp,
-            "{\"decision\":\"in_progress\",\"key\":\"%s\",\"attempt\":%d,\"lease_until\":%lld}",
-            zK, r->attempt, r->lease);
+            "{\"decision\":\"in_progress\",\"key\":\"%s\",\"attempt\":%d,\"lease_until\":%lld}", zK,
+            r->attempt, r->lease);
     return 0;
   }
   if (e == E_UNKNOWN) {
     *pDecision = D_UNKNOWN;
-    fmt_str(zExp, nExp, "{\"decision\":\"unknown\",\"key\":\"%s\",\"attempt\":%d,\"message\":\"%s\"}",
-            zK, r->attempt, UNKNOWN_MSG);
+    fmt_str(zExp, nExp,
+            "{\"decision\":\"unknown\",\"key\":\"%s\",\"attempt\":%d,\"message\":\"%s\"}", zK,
+            r->attempt, UNKNOWN_MSG);
     return 0;
   }
   if (e == E_EXPIRED && r->expirations + 1 >= maxAtt) {
@@ -587,8 +594,8 @@ static int predict_claim(State *s, int ten, int slot, const char *zConv, const c
           "{\"decision\":\"admitted\",\"key\":\"%s\",\"token\":\"%%TOKEN%%\",\"attempt\":%d,"
           "\"effect\":\"%s\",\"committed\":%s,\"durable\":%s,\"lease_until\":%lld%s%s%s}",
           zK, r->attempt, local ? "local" : "external", committed ? "true" : "false",
-          durable ? "true" : "false", r->lease, local ? "" : ",\"note\":\"", local ? "" : EXTERNAL_NOTE,
-          local ? "" : "\"");
+          durable ? "true" : "false", r->lease, local ? "" : ",\"note\":\"",
+          local ? "" : EXTERNAL_NOTE, local ? "" : "\"");
   return 1;
 }
 
@@ -631,8 +638,8 @@ static void reconcile_retention(int c, State *s, i64 now) {
           memset(r, 0, sizeof(*r));
           nGone++;
         } else {
-          fail("retention", "retention purged t%d/%s, status %s updated %lld (now %lld)", t,
-               zKey, azStatus[r->st], r->updated, now);
+          fail("retention", "retention purged t%d/%s, status %s updated %lld (now %lld)", t, zKey,
+               azStatus[r->st], r->updated, now);
           return;
         }
       }
@@ -652,8 +659,8 @@ static void exec_claim(const Op *op) {
   request_of(op, zConv, zTool, zArgs, zSent, &local);
   zK = key_of(op->ten, op->slot, zKey);
   before = *s;
-  writes = predict_claim(s, op->ten, op->slot, zConv, zTool, zArgs, local, now,
-                         txnOwner != c, aSync[c] == 2, &dec, zExp, sizeof(zExp));
+  writes = predict_claim(s, op->ten, op->slot, zConv, zTool, zArgs, local, now, txnOwner != c,
+                         aSync[c] == 2, &dec, zExp, sizeof(zExp));
   if (avoidInsertPoison && op->d == 1 && writes && dec != D_ADMITTED && txnOwner == c) {
     Op ignore = *op;
     *s = before;
@@ -671,7 +678,11 @@ static void exec_claim(const Op *op) {
         &res);
     if (blocked(c) && writes) {
       *s = before;
-      if (!is_busy(&res)) fail("claim:busy", "a claim that writes while c%d holds the write lock: expected SQLITE_BUSY, got rc=%d %s%s", txnOwner, res.rc, res.err, res.text);
+      if (!is_busy(&res))
+        fail("claim:busy",
+             "a claim that writes while c%d holds the write lock: expected SQLITE_BUSY, got rc=%d "
+             "%s%s",
+             txnOwner, res.rc, res.err, res.text);
       return;
     }
     if (res.rc) {
@@ -691,8 +702,8 @@ static void exec_claim(const Op *op) {
       hist_add(zTok);
     }
     if (strcmp(res.text, zExp)) {
-      fail("claim:answer", "idem_claim answered\n      %s\n    the model expects\n      %s", res.text,
-           zExp);
+      fail("claim:answer", "idem_claim answered\n      %s\n    the model expects\n      %s",
+           res.text, zExp);
       return;
     }
   } else {
@@ -710,7 +721,10 @@ static void exec_claim(const Op *op) {
         &res);
     if (blocked(c)) {
       *s = before;
-      if (!is_busy(&res)) fail("insert:busy", "INSERT INTO L while c%d holds the write lock: expected SQLITE_BUSY, got rc=%d %s", txnOwner, res.rc, res.err);
+      if (!is_busy(&res))
+        fail("insert:busy",
+             "INSERT INTO L while c%d holds the write lock: expected SQLITE_BUSY, got rc=%d %s",
+             txnOwner, res.rc, res.err);
       return;
     }
     if (dec == D_ADMITTED) {
@@ -731,13 +745,14 @@ static void exec_claim(const Op *op) {
       }
       fmt_str(s->r[op->ten][op->slot].token, 33, "%s", zTok);
       hist_add(zTok);
-      fmt_str(zLast, sizeof(zLast),
-              "{\"key\":\"%s\",\"tenant\":\"t%d\",\"token\":\"%s\",\"attempt\":%d,\"effect\":\"%s\","
-              "\"committed\":%s,\"claims\":[{\"key\":\"%s\",\"tenant\":\"t%d\",\"token\":\"%s\","
-              "\"attempt\":%d,\"effect\":\"%s\"}]}",
-              zK, op->ten, zTok, s->r[op->ten][op->slot].attempt, local ? "local" : "external",
-              txnOwner != c ? "true" : "false", zK, op->ten, zTok,
-              s->r[op->ten][op->slot].attempt, local ? "local" : "external");
+      fmt_str(
+          zLast, sizeof(zLast),
+          "{\"key\":\"%s\",\"tenant\":\"t%d\",\"token\":\"%s\",\"attempt\":%d,\"effect\":\"%s\","
+          "\"committed\":%s,\"claims\":[{\"key\":\"%s\",\"tenant\":\"t%d\",\"token\":\"%s\","
+          "\"attempt\":%d,\"effect\":\"%s\"}]}",
+          zK, op->ten, zTok, s->r[op->ten][op->slot].attempt, local ? "local" : "external",
+          txnOwner != c ? "true" : "false", zK, op->ten, zTok, s->r[op->ten][op->slot].attempt,
+          local ? "local" : "external");
       if (strcmp(last.text, zLast)) {
         fail("insert:last", "idem_last_claim answered\n      %s\n    the model expects\n      %s",
              last.text, zLast);
@@ -757,10 +772,11 @@ static void exec_claim(const Op *op) {
       if (op->d == 1) *s = before;
     } else if (op->d == 1) {
       char zPre[200];
-      fmt_str(zPre, sizeof(zPre), "idempotency: key \"%s\" of tenant \"t%d\" in ledger L is taken", zK,
-              op->ten);
+      fmt_str(zPre, sizeof(zPre), "idempotency: key \"%s\" of tenant \"t%d\" in ledger L is taken",
+              zK, op->ten);
       if ((res.rc & 0xff) != SQLITE_CONSTRAINT || strncmp(res.err, zPre, strlen(zPre))) {
-        fail("insert:answer", "INSERT INTO L of a %s key: rc=%d %s (expected a constraint error starting %s)",
+        fail("insert:answer",
+             "INSERT INTO L of a %s key: rc=%d %s (expected a constraint error starting %s)",
              dec == D_MISMATCH ? "mismatched" : "taken", res.rc, res.err, zPre);
         return;
       }
@@ -892,8 +908,8 @@ static void token_ref(const Op *op, const State *s, char *zTok, int *pTen, int *
 ** succeeded with text zExp; from a blocked connection SQLITE_BUSY (or
 ** the refusal, when one is expected). On a mismatch the model is
 ** restored from *pBefore. */
-static int check_write(const char *zWhat, int c, const Res *res, const char *zErr,
-                       const char *zExp, State *s, const State *pBefore) {
+static int check_write(const char *zWhat, int c, const Res *res, const char *zErr, const char *zExp,
+                       State *s, const State *pBefore) {
   if (blocked(c) && is_busy(res)) {
     *s = *pBefore;
     return 1;
@@ -953,8 +969,9 @@ static void exec_resolve(const Op *op) {
   zExp[0] = 0;
   predict_outcome(s, op->ten, op->slot, op->b, zDetail, 0, now, zErr, sizeof(zErr), zExp,
                   sizeof(zExp));
-  run(c, sqlite3_mprintf("SELECT idem_resolve('L', 't%d', %Q, %Q, %Q)", op->ten,
-                         key_of(op->ten, op->slot, zKey), azSettle[op->b], zDetail),
+  run(c,
+      sqlite3_mprintf("SELECT idem_resolve('L', 't%d', %Q, %Q, %Q)", op->ten,
+                      key_of(op->ten, op->slot, zKey), azSettle[op->b], zDetail),
       &res);
   check_write("resolve", c, &res, zErr, zExp, s, &before);
 }
@@ -1070,7 +1087,8 @@ static void exec_ginsert(const Op *op) {
   if (slot < 0) return; /* the table is full for the model */
   /* the token written: the claim's, another one, or NULL */
   if (op->b == 0) fmt_str(zTok, sizeof(zTok), "%s", r->used ? r->token : "");
-  else if (op->b == 1 && nHist > 0) fmt_str(zTok, sizeof(zTok), "%s", azHist[op->x % (nHist < NHIST ? nHist : NHIST)]);
+  else if (op->b == 1 && nHist > 0)
+    fmt_str(zTok, sizeof(zTok), "%s", azHist[op->x % (nHist < NHIST ? nHist : NHIST)]);
   else zTok[0] = 0;
   /* the rowid: the next one, or an explicit free one below the largest */
   mx = g_max(s, t);
@@ -1107,8 +1125,9 @@ static void exec_ginsert(const Op *op) {
   }
   if (t == 0) {
     run(c,
-        zRowid[0] ? sqlite3_mprintf("INSERT INTO g1(rowid, tenant, k, tok, v) VALUES(%s, 't%d', %Q, %Q, %d)",
-                                    zRowid, op->ten, zK, zTok[0] ? zTok : 0, (int)(op->x % 100))
+        zRowid[0] ? sqlite3_mprintf(
+                        "INSERT INTO g1(rowid, tenant, k, tok, v) VALUES(%s, 't%d', %Q, %Q, %d)",
+                        zRowid, op->ten, zK, zTok[0] ? zTok : 0, (int)(op->x % 100))
                   : sqlite3_mprintf("INSERT INTO g1(tenant, k, tok, v) VALUES('t%d', %Q, %Q, %d)",
                                     op->ten, zK, zTok[0] ? zTok : 0, (int)(op->x % 100)),
         &res);
@@ -1152,7 +1171,10 @@ static void exec_gupdate(const Op *op) {
     *s = before;
     if (blocked(c) && is_busy(&res)) return;
     if (res.rc == 0) {
-      fail("gupdate", "UPDATE g%d SET rowid=%lld WHERE rowid=%lld was accepted: DESIGN 7 says a guarded row's rowid cannot be updated", t + 1, newRowid, before.g[t][i].rowid);
+      fail("gupdate",
+           "UPDATE g%d SET rowid=%lld WHERE rowid=%lld was accepted: DESIGN 7 says a guarded row's "
+           "rowid cannot be updated",
+           t + 1, newRowid, before.g[t][i].rowid);
     }
     return;
   }
@@ -1264,8 +1286,16 @@ static void exec_txn(const Op *op) {
 /* ------------------------------------------------------------------ */
 
 enum {
-  P_INSERT, P_REPLACE, P_BADINSERT, P_OUTCOME, P_TAKEOVER, P_RENEW, P_DELETE, P_REQUEST,
-  P_RESULT, P_N
+  P_INSERT,
+  P_REPLACE,
+  P_BADINSERT,
+  P_OUTCOME,
+  P_TAKEOVER,
+  P_RENEW,
+  P_DELETE,
+  P_REQUEST,
+  P_RESULT,
+  P_N
 };
 
 static void exec_plain(const Op *op) {
@@ -1286,8 +1316,10 @@ static void exec_plain(const Op *op) {
     case P_REPLACE:
       if (op->slot >= NOPID) return;
       zSql = sqlite3_mprintf(
-          "INSERT %sINTO L_rows(id, tenant, key, conversation, tool, args, effect, status, attempt, "
-          "token, created_at, updated_at, lease_until) VALUES((SELECT coalesce(max(id), 0) + 1 FROM "
+          "INSERT %sINTO L_rows(id, tenant, key, conversation, tool, args, effect, status, "
+          "attempt, "
+          "token, created_at, updated_at, lease_until) VALUES((SELECT coalesce(max(id), 0) + 1 "
+          "FROM "
           "L_rows), 't%d', %Q, 'c', 'tool', '{\"n\":%d}', 'external', 'claimed', 1, %lld, %lld, "
           "%lld, %lld)",
           op->a == P_REPLACE ? "OR REPLACE " : "", op->ten, zK, op->slot, (i64)rnd, now, now,
@@ -1319,18 +1351,20 @@ static void exec_plain(const Op *op) {
     case P_OUTCOME: {
       /* b: 0 succeeded, 1 failed, 2 released {"sent":false}, 3 released
       ** {"reason":"p","sent":false}, 4 released NULL, 5 unknown */
-      static const char *azSt[] = {"succeeded", "failed", "released", "released", "released",
-                                   "unknown"};
-      static const char *azDet[] = {"{\"p\":1}", "{\"p\":2}", "{\"sent\":false}",
-                                    "{\"reason\":\"p\",\"sent\":false}", 0, "{\"p\":3}"};
+      static const char *azSt[] = {"succeeded", "failed",   "released",
+                                   "released",  "released", "unknown"};
+      static const char *azDet[] = {
+          "{\"p\":1}", "{\"p\":2}", "{\"sent\":false}", "{\"reason\":\"p\",\"sent\":false}",
+          0,           "{\"p\":3}"};
       int b = op->b % 6;
       if (!r->used) return;
       if (r->local && b < 2) return; /* plain SQL cannot snapshot members */
       if (avoidSentOrder && b == 3) b = 2;
       if (avoidPlainMembers && r->local && nMem > 0 && b >= 2 && b <= 4) return;
-      zSql = sqlite3_mprintf("UPDATE L_rows SET status=%Q, %s=%Q, updated_at=%lld WHERE tenant='t%d' "
-                             "AND key=%Q",
-                             azSt[b], b == 0 ? "result" : "error", azDet[b], now, op->ten, zK);
+      zSql = sqlite3_mprintf(
+          "UPDATE L_rows SET status=%Q, %s=%Q, updated_at=%lld WHERE tenant='t%d' "
+          "AND key=%Q",
+          azSt[b], b == 0 ? "result" : "error", azDet[b], now, op->ten, zK);
       if (r->st == S_CLAIMED || r->st == S_UNKNOWN) {
         if (b <= 1) accept = 1;
         else if (b <= 4) accept = r->local ? nMem == 0 : b != 4;
@@ -1377,9 +1411,10 @@ static void exec_plain(const Op *op) {
       break;
     case P_RENEW:
       if (!r->used) return;
-      zSql = sqlite3_mprintf("UPDATE L_rows SET lease_until=lease_until%+d WHERE tenant='t%d' AND "
-                             "key=%Q",
-                             op->b & 1 ? 2000 : -1, op->ten, zK);
+      zSql = sqlite3_mprintf(
+          "UPDATE L_rows SET lease_until=lease_until%+d WHERE tenant='t%d' AND "
+          "key=%Q",
+          op->b & 1 ? 2000 : -1, op->ten, zK);
       if ((op->b & 1) && r->st == S_CLAIMED && now < r->lease) {
         accept = 1;
         r->lease += 2000;
@@ -1412,13 +1447,17 @@ static void exec_plain(const Op *op) {
   run(PLAIN, zSql, &res);
   if (blocked(PLAIN)) {
     *s = before;
-    if (!is_busy(&res)) fail("plain:busy", "plain %s while c%d holds the write lock: rc=%d %s", azOp[O_PLAIN], txnOwner, res.rc, res.err);
+    if (!is_busy(&res))
+      fail("plain:busy", "plain %s while c%d holds the write lock: rc=%d %s", azOp[O_PLAIN],
+           txnOwner, res.rc, res.err);
     return;
   }
   if (!accept) {
     *s = before;
     if (res.rc == 0) {
-      fail("plain:refuse", "plain SQL was accepted, the states table forbids it (t%d/%s was %s, effect %s, %d member%s, lease %s)",
+      fail("plain:refuse",
+           "plain SQL was accepted, the states table forbids it (t%d/%s was %s, effect %s, %d "
+           "member%s, lease %s)",
            op->ten, zK, azStatus[before.r[op->ten][op->slot].st],
            before.r[op->ten][op->slot].local ? "local" : "external", nMem, nMem == 1 ? "" : "s",
            now < before.r[op->ten][op->slot].lease ? "live" : "expired");
@@ -1434,7 +1473,11 @@ static void exec_plain(const Op *op) {
   }
   if (learn) {
     Res id;
-    run(PLAIN, sqlite3_mprintf("SELECT printf('%%016x%%016x', id, token) FROM L_rows WHERE tenant='t%d' AND key=%Q", op->ten, zK), &id);
+    run(PLAIN,
+        sqlite3_mprintf(
+            "SELECT printf('%%016x%%016x', id, token) FROM L_rows WHERE tenant='t%d' AND key=%Q",
+            op->ten, zK),
+        &id);
     fmt_str(r->token, sizeof(r->token), "%s", id.text);
     hist_add(r->token);
   }
@@ -1485,7 +1528,8 @@ static int compare_rows(int c, State *s, int bAdopt, char *zWhy, size_t nWhy) {
       size_t len = 0;
       for (t = 0; t < NTEN; t++) {
         for (i = 0; i < NSLOT; i++) {
-          if (zTen && zK && zTen[0] == 't' && zTen[1] - '0' == t && !strcmp(zK, key_of(t, i, zKey))) {
+          if (zTen && zK && zTen[0] == 't' && zTen[1] - '0' == t &&
+              !strcmp(zK, key_of(t, i, zKey))) {
             ti = t;
             si = i;
           }
@@ -1508,8 +1552,8 @@ static int compare_rows(int c, State *s, int bAdopt, char *zWhy, size_t nWhy) {
       }
       row_text(s, ti, si, now, pass, zExp, sizeof(zExp));
       if (strcmp(zGot, zExp)) {
-        fmt_str(zWhy, nWhy, "%s row differs\n      ledger %s\n      model  %s", pass ? "L" : "L_rows",
-                zGot, zExp);
+        fmt_str(zWhy, nWhy, "%s row differs\n      ledger %s\n      model  %s",
+                pass ? "L" : "L_rows", zGot, zExp);
         sqlite3_finalize(st);
         return 0;
       }
@@ -1602,29 +1646,44 @@ static void child_run(const Op *op) {
   fvfs_arm(&vfs, FVFS_KILL, op->b, 0);
   switch (op->a) {
     case 0:
-      run(0, op->slot < NOPID ? sqlite3_mprintf("SELECT idem_claim('L', 't%d', 'c', 'tool', '{\"n\":%d}', %Q, %Q)", op->ten, op->slot, op->slot & 1 ? "local" : "external", zK)
-                              : sqlite3_mprintf("SELECT idem_claim('L', 't%d', 'c', 'tool', '{\"d\":%d}', %Q)", op->ten, op->slot, op->slot & 1 ? "local" : "external"),
+      run(0,
+          op->slot < NOPID
+              ? sqlite3_mprintf("SELECT idem_claim('L', 't%d', 'c', 'tool', '{\"n\":%d}', %Q, %Q)",
+                                op->ten, op->slot, op->slot & 1 ? "local" : "external", zK)
+              : sqlite3_mprintf("SELECT idem_claim('L', 't%d', 'c', 'tool', '{\"d\":%d}', %Q)",
+                                op->ten, op->slot, op->slot & 1 ? "local" : "external"),
           &res);
       break;
     case 1: {
       char zTok[64];
       run(0, sqlite3_mprintf("BEGIN IMMEDIATE"), &res);
-      run(0, op->slot < NOPID ? sqlite3_mprintf("SELECT idem_claim('L', 't%d', 'c', 'tool', '{\"n\":%d}', 'local', %Q)", op->ten, op->slot, zK)
-                              : sqlite3_mprintf("SELECT idem_claim('L', 't%d', 'c', 'tool', '{\"d\":%d}', 'local')", op->ten, op->slot),
+      run(0,
+          op->slot < NOPID
+              ? sqlite3_mprintf(
+                    "SELECT idem_claim('L', 't%d', 'c', 'tool', '{\"n\":%d}', 'local', %Q)",
+                    op->ten, op->slot, zK)
+              : sqlite3_mprintf("SELECT idem_claim('L', 't%d', 'c', 'tool', '{\"d\":%d}', 'local')",
+                                op->ten, op->slot),
           &res);
-      if (res.rc == 0 && strstr(res.text, "\"admitted\"") && json_field(res.text, "token", zTok, sizeof(zTok))) {
-        run(0, sqlite3_mprintf("INSERT INTO g1(tenant, k, tok, v) VALUES('t%d', %Q, %Q, 7)", op->ten, zK, zTok), &res);
-        run(0, sqlite3_mprintf("SELECT idem_settle('L', %Q, 'succeeded', '{\"v\":7}')", zTok), &res);
+      if (res.rc == 0 && strstr(res.text, "\"admitted\"") &&
+          json_field(res.text, "token", zTok, sizeof(zTok))) {
+        run(0,
+            sqlite3_mprintf("INSERT INTO g1(tenant, k, tok, v) VALUES('t%d', %Q, %Q, 7)", op->ten,
+                            zK, zTok),
+            &res);
+        run(0, sqlite3_mprintf("SELECT idem_settle('L', %Q, 'succeeded', '{\"v\":7}')", zTok),
+            &res);
       }
       run(0, sqlite3_mprintf("COMMIT"), &res);
       break;
     }
     case 2:
-      run(0, sqlite3_mprintf("SELECT idem_settle('L', %Q, 'succeeded', '{\"v\":8}')", S.r[op->ten][op->slot].token), &res);
+      run(0,
+          sqlite3_mprintf("SELECT idem_settle('L', %Q, 'succeeded', '{\"v\":8}')",
+                          S.r[op->ten][op->slot].token),
+          &res);
       break;
-    default:
-      run(0, sqlite3_mprintf("SELECT idem_purge('L', 0)"), &res);
-      break;
+    default: run(0, sqlite3_mprintf("SELECT idem_purge('L', 0)"), &res); break;
   }
   raise(SIGKILL);
   _exit(4);
@@ -1741,7 +1800,9 @@ static void exec_kill(const Op *op) {
       }
       return;
     }
-    fail("kill", "after a kill at write/sync %d the file is neither the state before nor after:\n    before: %s\n    after: %s",
+    fail("kill",
+         "after a kill at write/sync %d the file is neither the state before nor after:\n    "
+         "before: %s\n    after: %s",
          op->b, zWhy, zWhy2);
   }
 }
@@ -1756,14 +1817,23 @@ static void op_text(const Op *op, char *z, size_t n) {
   switch (op->kind) {
     case O_CLAIM:
       fmt_str(z, n, "c%d %s t%d/%s variant=%d %s%s", op->conn,
-              op->d == 0 ? "idem_claim" : op->d == 1 ? "INSERT INTO L" : "INSERT OR IGNORE INTO L",
+              op->d == 0   ? "idem_claim"
+              : op->d == 1 ? "INSERT INTO L"
+                           : "INSERT OR IGNORE INTO L",
               op->ten, zK, op->a, op->b ? "local" : "external", op->c ? " (other spelling)" : "");
       break;
     case O_SETTLE:
     case O_RENEW:
       fmt_str(z, n, "c%d %s token=%s %s %s", op->conn, azOp[op->kind],
-              op->a == 0 ? "current-of" : op->a == 1 ? "history" : "random", op->a == 0 ? zK : "",
-              op->kind == O_SETTLE ? azSettle[op->b] : op->b == 0 ? "0s" : op->b == 1 ? "1s" : op->b == 2 ? "3*lease" : "default");
+              op->a == 0   ? "current-of"
+              : op->a == 1 ? "history"
+                           : "random",
+              op->a == 0 ? zK : "",
+              op->kind == O_SETTLE ? azSettle[op->b]
+              : op->b == 0         ? "0s"
+              : op->b == 1         ? "1s"
+              : op->b == 2         ? "3*lease"
+                                   : "default");
       if (op->kind == O_SETTLE) {
         size_t m = strlen(z);
         const char *zD = detail_of(op->b, op->c);
@@ -1778,30 +1848,46 @@ static void op_text(const Op *op, char *z, size_t n) {
     }
     case O_PURGE: fmt_str(z, n, "c%d purge kind=%d", op->conn, op->b); break;
     case O_GINSERT:
-      fmt_str(z, n, "c%d insert into g%d t%d/%s token=%s rowid=%s", op->conn, op->a + 1, op->ten, zK,
-              op->b == 0 ? "claim's" : op->b == 1 ? "history" : "NULL",
-              op->c == 0 ? "next" : op->c == 1 ? "below-max" : "above-max");
+      fmt_str(z, n, "c%d insert into g%d t%d/%s token=%s rowid=%s", op->conn, op->a + 1, op->ten,
+              zK,
+              op->b == 0   ? "claim's"
+              : op->b == 1 ? "history"
+                           : "NULL",
+              op->c == 0   ? "next"
+              : op->c == 1 ? "below-max"
+                           : "above-max");
       break;
     case O_GUPDATE:
       fmt_str(z, n, "c%d update g%d row#%lld %s", op->conn, op->a + 1, op->x,
-              op->b == 0 ? "v" : op->b == 1 ? "key" : "rowid");
+              op->b == 0   ? "v"
+              : op->b == 1 ? "key"
+                           : "rowid");
       break;
     case O_GDELETE: fmt_str(z, n, "c%d delete g%d row#%lld", op->conn, op->a + 1, op->x); break;
     case O_BEGIN:
-      if (op->a) fmt_str(z, n, "c%d BEGIN then claim t%d/%s variant=%d %s", op->conn, op->ten, zK, op->a, op->b ? "local" : "external");
+      if (op->a)
+        fmt_str(z, n, "c%d BEGIN then claim t%d/%s variant=%d %s", op->conn, op->ten, zK, op->a,
+                op->b ? "local" : "external");
       else fmt_str(z, n, "c%d BEGIN IMMEDIATE", op->conn);
       break;
     case O_CLOCK: fmt_str(z, n, "clock %+lld ms", op->x); break;
     case O_PLAIN: {
-      static const char *az[] = {"insert fresh claim", "insert or replace fresh claim",
-                                 "insert forged row", "outcome", "take-over", "renew",
-                                 "delete", "change request", "change result"};
+      static const char *az[] = {"insert fresh claim",
+                                 "insert or replace fresh claim",
+                                 "insert forged row",
+                                 "outcome",
+                                 "take-over",
+                                 "renew",
+                                 "delete",
+                                 "change request",
+                                 "change result"};
       fmt_str(z, n, "plain %s t%d/%s variant=%d", az[op->a], op->ten, zK, op->b);
       break;
     }
     case O_KILL: {
       static const char *az[] = {"claim", "local recipe", "settle", "purge"};
-      fmt_str(z, n, "kill a child running %s t%d/%s at write/sync %d", az[op->a], op->ten, zK, op->b);
+      fmt_str(z, n, "kill a child running %s t%d/%s at write/sync %d", az[op->a], op->ten, zK,
+              op->b);
       break;
     }
     default: fmt_str(z, n, "c%d %s", op->conn, azOp[op->kind]); break;
@@ -1992,7 +2078,10 @@ static int avoid_list(const char *z) {
     else if (!strcmp(p, "bigint")) avoidBigint = 1;
     else if (!strcmp(p, "insertpoison")) avoidInsertPoison = 1;
     else {
-      fprintf(stderr, "model: --avoid: unknown class \"%s\" (lowrowid, rowidupdate, sentorder, plainmembers, bigint, insertpoison)\n", p);
+      fprintf(stderr,
+              "model: --avoid: unknown class \"%s\" (lowrowid, rowidupdate, sentorder, "
+              "plainmembers, bigint, insertpoison)\n",
+              p);
       return 1;
     }
   }
@@ -2017,8 +2106,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--no-low-rowids")) avoidLowRowid = 1;
     else if (!strcmp(a, "--trace")) bTrace = 1;
     else {
-      fprintf(stderr, "usage: model [--ext PATH] --db FILE [--mode wal|delete] [--seed N] "
-                      "[--steps N] [--avoid LIST] [--no-low-rowids] [--shrink-seconds N] [--trace]\n");
+      fprintf(stderr,
+              "usage: model [--ext PATH] --db FILE [--mode wal|delete] [--seed N] "
+              "[--steps N] [--avoid LIST] [--no-low-rowids] [--shrink-seconds N] [--trace]\n");
       return 2;
     }
   }
@@ -2034,8 +2124,8 @@ int main(int argc, char **argv) {
   /* the ledger's options and the connections' synchronous levels come
   ** from the seed, so one seed is one whole run */
   rng = seed;
-  leaseS = 1 + pick(3) * 2;       /* 1, 3, 5 */
-  maxAtt = 1 + pick(3);           /* 1..3 */
+  leaseS = 1 + pick(3) * 2; /* 1, 3, 5 */
+  maxAtt = 1 + pick(3);     /* 1..3 */
   retentionS = pick(3) == 0 ? 2 + pick(4) : 0;
   for (i = 0; i <= NCONN; i++) aSync[i] = pick(2) ? 2 : 1;
   printf("  %s: seed %llu, %d steps, lease_seconds=%d max_attempts=%d retention_seconds=%d\n",
@@ -2083,9 +2173,10 @@ int main(int argc, char **argv) {
       printf("FAIL %s:agree: seed %llu step %d: [%s] %s\n", zName, seed, nOrig - 1, zKind, zFirst);
     } else {
       printf("FAIL %s:agree: seed %llu step %d: [%s] %s\n", zName, seed, nOrig - 1, zKind, zFirst);
-      printf("  shortest sequence found (%d of %d ops; lease_seconds=%d max_attempts=%d "
-             "retention_seconds=%d; clock starts at %lld):\n",
-             n, nOrig, leaseS, maxAtt, retentionS, CLOCK0);
+      printf(
+          "  shortest sequence found (%d of %d ops; lease_seconds=%d max_attempts=%d "
+          "retention_seconds=%d; clock starts at %lld):\n",
+          n, nOrig, leaseS, maxAtt, retentionS, CLOCK0);
       for (i = 0; i < n; i++) {
         char z[300];
         op_text(&ops[i], z, sizeof(z));
