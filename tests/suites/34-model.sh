@@ -21,7 +21,7 @@ cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=tests/lib/stress.sh
 . tests/lib/stress.sh
 stress_prog model
-avoid=${MODEL_AVOID-lowrowid,rowidupdate,plainmembers,sentorder,bigint,insertpoison}
+avoid=${MODEL_AVOID-sentorder}
 seed=${MODEL_SEED:-$(date +%s)}
 steps_wal=1500 steps_del=800
 if [ -n "${TEST_WRAP:-}" ]; then steps_wal=200 steps_del=120; fi
