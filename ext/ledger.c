@@ -922,16 +922,20 @@ static void cursor_release(LedgerCursor *c) {
 #define IDX_TENANT 2 /* tenant = ? */
 #define IDX_TOKEN 3  /* token = ? */
 
-/* Plan idxNum on constraints iFirst (argv 1) and iSecond (argv 2, or -1),
-** which the shadow table's indexes answer exactly; nRows the estimate. */
+/*
+** Plan idxNum on constraints iFirst (argv 1) and iSecond (argv 2, or -1);
+** nRows the estimate. The constraints are not omitted: SQLite checks each
+** row xFilter returns with its own comparison, so a ledger answers every
+** WHERE exactly as a table holding the same rows would. The value reaches
+** xFilter without the comparison's affinity (l.tenant = a.id, a.id an
+** INTEGER column, compares '5' and 5 as numbers; tenant = 5 does not),
+** and a token is looked up by its parts, which more than one text maps
+** to: the lookup only narrows the rows (see filter_plan), SQLite decides.
+*/
 static void use_plan(sqlite3_index_info *pInfo, int idxNum, int iFirst, int iSecond, int nRows) {
   pInfo->idxNum = idxNum;
   pInfo->aConstraintUsage[iFirst].argvIndex = 1;
-  pInfo->aConstraintUsage[iFirst].omit = 1;
-  if (iSecond >= 0) {
-    pInfo->aConstraintUsage[iSecond].argvIndex = 2;
-    pInfo->aConstraintUsage[iSecond].omit = 1;
-  }
+  if (iSecond >= 0) pInfo->aConstraintUsage[iSecond].argvIndex = 2;
   pInfo->estimatedCost = nRows;
   pInfo->estimatedRows = nRows;
   if (nRows == 1) pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
@@ -953,6 +957,12 @@ static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
     if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
     if (!constraint_is_binary(pInfo, i)) continue;
+    /* an IN is left to SQLite (see use_plan): it would call xFilter once
+    ** per value and check each row against that value without the IN's
+    ** affinity ('5' IN (SELECT id FROM t), id INTEGER, is true for a
+    ** table); a constraint past the 32 that sqlite3_vtab_in can tell
+    ** apart is left to it too */
+    if (i >= 32 || sqlite3_vtab_in(pInfo, i, -1)) continue;
     if (c->iColumn == COL_TENANT) iTenant = i;
     if (c->iColumn == COL_KEY) iKey = i;
     if (c->iColumn == COL_TOKEN) iToken = i;
@@ -996,11 +1006,36 @@ static int xNext(sqlite3_vtab_cursor *pCur) {
   return rc == SQLITE_DONE ? SQLITE_OK : sqlite3_reset(c->pStmt);
 }
 
+/*
+** The plan xFilter runs for plan idxNum given these values: a superset of
+** the rows the constraints match, which SQLite then checks (use_plan).
+** Every stored tenant, key and token is TEXT. A TEXT value matches only
+** the same text under BINARY, whatever the comparison's affinity (a text
+** that looks like a number cannot reach an equality with numeric affinity
+** as TEXT: the affinity would have made it a number), so the index finds
+** exactly its rows. A number may match many texts ('7', '007', '7e0'
+** under numeric affinity) or none (no affinity): its constraint cannot
+** narrow, and the plan drops it. NULL and a BLOB match no TEXT: *pbNone.
+*/
+static int filter_plan(int idxNum, int argc, sqlite3_value **argv, int *pbNone) {
+  int i, mText = 0;
+  *pbNone = 0;
+  for (i = 0; i < argc && i < 2; i++) {
+    int t = sqlite3_value_type(argv[i]);
+    if (t == SQLITE_NULL || t == SQLITE_BLOB) *pbNone = 1;
+    if (t == SQLITE_TEXT) mText |= 1 << i;
+  }
+  if (idxNum == IDX_KEY && mText != 3) return (mText & 1) ? IDX_TENANT : 0;
+  if ((idxNum == IDX_TENANT || idxNum == IDX_TOKEN) && mText != 1) return 0;
+  return idxNum >= IDX_KEY && idxNum <= IDX_TOKEN ? idxNum : 0;
+}
+
 static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
                    sqlite3_value **argv) {
   LedgerCursor *c = (LedgerCursor *)pCur;
   IdemLedger *p = (IdemLedger *)pCur->pVtab;
-  int iSlot = ST_CUR_ALL + (idxNum >= IDX_KEY && idxNum <= IDX_TOKEN ? idxNum : 0);
+  int bNone = 0, iPlan = filter_plan(idxNum, argc, argv, &bNone);
+  int iSlot = ST_CUR_ALL + iPlan;
   int rc, i;
   (void)idxStr;
   cursor_release(c);
@@ -1019,6 +1054,10 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
       return rc;
     }
   }
+  if (bNone) {
+    c->bEof = 1; /* no stored text equals NULL or a BLOB */
+    return SQLITE_OK;
+  }
   if ((p->mBusy & (1u << iSlot)) == 0) {
     /* the ledger's prepared statement for this plan, borrowed */
     rc = ledger_stmt(p, iSlot, &c->pStmt);
@@ -1036,8 +1075,8 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
     pCur->pVtab->zErrMsg = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
     return rc;
   }
-  for (i = 0; i < argc; i++) {
-    if (idxNum == IDX_TOKEN) {
+  for (i = 0; i < (iPlan == IDX_KEY ? 2 : iPlan == 0 ? 0 : 1); i++) {
+    if (iPlan == IDX_TOKEN) {
       /* the column shows hex text: the row id and the random part the
       ** shadow table holds (a malformed token matches no row) */
       sqlite3_int64 iId = 0, iRnd = 0;
