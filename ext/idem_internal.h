@@ -463,8 +463,13 @@ void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral)
 ** on failure. */
 char *idem_json_finish(IdemJson *j, int *pRc);
 
-/* A JSON string literal for UTF-8 text z (sqlite3_malloc; NULL on OOM). */
+/* A JSON string literal for text z (sqlite3_malloc; NULL on OOM). Text
+** values are written as they are when they are well-formed UTF-8; each
+** maximal ill-formed subpart of one that is not becomes U+FFFD, so the
+** literal is valid JSON whatever the bytes. */
 char *idem_json_string(const char *z);
+/* The byte offset of the first ill-formed UTF-8 sequence of z, or -1. */
+int idem_utf8_invalid_at(const char *z);
 
 /* ------------------------------------------------------------------ */
 /* The ledger, as guard.c and the entry point see it                   */

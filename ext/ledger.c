@@ -794,8 +794,33 @@ static int vtab_ready(IdemLedger *p) {
   return vtab_error(&p->base, rc, zErr);
 }
 
+/*
+** A ledger's name must be UTF-8 text: its functions are given the name as
+** TEXT, and every answer and message names it. Returns SQLITE_OK, or
+** SQLITE_ERROR with *pzErr "idempotency: cannot <zWhat>: ..." (its name
+** shown as a JSON string, each ill-formed sequence as U+FFFD).
+*/
+static int name_check(const char *zName, const char *zWhat, char **pzErr) {
+  int iBad = idem_utf8_invalid_at(zName);
+  char *zQ;
+  if (iBad < 0) return SQLITE_OK;
+  zQ = idem_json_string(zName);
+  *pzErr = zQ ? sqlite3_mprintf(
+                    "idempotency: cannot %s %s: the name is not valid UTF-8 (byte 0x%02x at offset "
+                    "%d); a ledger's name must be UTF-8 text",
+                    zWhat, zQ, (unsigned char)zName[iBad], iBad)
+              : 0;
+  sqlite3_free(zQ);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
 static int xCreate(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                    sqlite3_vtab **ppVtab, char **pzErr) {
+  int rc = name_check(argv[2], "create ledger", pzErr);
+  if (rc) {
+    *ppVtab = 0;
+    return rc;
+  }
   if (sqlite3_stricmp(argv[1], "temp") == 0) {
     /* another connection (a retry in a new process) would not see it */
     *pzErr = sqlite3_mprintf(
@@ -861,8 +886,11 @@ static int xDestroy(sqlite3_vtab *pVtab) {
 static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
   IdemLedger *p = (IdemLedger *)pVtab;
   IdemConn *pConn = (IdemConn *)p->pConn;
+  char *zErr = 0;
   int rc = vtab_ready(p); /* ALTER TABLE holds its write lock */
   if (rc) return rc;
+  rc = name_check(zNew, "rename a ledger to", &zErr);
+  if (rc) return vtab_error(pVtab, rc, zErr);
   ledger_finalize_all(p);
   rc = ledger_rename_schema(p, zNew);
   if (rc == SQLITE_OK && pConn->xGuardRename) {
