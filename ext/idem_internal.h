@@ -475,8 +475,13 @@ void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral)
 ** on failure. */
 char *idem_json_finish(IdemJson *j, int *pRc);
 
-/* A JSON string literal for UTF-8 text z (sqlite3_malloc; NULL on OOM). */
+/* A JSON string literal for text z (sqlite3_malloc; NULL on OOM). Text
+** values are written as they are when they are well-formed UTF-8; each
+** maximal ill-formed subpart of one that is not becomes U+FFFD, so the
+** literal is valid JSON whatever the bytes. */
 char *idem_json_string(const char *z);
+/* The byte offset of the first ill-formed UTF-8 sequence of z, or -1. */
+int idem_utf8_invalid_at(const char *z);
 
 /* ------------------------------------------------------------------ */
 /* The ledger, as guard.c and the entry point see it                   */
@@ -511,6 +516,7 @@ struct IdemLedger {
   sqlite3_vfs *pClockVfs;       /* the VFS ledger_now() reads; NULL until first read */
   unsigned int uDurableVersion; /* the data version iDurable was read at */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
+  int bUnread;               /* connected, its file not read yet (ledger.c: ledger_ready) */
   int iTempNow;              /* temp's schema version as last read ... */
   unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
   sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
@@ -542,12 +548,19 @@ unsigned idem_conn_call(void *pConn);
 ** Resolve function argument iArg (a ledger name) like a table name:
 ** "schema.ledger" (either part may be double-quoted) in that schema, an
 ** unqualified name in temp, main, then attached schemas; it must be a
-** table USING idempotency. Cached per statement and per connection. On
-** failure the error is reported on ctx (messages start with zFunc) and
-** NULL is returned.
+** table USING idempotency. Cached per statement and per connection.
+** Inside a transaction it first takes the write lock on the ledger's
+** schema through the busy handler (every caller writes), before anything
+** of that schema is read. On failure the error is reported on ctx
+** (messages start with zFunc) and NULL is returned.
 */
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                 const char *zFunc);
+
+/* Inside a transaction or savepoint that holds no write lock on p's
+** schema yet, take it (through the busy handler) before anything is read:
+** ledger_write_first for the guard functions. */
+int idem_ledger_write_lock(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* SQLITE_OK when ledger p has all its shadow tables, else an error
 ** "<zFunc>: ledger L is missing its shadow table ..." in *pzErr. */
@@ -829,9 +842,11 @@ struct LedgerDecision {
 ** 2 the insert was just refused (q->zTaken): read the row and decide. */
 int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
                         int bCommitted, LedgerDecision *d, char **pzErr);
-/* Inside a transaction that holds no lock on p's schema yet, take the
-** write lock first (a statement that writes nothing). */
-int ledger_write_first(IdemLedger *p);
+/* Inside a transaction that holds no write lock on p's schema yet, take
+** it first (a statement that writes nothing), through the busy handler;
+** after a read of the same transaction SQLite cannot wait: SQLITE_BUSY and
+** *pzErr says to use BEGIN IMMEDIATE. */
+int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
 /* idem_claim: the read pass, the savepoint and the write pass. */
 int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr);
 /* idem_settle (pToken) or idem_resolve (pTenant, pKey): *pzJson answer. */
@@ -840,6 +855,10 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
                    char **pzJson, char **pzErr);
 
 /* ledger_last.c: idem_last_claim(ledger) ------------------------------*/
+/* idem_ledger_resolve for a function that only reads (idem_last_claim):
+** no write lock is taken. */
+IdemLedger *idem_ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                     const char *zFunc);
 /* The claims of the last INSERT statement into each ledger, kept by the
 ** connection (not the ledger object, which SQLite disconnects when a
 ** schema change is rolled back), each tagged with its ledger's identity. */

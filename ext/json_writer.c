@@ -2,7 +2,10 @@
 ** json_writer.c: the one builder every JSON answer of the ledger goes
 ** through (idem_claim, idem_settle, idem_resolve, idem_last_claim).
 **
-** An answer is one JSON object. Text values are escaped here; JSON read
+** An answer is one JSON object. Text values are escaped here, and text
+** that is not valid UTF-8 (a table or ledger name can hold any bytes) has
+** each ill-formed sequence replaced by U+FFFD, so an answer is JSON
+** whatever the names; JSON read
 ** back from the rows table (result, error, members) is parsed before it
 ** is written, so a row changed by hand can make an answer fail, never make
 ** it invalid JSON or give it a second "decision" member.
@@ -53,31 +56,100 @@ static inline void put(IdemJson *j, const char *z, size_t n) {
   }
 }
 
-/* Bytes of a JSON string that need an escape: '"', '\\' and controls. */
+/* Bytes of a JSON string that need a look: 1 an escape ('"', '\\' and
+** the controls), 2 the lead or continuation of a multi-byte sequence,
+** which is checked as UTF-8. */
 static const unsigned char aEscape[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
 };
 
-/* Append the JSON string literal of UTF-8 text z. */
+/*
+** The UTF-8 sequence at u (a lead byte >= 0x80, NUL-terminated text):
+** its length (2-4) when it is well-formed (RFC 3629: no overlong form, no
+** surrogate, nothing past U+10FFFF), else 0 with *pnBad the length of its
+** maximal ill-formed subpart (Unicode's "U+FFFD substitution of maximal
+** subparts", as WHATWG decoders do): the lead and the continuation bytes
+** that could still have begun a well-formed sequence, at least 1.
+*/
+static int utf8_sequence(const unsigned char *u, int *pnBad) {
+  unsigned char c = u[0], lo = 0x80, hi = 0xBF;
+  int n, k;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0; /* overlong below U+0800 */
+    if (c == 0xED) hi = 0x9F; /* surrogates */
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90; /* overlong below U+10000 */
+    if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
+  } else {
+    *pnBad = 1; /* a stray continuation, C0, C1, F5-FF */
+    return 0;
+  }
+  for (k = 1; k < n; k++) {
+    if (u[k] < lo || u[k] > hi) {
+      *pnBad = k;
+      return 0;
+    }
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  return n;
+}
+
+int idem_utf8_invalid_at(const char *z) {
+  const unsigned char *u = (const unsigned char *)z;
+  int i = 0, nBad = 0;
+  while (u[i]) {
+    int n = u[i] < 0x80 ? 1 : utf8_sequence(u + i, &nBad);
+    if (n == 0) return i;
+    i += n;
+  }
+  return -1;
+}
+
+/* Append the JSON string literal of text z: valid JSON whatever its bytes.
+** Well-formed UTF-8 is written as it is; each maximal ill-formed subpart
+** (utf8_sequence) becomes U+FFFD, as its UTF-8 bytes. */
 static void put_string(IdemJson *j, const char *z) {
   static const char hexd[] = "0123456789abcdef";
   const unsigned char *u = (const unsigned char *)z;
-  const unsigned char *zRun = u; /* start of the run of bytes needing no escape */
+  const unsigned char *zRun = u; /* start of the run of bytes written as they are */
   put(j, "\"", 1);
-  for (;; u++) {
+  for (;;) {
+    int nBad = 0, n;
     while (!aEscape[*u]) u++;
     if (*u == 0) break;
-    if (u > zRun) put(j, (const char *)zRun, (size_t)(u - zRun));
-    if (*u < 0x20) {
-      char e[6] = {'\\', 'u', '0', '0', hexd[*u >> 4], hexd[*u & 15]};
-      put(j, e, 6);
+    if (aEscape[*u] == 2) {
+      n = utf8_sequence(u, &nBad);
+      if (n) {
+        u += n; /* well-formed: part of the run */
+        continue;
+      }
+      if (u > zRun) put(j, (const char *)zRun, (size_t)(u - zRun));
+      put(j, "\xef\xbf\xbd", 3);
+      u += nBad;
     } else {
-      char e[2] = {'\\', (char)*u};
-      put(j, e, 2);
+      if (u > zRun) put(j, (const char *)zRun, (size_t)(u - zRun));
+      if (*u < 0x20) {
+        char e[6] = {'\\', 'u', '0', '0', hexd[*u >> 4], hexd[*u & 15]};
+        put(j, e, 6);
+      } else {
+        char e[2] = {'\\', (char)*u};
+        put(j, e, 2);
+      }
+      u++;
     }
-    zRun = u + 1;
+    zRun = u;
   }
   if (u > zRun) put(j, (const char *)zRun, (size_t)(u - zRun));
   put(j, "\"", 1);

@@ -70,6 +70,8 @@ LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)
 /* Small helpers                                                       */
 /* ------------------------------------------------------------------ */
 
+static int ledger_ready(IdemLedger *p, char **pzErr);
+
 static void ledger_unref(IdemLedger *p) {
   if (--p->nRef == 0) {
     ledger_finalize_all(p); /* statements prepared after a deferred disconnect */
@@ -173,32 +175,26 @@ static IdemLedger *registry_find(IdemConn *pConn, const char *zDb, const char *z
 ** registers it. With ppFound, stop at the first schema that has such a
 ** table and set *ppFound to its ledger (NULL: a table, but not a
 ** ledger); without it, probe every schema. On an error *pzErr (when
-** given) is set to zFunc's message for it, taken before the
-** list statement is finalized (which clears the connection's message).
+** given) is set to zFunc's message for it. The schemas are listed by
+** sqlite3_db_name, which reads nothing: stepping pragma_database_list
+** would open a read transaction on main inside the caller's deferred
+** BEGIN, before the function could take the write lock.
 */
 static int probe_schemas(IdemConn *pConn, sqlite3 *db, const char *zName, IdemLedger **ppFound,
                          const char *zFunc, char **pzErr) {
-  sqlite3_stmt *pList = 0;
-  int rc = sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list ORDER BY seq<>1, seq", -1,
-                              &pList, 0);
-  while (rc == SQLITE_OK) {
-    const char *zDb;
+  int rc = SQLITE_OK, i;
+  for (i = 0; rc == SQLITE_OK; i++) {
+    /* temp (1) first, then main (0), then the attached ones in order */
+    const char *zDb = sqlite3_db_name(db, i == 0 ? 1 : i == 1 ? 0 : i);
     int bFound = 0;
-    rc = sqlite3_step(pList);
-    if (rc == SQLITE_DONE) {
-      rc = SQLITE_OK;
-      break;
-    }
-    if (rc != SQLITE_ROW) break;
-    zDb = (const char *)sqlite3_column_text(pList, 0);
-    rc = zDb ? probe_table(db, zDb, zName, &bFound) : SQLITE_NOMEM;
+    if (zDb == 0) break;
+    rc = probe_table(db, zDb, zName, &bFound);
     if (rc == SQLITE_OK && bFound && ppFound) {
       *ppFound = registry_find(pConn, zDb, zName);
       break;
     }
   }
   if (rc && pzErr) *pzErr = idem_db_error(db, zFunc, rc);
-  sqlite3_finalize(pList);
   return rc;
 }
 
@@ -274,14 +270,16 @@ malformed:
 }
 
 /*
-** Resolve argument iArg of a function call to a connected ledger the way
-** a table name resolves: "schema.ledger" in that schema only, an
+** Find the connected ledger argument iArg of a function call names, the
+** way a table name resolves: "schema.ledger" in that schema only, an
 ** unqualified name in temp, main, then attached schemas in order.
 ** Cached per statement through auxdata and per connection (ConnCache).
-** On failure reports the error on ctx and returns NULL.
+** Connecting it steps no query inside a transaction that holds no lock
+** on its schema yet (see ledger_ready). On failure reports the error on
+** ctx and returns NULL.
 */
-IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
-                                const char *zFunc) {
+static IdemLedger *ledger_lookup(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                 const char *zFunc) {
   IdemConn *pConn = (IdemConn *)sqlite3_user_data(ctx);
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   LedgerRef *pRef = (LedgerRef *)sqlite3_get_auxdata(ctx, iArg);
@@ -390,6 +388,44 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
   return p;
 }
 
+/*
+** ledger_lookup, then, for a function that writes (bWrite) inside a
+** transaction, the write lock on the ledger's schema (ledger_write_first)
+** before anything of that schema is read, and the ledger's file read when
+** connecting it could not (ledger_ready). Outside a transaction every
+** statement a function runs is its own transaction, and the functions
+** order their reads and writes themselves.
+*/
+static IdemLedger *ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                  const char *zFunc, int bWrite) {
+  IdemLedger *p = ledger_lookup(ctx, iArg, pName, zFunc);
+  char *zErr = 0;
+  int rc = SQLITE_OK;
+  if (p == 0) return 0;
+  if (bWrite && !sqlite3_get_autocommit(p->db)) rc = ledger_write_first(p, zFunc, &zErr);
+  if (rc == SQLITE_OK) rc = ledger_ready(p, &zErr);
+  if (rc) {
+    if (zErr == 0 && (rc & 0xff) != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
+    idem_result_error(ctx, rc, zErr);
+    return 0;
+  }
+  return p;
+}
+
+int idem_ledger_write_lock(IdemLedger *p, const char *zFunc, char **pzErr) {
+  return ledger_write_first(p, zFunc, pzErr);
+}
+
+IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                const char *zFunc) {
+  return ledger_resolve(ctx, iArg, pName, zFunc, 1);
+}
+
+IdemLedger *idem_ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                     const char *zFunc) {
+  return ledger_resolve(ctx, iArg, pName, zFunc, 0);
+}
+
 IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, const char *zId,
                                    int *pRc) {
   IdemConn *pConn = (IdemConn *)sqlite3_user_data(ctx);
@@ -398,6 +434,17 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
   int rc, iPass;
   for (iPass = 0; iPass < 2; iPass++) {
     for (p = pConn->pList; p; p = p->pNext) {
+      if (!p->bDead && p->bUnread && sqlite3_stricmp(p->zName, zName) == 0) {
+        /* its identity is in its file (a guard trigger runs inside the
+        ** write statement that fired it: the lock is held) */
+        char *zErr = 0;
+        rc = ledger_ready(p, &zErr);
+        sqlite3_free(zErr);
+        if (rc) {
+          *pRc = rc;
+          return 0;
+        }
+      }
       if (!p->bDead && strcmp(p->zId, zId) == 0 && sqlite3_stricmp(p->zName, zName) == 0) {
         *pRc = SQLITE_OK;
         return p;
@@ -456,8 +503,8 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   q.args.pMem = &idem_sqlite_mem;
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
+  /* inside a transaction resolving took the write lock first */
   rc = claim_transaction_check(p, argv[0], &zErr);
-  if (rc == SQLITE_OK && !sqlite3_get_autocommit(p->db)) rc = ledger_write_first(p);
   if (rc == SQLITE_OK) {
     rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
                           argc > 6 ? argv[6] : 0, &q, &zErr);
@@ -485,13 +532,9 @@ static void outcome_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   IdemLedger *p;
   char *zErr = 0, *zJson = 0;
   int rc;
+  /* inside a transaction resolving took the write lock first */
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
-  rc = sqlite3_get_autocommit(p->db) ? SQLITE_OK : ledger_write_first(p);
-  if (rc) {
-    idem_result_error(ctx, rc, rc == SQLITE_NOMEM ? 0 : idem_db_error(p->db, zFunc, rc));
-    return;
-  }
   if (argc == 4) {
     rc = ledger_outcome(p, zFunc, argv[1], 0, 0, argv[2], argv[3], &zJson, &zErr);
   } else {
@@ -531,8 +574,9 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  rc = sqlite3_get_autocommit(p->db) ? SQLITE_OK : ledger_write_first(p);
-  if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, &zErr);
+  /* inside a transaction resolving took the write lock first; outside,
+  ** the trigger check reads on its own and the DELETE takes the lock */
+  rc = ledger_check_triggers(p, zFunc, &zErr);
   if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_PURGE, &pDel);
   if (rc == SQLITE_OK) {
     sqlite3_bind_int64(pDel, 1, ledger_now(p) - n * 1000);
@@ -552,10 +596,45 @@ static void idem_upgrade_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   char *zErr = 0, *zJson = 0;
   int rc;
   (void)argc;
+  /* inside a transaction resolving took the write lock first */
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
-  rc = ledger_upgrade(p, zFunc, &zJson, &zErr);
+  if (sqlite3_get_autocommit(p->db)) {
+    /* the upgrade reads the schema before it writes: outside a
+    ** transaction it runs inside a savepoint of its own whose first
+    ** statement takes the write lock (through the busy handler), and the
+    ** savepoint's release commits it */
+    static const char *const azTxn[4] = {"SAVEPOINT idem_upgrade_lock", "RELEASE idem_upgrade_lock",
+                                         "ROLLBACK TO idem_upgrade_lock", "ROLLBACK"};
+    sqlite3_stmt *apTxn[4] = {0, 0, 0, 0};
+    int i, bSave = 0;
+    /* prepared first, so that undoing cannot fail for want of memory */
+    for (i = 0, rc = SQLITE_OK; rc == SQLITE_OK && i < 4; i++) {
+      rc = sqlite3_prepare_v2(p->db, azTxn[i], -1, &apTxn[i], 0);
+    }
+    if (rc == SQLITE_OK) rc = ledger_step_done(apTxn[0]);
+    if (rc == SQLITE_OK) {
+      bSave = 1;
+      rc = ledger_write_first(p, zFunc, &zErr);
+    }
+    if (rc == SQLITE_OK) rc = ledger_upgrade(p, zFunc, &zJson, &zErr);
+    if (rc == SQLITE_OK) {
+      rc = ledger_step_done(apTxn[1]);
+      if (rc == SQLITE_OK) bSave = 0;
+      else zErr = idem_db_error(p->db, zFunc, rc);
+    }
+    if (bSave) {
+      int rcU = ledger_step_done(apTxn[2]);
+      if (rcU == SQLITE_OK) rcU = ledger_step_done(apTxn[1]);
+      if (rcU != SQLITE_OK) ledger_step_done(apTxn[3]); /* the transaction is ours */
+    }
+    for (i = 0; i < 4; i++) sqlite3_finalize(apTxn[i]);
+  } else {
+    rc = ledger_upgrade(p, zFunc, &zJson, &zErr);
+  }
   if (rc) {
+    sqlite3_free(zJson);
+    if (zErr == 0 && (rc & 0xff) != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
     idem_result_error(ctx, rc, zErr);
     return;
   }
@@ -585,7 +664,48 @@ static const char *const azCol[N_COL] = {"tenant",     "key",         "conversat
                                          "error",      "attempt",     "token",        "created_at",
                                          "updated_at", "lease_until", "members"};
 
-/* Parse "name=value" options (argv[3..]) into aVal. */
+/*
+** Read what a connected ledger keeps in its file: which shadow tables
+** exist, and the format, identity and options in <name>_meta (aOpt holds
+** the options CREATE's arguments gave until then). A ledger missing a
+** shadow table stays connected (so DROP TABLE works) but refuses every
+** operation. Returns SQLITE_OK or an error with *pzErr.
+*/
+static int ledger_read_file(IdemLedger *p, char **pzErr) {
+  int rc, mMissing = 0;
+  rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
+  if (rc) return rc;
+  if (mMissing & 2) {
+    p->zId[0] = 0; /* no identity: no guard can name it */
+  } else {
+    rc = ledger_read_meta(p->db, p->zDb, p->zName, p->aOpt, p->zId, &p->iFormat, pzErr);
+    if (rc) return rc;
+  }
+  sqlite3_free(p->zBroken);
+  p->zBroken = 0;
+  if (mMissing) {
+    p->zBroken = ledger_shadow_message(p->zName, mMissing);
+    if (p->zBroken == 0) return SQLITE_NOMEM;
+  }
+  p->bUnread = 0;
+  return SQLITE_OK;
+}
+
+/*
+** A ledger connected inside a transaction that held no lock on its schema
+** reads its file at its first use (ledger_read_file), not in xConnect: a
+** read there would open a read transaction inside the caller's deferred
+** BEGIN, and SQLite does not upgrade a read transaction to a write
+** through the busy handler, so the statement's own write (an INSERT's, or
+** a function's first write) would fail at once under contention instead
+** of waiting for busy_timeout. At the first use the lock is there: the
+** statement took it (xFilter, xUpdate, xRename, xDestroy run after its
+** OP_Transaction), or the function took the write lock first
+** (idem_ledger_resolve). Returns SQLITE_OK or an error with *pzErr.
+*/
+static int ledger_ready(IdemLedger *p, char **pzErr) {
+  return p->bUnread ? ledger_read_file(p, pzErr) : SQLITE_OK;
+}
 
 static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                        sqlite3_vtab **ppVtab, char **pzErr, int bCreate) {
@@ -594,9 +714,10 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   sqlite3_int64 aVal[IDEM_N_OPT];
   size_t nDb = strlen(argv[1]), nName = strlen(argv[2]);
   char zId[17];
-  int rc, iFormat = LEDGER_FORMAT, mMissing = 0;
+  int rc, iFormat = LEDGER_FORMAT;
 
   *ppVtab = 0;
+  zId[0] = 0;
   /* Under dqlite an autocommit claim can be lost (docs/replication.md, "Running
   ** replicated"): a ledger made there requires a transaction by default. */
   rc = ledger_parse_options(argc, argv, bCreate && ledger_under_dqlite(db, argv[1]), aVal, pzErr);
@@ -611,17 +732,6 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
       sqlite3_randomness(8, a);
       idem_hex(a, 8, zId);
       rc = ledger_create_schema(db, argv[1], argv[2], aVal, zId, pzErr);
-      if (rc) return rc;
-    }
-  } else {
-    /* a ledger missing a shadow table connects (so DROP TABLE works) but
-    ** refuses every operation */
-    rc = ledger_shadow_missing(db, argv[1], argv[2], &mMissing);
-    if (rc) return rc;
-    if (mMissing & 2) {
-      zId[0] = 0; /* no identity: no guard can name it */
-    } else {
-      rc = ledger_read_meta(db, argv[1], argv[2], aVal, zId, &iFormat, pzErr);
       if (rc) return rc;
     }
   }
@@ -647,11 +757,17 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   p->iFormat = iFormat;
   p->iDurable = -1;
   p->iDqlite = -1;
-  if (mMissing) {
-    p->zBroken = ledger_shadow_message(p->zName, mMissing);
-    if (p->zBroken == 0) {
-      sqlite3_free(p);
-      return SQLITE_NOMEM;
+  if (!bCreate) {
+    /* inside a transaction that holds no lock on the schema yet, the file
+    ** is read at the first use (ledger_ready) */
+    p->bUnread = 1;
+    if (sqlite3_get_autocommit(db) || sqlite3_txn_state(db, p->zDb) != SQLITE_TXN_NONE) {
+      rc = ledger_read_file(p, pzErr);
+      if (rc) {
+        sqlite3_free(p->zBroken);
+        sqlite3_free(p);
+        return rc;
+      }
     }
   }
   p->pNext = pConn->pList;
@@ -660,8 +776,50 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   return SQLITE_OK;
 }
 
+static int vtab_error(sqlite3_vtab *pVtab, int rc, char *zErr) {
+  sqlite3_free(pVtab->zErrMsg);
+  pVtab->zErrMsg = zErr;
+  if (zErr == 0 && rc != SQLITE_NOMEM) return SQLITE_NOMEM;
+  return rc;
+}
+
+/* ledger_ready for a method of the virtual table: the error goes to the
+** vtab's message. */
+static int vtab_ready(IdemLedger *p) {
+  char *zErr = 0;
+  int rc = ledger_ready(p, &zErr);
+  if (rc == SQLITE_OK) return SQLITE_OK;
+  if (zErr == 0 && (rc & 0xff) != SQLITE_NOMEM) zErr = idem_db_error(p->db, "idempotency", rc);
+  return vtab_error(&p->base, rc, zErr);
+}
+
+/*
+** A ledger's name must be UTF-8 text: its functions are given the name as
+** TEXT, and every answer and message names it. Returns SQLITE_OK, or
+** SQLITE_ERROR with *pzErr "idempotency: cannot <zWhat>: ..." (its name
+** shown as a JSON string, each ill-formed sequence as U+FFFD).
+*/
+static int name_check(const char *zName, const char *zWhat, char **pzErr) {
+  int iBad = idem_utf8_invalid_at(zName);
+  char *zQ;
+  if (iBad < 0) return SQLITE_OK;
+  zQ = idem_json_string(zName);
+  *pzErr = zQ ? sqlite3_mprintf(
+                    "idempotency: cannot %s %s: the name is not valid UTF-8 (byte 0x%02x at offset "
+                    "%d); a ledger's name must be UTF-8 text",
+                    zWhat, zQ, (unsigned char)zName[iBad], iBad)
+              : 0;
+  sqlite3_free(zQ);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
 static int xCreate(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                    sqlite3_vtab **ppVtab, char **pzErr) {
+  int rc = name_check(argv[2], "create ledger", pzErr);
+  if (rc) {
+    *ppVtab = 0;
+    return rc;
+  }
   if (sqlite3_stricmp(argv[1], "temp") == 0) {
     /* another connection (a retry in a new process) would not see it */
     *pzErr = sqlite3_mprintf(
@@ -710,8 +868,11 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
 static int xDestroy(sqlite3_vtab *pVtab) {
   IdemLedger *p = (IdemLedger *)pVtab;
   sqlite3_int64 nHeld = 0;
-  /* guards, and claimed or unknown rows, in the shadow tables that exist */
-  int rc = ledger_held_count(p, &nHeld);
+  /* guards, and claimed or unknown rows, in the shadow tables that exist
+  ** (DROP TABLE is a write statement: its lock is held) */
+  int rc = vtab_ready(p);
+  if (rc) return rc;
+  rc = ledger_held_count(p, &nHeld);
   if (rc) return rc;
   /* SQLite shows no module message for a refused DROP TABLE (it reads
   ** "constraint failed"), so none is set: it would only leak */
@@ -723,7 +884,11 @@ static int xDestroy(sqlite3_vtab *pVtab) {
 
 static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
   IdemLedger *p = (IdemLedger *)pVtab;
-  int rc;
+  char *zErr = 0;
+  int rc = vtab_ready(p); /* ALTER TABLE holds its write lock */
+  if (rc) return rc;
+  rc = name_check(zNew, "rename a ledger to", &zErr);
+  if (rc) return vtab_error(pVtab, rc, zErr);
   ledger_finalize_all(p);
   rc = ledger_rename_schema(p, zNew);
   /* xRename does not change p->zName: SQLite reconnects under the new name */
@@ -786,16 +951,20 @@ static void cursor_release(LedgerCursor *c) {
 #define IDX_TOKEN 3  /* token = ? */
 #define IDX_OPEN 4   /* status = 'claimed' or 'unknown': the open rows' index */
 
-/* Plan idxNum on constraints iFirst (argv 1) and iSecond (argv 2, or -1),
-** which the shadow table's indexes answer exactly; nRows the estimate. */
+/*
+** Plan idxNum on constraints iFirst (argv 1) and iSecond (argv 2, or -1);
+** nRows the estimate. The constraints are not omitted: SQLite checks each
+** row xFilter returns with its own comparison, so a ledger answers every
+** WHERE exactly as a table holding the same rows would. The value reaches
+** xFilter without the comparison's affinity (l.tenant = a.id, a.id an
+** INTEGER column, compares '5' and 5 as numbers; tenant = 5 does not),
+** and a token is looked up by its parts, which more than one text maps
+** to: the lookup only narrows the rows (see filter_plan), SQLite decides.
+*/
 static void use_plan(sqlite3_index_info *pInfo, int idxNum, int iFirst, int iSecond, int nRows) {
   pInfo->idxNum = idxNum;
   pInfo->aConstraintUsage[iFirst].argvIndex = 1;
-  pInfo->aConstraintUsage[iFirst].omit = 1;
-  if (iSecond >= 0) {
-    pInfo->aConstraintUsage[iSecond].argvIndex = 2;
-    pInfo->aConstraintUsage[iSecond].omit = 1;
-  }
+  if (iSecond >= 0) pInfo->aConstraintUsage[iSecond].argvIndex = 2;
   pInfo->estimatedCost = nRows;
   pInfo->estimatedRows = nRows;
   if (nRows == 1) pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
@@ -817,6 +986,12 @@ static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
     if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
     if (!constraint_is_binary(pInfo, i)) continue;
+    /* an IN is left to SQLite (see use_plan): it would call xFilter once
+    ** per value and check each row against that value without the IN's
+    ** affinity ('5' IN (SELECT id FROM t), id INTEGER, is true for a
+    ** table); a constraint past the 32 that sqlite3_vtab_in can tell
+    ** apart is left to it too */
+    if (i >= 32 || sqlite3_vtab_in(pInfo, i, -1)) continue;
     if (c->iColumn == COL_TENANT) iTenant = i;
     if (c->iColumn == COL_KEY) iKey = i;
     if (c->iColumn == COL_TOKEN) iToken = i;
@@ -876,25 +1051,57 @@ static int xNext(sqlite3_vtab_cursor *pCur) {
   return rc == SQLITE_DONE ? SQLITE_OK : sqlite3_reset(c->pStmt);
 }
 
+/*
+** The plan xFilter runs for plan idxNum given these values: a superset of
+** the rows the constraints match, which SQLite then checks (use_plan).
+** Every stored tenant, key and token is TEXT. A TEXT value matches only
+** the same text under BINARY, whatever the comparison's affinity (a text
+** that looks like a number cannot reach an equality with numeric affinity
+** as TEXT: the affinity would have made it a number), so the index finds
+** exactly its rows. A number may match many texts ('7', '007', '7e0'
+** under numeric affinity) or none (no affinity): its constraint cannot
+** narrow, and the plan drops it. NULL and a BLOB match no TEXT: *pbNone.
+*/
+static int filter_plan(int idxNum, int argc, sqlite3_value **argv, int *pbNone) {
+  int i, mText = 0;
+  *pbNone = 0;
+  for (i = 0; i < argc && i < 2; i++) {
+    int t = sqlite3_value_type(argv[i]);
+    if (t == SQLITE_NULL || t == SQLITE_BLOB) *pbNone = 1;
+    if (t == SQLITE_TEXT) mText |= 1 << i;
+  }
+  if (idxNum == IDX_KEY && mText != 3) return (mText & 1) ? IDX_TENANT : 0;
+  if ((idxNum == IDX_TENANT || idxNum == IDX_TOKEN) && mText != 1) return 0;
+  return idxNum >= IDX_KEY && idxNum <= IDX_OPEN ? idxNum : 0;
+}
+
 static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
                    sqlite3_value **argv) {
   LedgerCursor *c = (LedgerCursor *)pCur;
   IdemLedger *p = (IdemLedger *)pCur->pVtab;
-  int iSlot = ST_CUR_ALL + (idxNum >= IDX_KEY && idxNum <= IDX_OPEN ? idxNum : 0);
+  int bNone = 0, iPlan = filter_plan(idxNum, argc, argv, &bNone);
+  int iSlot = ST_CUR_ALL + iPlan;
   int rc, i;
   (void)idxStr;
   cursor_release(c);
   c->bEof = 0;
   c->now = ledger_now(p);
   {
-    /* a foreign trigger on the shadow tables refuses reads too */
+    /* a foreign trigger on the shadow tables refuses reads too; the
+    ** statement holds its read lock: the file can be read */
     char *zErr = 0;
+    rc = vtab_ready(p);
+    if (rc) return rc;
     rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc) {
       sqlite3_free(pCur->pVtab->zErrMsg);
       pCur->pVtab->zErrMsg = zErr;
       return rc;
     }
+  }
+  if (bNone) {
+    c->bEof = 1; /* no stored text equals NULL or a BLOB */
+    return SQLITE_OK;
   }
   if ((p->mBusy & (1u << iSlot)) == 0) {
     /* the ledger's prepared statement for this plan, borrowed */
@@ -913,8 +1120,8 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
     pCur->pVtab->zErrMsg = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
     return rc;
   }
-  for (i = 0; i < argc; i++) {
-    if (idxNum == IDX_TOKEN) {
+  for (i = 0; i < (iPlan == IDX_KEY ? 2 : iPlan == 0 ? 0 : 1); i++) {
+    if (iPlan == IDX_TOKEN) {
       /* the column shows hex text: the row id and the random part the
       ** shadow table holds (a malformed token matches no row) */
       sqlite3_int64 iId = 0, iRnd = 0;
@@ -981,13 +1188,6 @@ static int xRowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
   return SQLITE_OK;
 }
 
-static int vtab_error(sqlite3_vtab *pVtab, int rc, char *zErr) {
-  sqlite3_free(pVtab->zErrMsg);
-  pVtab->zErrMsg = zErr;
-  if (zErr == 0 && rc != SQLITE_NOMEM) return SQLITE_NOMEM;
-  return rc;
-}
-
 static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid) {
   IdemLedger *p = (IdemLedger *)pVtab;
   sqlite3 *db = p->db;
@@ -997,6 +1197,8 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
   if (argc == 1) {
     /* DELETE: terminal rows only */
     sqlite3_stmt *pDel = 0;
+    rc = vtab_ready(p);
+    if (rc) return rc;
     rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc) return vtab_error(pVtab, rc, zErr);
     rc = ledger_stmt(p, ST_DELETE, &pDel);
@@ -1025,8 +1227,10 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
   if (rc) return vtab_error(pVtab, rc, 0);
   /* the INSERT is a write statement: its write lock first, through the
   ** busy handler, before any read of the claim */
-  rc = ledger_write_first(p);
-  if (rc) return vtab_error(pVtab, rc, idem_db_error(db, "idempotency", rc));
+  rc = ledger_write_first(p, "idempotency", &zErr);
+  if (rc) return vtab_error(pVtab, rc, zErr);
+  rc = vtab_ready(p);
+  if (rc) return rc;
   if (sqlite3_vtab_on_conflict(db) == SQLITE_REPLACE) {
     zErr = sqlite3_mprintf(
         "idempotency: INSERT OR REPLACE into ledger %s is refused: it would "

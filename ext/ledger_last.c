@@ -186,7 +186,7 @@ void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) 
   char *zJson = 0;
   int rc;
   (void)argc;
-  p = idem_ledger_resolve(ctx, 0, argv[0], "idem_last_claim");
+  p = idem_ledger_resolve_read(ctx, 0, argv[0], "idem_last_claim");
   if (p == 0) return;
   rc = ledger_last_answer(p, &zJson);
   if (rc) {

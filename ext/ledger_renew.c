@@ -119,7 +119,7 @@ static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken,
   rc = ledger_token_arg(zFunc, pToken, &iId, &iRnd, &zToken, pzErr);
   if (rc) return rc;
   if (!sqlite3_get_autocommit(p->db)) {
-    rc = ledger_write_first(p);
+    rc = ledger_write_first(p, zFunc, pzErr);
     if (rc) goto done;
   }
   rc = ledger_check_triggers(p, zFunc, pzErr);
