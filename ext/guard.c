@@ -145,6 +145,10 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   rc = sqlite3_exec(db, "SAVEPOINT idem_guard", 0, 0, 0);
   if (rc) goto done;
   bSave = 1;
+  /* the write lock before the guards table is read: a read first would
+  ** not wait for it (its upgrade to a write skips the busy handler) */
+  rc = idem_ledger_write_lock(p, zFunc, &zErr);
+  if (rc) goto done;
   {
     /* one guard per table, under its current name or the one it was
     ** guarded under; the new guard's id is known before its triggers,
