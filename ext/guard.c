@@ -227,9 +227,13 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   rc = sqlite3_exec(db, "SAVEPOINT idem_unguard", 0, 0, 0);
   if (rc) goto done;
   bSave = 1;
-  /* it reads the guards before it writes: the write lock first */
-  rc = idem_ledger_write_lock(p, zFunc, &zErr);
-  if (rc) goto done;
+  /* it reads the guards before it writes: the write lock first (its
+  ** statement writes the rows table, which a broken ledger may lack: then
+  ** the lock comes with the first write below) */
+  if (table_exists(db, p->zDb, p->zName, "rows")) {
+    rc = idem_ledger_write_lock(p, zFunc, &zErr);
+    if (rc) goto done;
+  }
   /* the guard of the table by its current name (it may have been renamed
   ** since: its insert trigger moved with it) */
   zSql = sqlite3_mprintf(

@@ -1120,7 +1120,7 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
     pCur->pVtab->zErrMsg = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
     return rc;
   }
-  for (i = 0; i < (iPlan == IDX_KEY ? 2 : iPlan == 0 ? 0 : 1); i++) {
+  for (i = 0; i < (iPlan == IDX_KEY ? 2 : iPlan == 0 || iPlan == IDX_OPEN ? 0 : 1); i++) {
     if (iPlan == IDX_TOKEN) {
       /* the column shows hex text: the row id and the random part the
       ** shadow table holds (a malformed token matches no row) */

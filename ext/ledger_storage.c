@@ -999,6 +999,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
   if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
   sqlite3_finalize(pG);
   sqlite3_finalize(pT);
+  pG = pT = 0;
   if (rc) return rc;
   /* a trigger named as one of this ledger's guard triggers needs its row */
   zSql = sqlite3_mprintf(
