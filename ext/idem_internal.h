@@ -579,8 +579,8 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
 
 /* ledger_storage.c: the guards' triggers (they write the ledger's
 ** <name>_members, so the storage owns their text; guard.c installs them) */
-#define IDEM_GUARD_N_TRIGGER 4
-/* insert, member, forget, update */
+#define IDEM_GUARD_N_TRIGGER 3
+/* insert, member, update */
 extern const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER];
 /* Trigger k of guard gid (zDb NULL: the text SQLite stores). sqlite3_malloc. */
 char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, const char *zLedgerId,

@@ -70,16 +70,17 @@ static int has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, i
 }
 
 /*
-** The members of claim (id, attempt), the guarded rows written under it
-** (whatever rowid they got), as the JSON array a settle stores:
+** The members of claim (id, attempt) of (zTenant, zKey): *pnMember = the
+** guarded rows written under it, whatever rowid they got (recorded by the
+** guards' member triggers; a row deleted since still was written), and
+** *pz (sqlite3_malloc; "[]" when none) the JSON array a settle stores, of
+** those that are still there with the claim's key and tenant,
 ** {"table":..,"rowid":..} by guard then rowid, the table by its current
-** name, into *pz (sqlite3_malloc; "[]" when none); *pnMember = the number
-** of members recorded (a member whose table was dropped since counts, and
-** is not listed).
+** name: a replay never lists a row another key wrote on a reused rowid.
 */
-static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, char **pz,
-                          int *pnMember) {
-  sqlite3_stmt *pM = 0, *pG = 0;
+static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt,
+                          const char *zTenant, const char *zKey, char **pz, int *pnMember) {
+  sqlite3_stmt *pM = 0, *pG = 0, *pRow = 0;
   sqlite3_str *s = sqlite3_str_new(p->db);
   sqlite3_int64 iGuard = -1;
   char *zQ = 0; /* the current guard's table, as a JSON string; NULL: dropped */
@@ -100,29 +101,55 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
     sqlite3_int64 g = sqlite3_column_int64(pM, 0);
     n++;
     if (g != iGuard) {
-      /* the guard's table by its current name (ST_GUARDS is in id order) */
+      /* the guard's table by its current name (ST_GUARDS is in id order),
+      ** and the lookup of a row of it with the claim's key and tenant */
       iGuard = g;
       sqlite3_free(zQ);
       zQ = 0;
+      sqlite3_finalize(pRow);
+      pRow = 0;
       sqlite3_bind_text(pG, 1, p->zName, -1, SQLITE_STATIC);
-      while (sqlite3_step(pG) == SQLITE_ROW) {
+      while (rc == SQLITE_OK && sqlite3_step(pG) == SQLITE_ROW) {
+        const char *zTbl = (const char *)sqlite3_column_text(pG, 4);
+        const char *zKeyCol = (const char *)sqlite3_column_text(pG, 2);
+        const char *zTenCol = (const char *)sqlite3_column_text(pG, 3);
+        char *zSql;
         if (sqlite3_column_int64(pG, 0) != g) continue;
-        if (sqlite3_column_type(pG, 4) != SQLITE_NULL) {
-          zQ = idem_json_string((const char *)sqlite3_column_text(pG, 4));
-          if (zQ == 0) rc = SQLITE_NOMEM;
+        if (zTbl == 0 || zKeyCol == 0) break; /* its table was dropped */
+        zQ = idem_json_string(zTbl);
+        zSql = zTenCol ? sqlite3_mprintf(
+                             "SELECT 1 FROM \"%w\".\"%w\" WHERE rowid=?1 AND \"%w\"=?2"
+                             " COLLATE BINARY AND \"%w\"=?3 COLLATE BINARY",
+                             p->zDb, zTbl, zKeyCol, zTenCol)
+                       : sqlite3_mprintf(
+                             "SELECT 1 FROM \"%w\".\"%w\" WHERE rowid=?1 AND \"%w\"=?2"
+                             " COLLATE BINARY AND ?3 IS NOT NULL",
+                             p->zDb, zTbl, zKeyCol);
+        rc = zQ && zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pRow, 0) : SQLITE_NOMEM;
+        sqlite3_free(zSql);
+        if (rc == SQLITE_OK) {
+          sqlite3_bind_text(pRow, 2, zKey, -1, SQLITE_STATIC);
+          sqlite3_bind_text(pRow, 3, zTenant, -1, SQLITE_STATIC);
         }
         break;
       }
       if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
       else sqlite3_reset(pG);
     }
-    if (rc == SQLITE_OK && zQ) {
-      sqlite3_str_appendf(s, "%s{\"table\":%s,\"rowid\":%lld}", nListed++ ? "," : "", zQ,
-                          sqlite3_column_int64(pM, 1));
+    if (rc == SQLITE_OK && zQ && pRow) {
+      sqlite3_int64 rid = sqlite3_column_int64(pM, 1);
+      int bThere;
+      sqlite3_bind_int64(pRow, 1, rid);
+      bThere = sqlite3_step(pRow) == SQLITE_ROW;
+      rc = sqlite3_reset(pRow);
+      if (rc == SQLITE_OK && bThere) {
+        sqlite3_str_appendf(s, "%s{\"table\":%s,\"rowid\":%lld}", nListed++ ? "," : "", zQ, rid);
+      }
     }
   }
   if (rc == SQLITE_OK) rc = sqlite3_reset(pM);
   else sqlite3_reset(pM);
+  sqlite3_finalize(pRow);
   sqlite3_free(zQ);
   sqlite3_str_appendchar(s, 1, ']');
   if (rc == SQLITE_OK) rc = sqlite3_str_errcode(s);
@@ -205,12 +232,8 @@ int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
     *peEff = EFF_UNKNOWN;
   } else {
     /* an expired local claim: rows that landed without a settle make it unknown */
-    int n = 0, rc;
-    if (pzMembers) {
-      rc = ledger_members(p, id, attempt, pzMembers, &n);
-    } else {
-      rc = has_members(p, id, attempt, &n);
-    }
+    int n = 0, rc = has_members(p, id, attempt, &n);
+    (void)pzMembers; /* built by the settle, which knows the key (ledger_members) */
     if (rc) return rc;
     *peEff = n > 0 ? EFF_UNKNOWN : EFF_EXPIRED;
     if (pnMember) *pnMember = n;
@@ -955,7 +978,7 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
     goto done;
   }
   if (bLocal && zMembers == 0) {
-    rc = ledger_members(p, r->id, r->attempt, &zMembers, &nMember);
+    rc = ledger_members(p, r->id, r->attempt, r->zTenant, r->zKey, &zMembers, &nMember);
     if (rc) goto done;
   }
   if (strcmp(zStatus, "released") == 0) {

@@ -6,8 +6,8 @@
 ** aOwn, beside the SQL that is them.
 **
 ** Also here: the options table (names, ranges, defaults), the prepared
-** statements of a ledger, the guards' trigger text (the member and forget
-** triggers write <name>_members), the check that the shadow and guarded
+** statements of a ledger, the guards' trigger text (the member trigger
+** writes <name>_members), the check that the shadow and guarded
 ** tables carry exactly the ledger's own triggers, loading a row into a
 ** LedgerRow, and idem_upgrade (formats 1 and 2 to 3, and restoring the own
 ** and guard triggers).
@@ -413,7 +413,7 @@ void ledger_finalize_all(IdemLedger *p) {
   "idempotency: a guard is added only by idem_guard and removed only by idem_unguard"
 #define MSG_MEMBERS                                                                   \
   "idempotency: a member is recorded only by a guard trigger, for the claimed local " \
-  "claim that wrote it, and never changed"
+  "claim that wrote it, and kept unchanged while that claim is claimed or unknown"
 
 /* The key grammar of a NEW column, for the insert trigger (CHECKs can be
 ** turned off by PRAGMA ignore_check_constraints; triggers cannot). */
@@ -461,8 +461,9 @@ void ledger_finalize_all(IdemLedger *p) {
 **                  unknown claim has members in it.
 **   members *      a member is added only for a claimed local claim of
 **                  that attempt and an existing guard, and never updated;
-**                  it goes with its claim's row, or with its guarded row
-**                  (the guard's forget trigger).
+**                  it goes with its claim's row (purge, retention), never
+**                  while its claim is claimed or unknown: a row written and
+**                  deleted again still was written.
 **
 ** No extension function appears, and only innocuous built-ins (the JSON
 ** functions are not innocuous on SQLite 3.40, so a trigger using them
@@ -554,8 +555,8 @@ static const OwnTrigger aOwn[] = {
     {"guards", "insert",
      "CREATE TRIGGER \"$_guards_insert\" BEFORE INSERT ON \"$_guards\" WHEN NOT coalesce(("
      "SELECT count(*) FROM sqlite_schema WHERE type='trigger' AND (name=NEW.tbl||'_idem_@_insert'"
-     " OR name=NEW.tbl||'_idem_@_member' OR name=NEW.tbl||'_idem_@_forget'"
-     " OR name=NEW.tbl||'_idem_@_update'))=4,0)"
+     " OR name=NEW.tbl||'_idem_@_member' OR name=NEW.tbl||'_idem_@_update'))=3,0)"
+     " OR EXISTS(SELECT 1 FROM \"$_guards\" WHERE id=NEW.id OR tbl=NEW.tbl)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
     {"guards", "update",
      "CREATE TRIGGER \"$_guards_update\" BEFORE UPDATE ON \"$_guards\""
@@ -563,8 +564,7 @@ static const OwnTrigger aOwn[] = {
     {"guards", "delete",
      "CREATE TRIGGER \"$_guards_delete\" BEFORE DELETE ON \"$_guards\" WHEN coalesce("
      "EXISTS(SELECT 1 FROM sqlite_schema WHERE type='trigger' AND (name=OLD.tbl||'_idem_@_insert'"
-     " OR name=OLD.tbl||'_idem_@_member' OR name=OLD.tbl||'_idem_@_forget'"
-     " OR name=OLD.tbl||'_idem_@_update'))"
+     " OR name=OLD.tbl||'_idem_@_member' OR name=OLD.tbl||'_idem_@_update'))"
      " OR EXISTS(SELECT 1 FROM \"$_members\" AS m JOIN \"$_rows\" AS r ON r.id=m.claim"
      " WHERE m.guard=OLD.id AND (r.status IS 'claimed' OR r.status IS 'unknown')),1)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
@@ -576,6 +576,11 @@ static const OwnTrigger aOwn[] = {
      " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
     {"members", "update",
      "CREATE TRIGGER \"$_members_update\" BEFORE UPDATE ON \"$_members\""
+     " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
+    {"members", "delete",
+     "CREATE TRIGGER \"$_members_delete\" BEFORE DELETE ON \"$_members\" WHEN coalesce("
+     "EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=OLD.claim AND (status IS 'claimed'"
+     " OR status IS 'unknown')),1)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
 };
 #define N_OWN ((int)(sizeof(aOwn) / sizeof(aOwn[0])))
@@ -1004,7 +1009,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
   /* a trigger named as one of this ledger's guard triggers needs its row */
   zSql = sqlite3_mprintf(
       "SELECT t.name FROM \"%w\".sqlite_schema AS t WHERE t.type='trigger'"
-      " AND t.name GLOB '*_idem_%q_[imfu]*'",
+      " AND t.name GLOB '*_idem_%q_[imu]*'",
       p->zDb, p->zName);
   rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pT, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
@@ -1412,10 +1417,10 @@ int ledger_exec(IdemLedger *p, int i) {
 /* Guard triggers                                                      */
 /* ------------------------------------------------------------------ */
 
-const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "forget", "update"};
+const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "update"};
 
 /*
-** The SQL of guard trigger k (0 insert, 1 member, 2 forget, 3 update) of
+** The SQL of guard trigger k (0 insert, 1 member, 2 update) of
 ** gid of ledger zLedger (identity zLedgerId) on table zTable, named after
 ** zBase (the table's name when the guard was installed: a trigger keeps
 ** its name when SQLite moves it with a renamed table). With zDb NULL it is
@@ -1433,9 +1438,6 @@ const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "
 **           claimed local claim of its (tenant, key) and attempt, in
 **           <ledger>_members: membership is written when the row is, not
 **           inferred later, whatever rowid the row got. Plain SQL.
-**   forget  AFTER DELETE: a row deleted while its claim is claimed is no
-**           longer its member (the effect is undone: the claim may be
-**           released, and a reused rowid belongs to whoever writes it next).
 **   update  BEFORE UPDATE: the rowid and the key, tenant and token
 **           columns cannot change.
 **
@@ -1478,13 +1480,6 @@ char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, cons
                         " FROM \"%w_members\" AS m WHERE m.claim=r.id AND m.attempt=r.attempt"
                         " AND m.guard=%lld AND m.rid=NEW.rowid); END",
                         zLedger, gid);
-  } else if (k == 2) {
-    sqlite3_str_appendf(s,
-                        "AFTER DELETE ON \"%w\" BEGIN DELETE FROM \"%w_members\" WHERE guard=%lld"
-                        " AND rid=OLD.rowid AND claim=(SELECT r.id FROM \"%w_rows\" AS r",
-                        zTable, zLedger, gid, zLedger);
-    guard_claim_of(s, "OLD", zKeyCol, zTenCol);
-    sqlite3_str_appendall(s, "); END");
   } else {
     sqlite3_str_appendf(s,
                         "BEFORE UPDATE ON \"%w\" WHEN NEW.rowid IS NOT OLD.rowid"

@@ -1685,8 +1685,9 @@ static void bench_attention(void) {
   Op aOp[2];
   double aList[MAX_ROUND][2], aListUs[2], aUs[2];
   char zDrop[160];
-  printf("\n8. attention: 100 unknown rows in a ledger of %d settled rows (WAL, synchronous=NORMAL)\n",
-         nRows);
+  printf(
+      "\n8. attention: 100 unknown rows in a ledger of %d settled rows (WAL, synchronous=NORMAL)\n",
+      nRows);
   remove_db("attention-index");
   remove_db("attention-noindex");
   aDb[0] = open_db("attention-index", 0, zWalNormal);
@@ -1711,7 +1712,8 @@ static void bench_attention(void) {
     /* the second ledger without the partial index: its claims pay no index write */
     sqlite3_stmt *q = prepare_db(aDb[1], "SELECT v FROM L_meta WHERE k = 'id'");
     if (sqlite3_step(q) != SQLITE_ROW) die("attention", "no ledger identity");
-    snprintf(zDrop, sizeof(zDrop), "DROP INDEX \"idem_%s_open\"", (const char *)sqlite3_column_text(q, 0));
+    snprintf(zDrop, sizeof(zDrop), "DROP INDEX \"idem_%s_open\"",
+             (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
     exec_db(aDb[1], zDrop);
   }

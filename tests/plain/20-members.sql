@@ -8,7 +8,7 @@ SELECT 'no-extension', (SELECT count(*) FROM pragma_function_list WHERE name = '
 CREATE TEMP TABLE msg(k PRIMARY KEY, v);
 INSERT INTO msg VALUES
   ('upd', 'idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over'),
-  ('mem', 'idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and never changed'),
+  ('mem', 'idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and kept unchanged while that claim is claimed or unknown'),
   ('meta', 'idempotency: the format, identity and options of a ledger are fixed when it is created'),
   ('guards', 'idempotency: a guard is added only by idem_guard and removed only by idem_unguard');
 CREATE TEMP VIEW m AS SELECT (SELECT v FROM msg WHERE k = 'upd') AS upd, (SELECT v FROM msg WHERE k = 'mem') AS mem,
@@ -35,5 +35,12 @@ SELECT 'meta-no-delete', errmsg('DELETE FROM f.G_meta') = (SELECT meta FROM m);
 SELECT 'guards-no-delete', errmsg('DELETE FROM f.G_guards') = (SELECT guards FROM m);
 SELECT 'guards-no-forge', errmsg('INSERT INTO f.G_guards(tbl, key_column) VALUES (''other'', ''k'')') = (SELECT guards FROM m);
 SELECT 'guards-no-update', errmsg('UPDATE f.G_guards SET tenant_column = NULL') = (SELECT guards FROM m);
+-- no member lost while its claim is open: not by hand, not by deleting the row
+SELECT 'member-delete-refused', errmsg('DELETE FROM f.G_members') = (SELECT mem FROM m);
+SELECT 'row-delete-keeps-member', errmsg('DELETE FROM f.items WHERE k = ''with-member''') IS NULL
+       AND (SELECT count(*) FROM f.G_members) = 1;
+SELECT 'release-after-row-delete', errmsg('UPDATE f.G_rows SET status = ''released'' WHERE "key" = ''with-member''') = (SELECT upd FROM m);
+-- a REPLACE cannot rewrite a guard (it deletes without firing delete triggers)
+SELECT 'guards-no-replace', errmsg('REPLACE INTO f.G_guards(id, tbl, key_column, tenant_column) VALUES (1, ''items'', ''tenant'', ''k'')') = (SELECT guards FROM m);
 SELECT 'unchanged', (SELECT count(*) FROM f.G_members) = 1 AND (SELECT v FROM f.G_meta WHERE k = 'max_attempts') = 1
        AND (SELECT count(*) FROM f.G_guards) = 1;

@@ -11,16 +11,15 @@ SELECT 'shadow-guards', (SELECT count(*) FROM sqlite_schema WHERE type = 'table'
 SELECT 'shadow-trigger-update', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = 'L_rows_update' AND tbl_name = 'L_rows') = 1;
 SELECT 'shadow-trigger-delete', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = 'L_rows_delete' AND tbl_name = 'L_rows') = 1;
 SELECT 'vtab-entry', (SELECT sql FROM sqlite_schema WHERE name = 'L') LIKE 'CREATE VIRTUAL TABLE L USING idempotency%';
--- the ledger, four tables and thirteen own triggers (rows: insert, id,
--- update, delete, forget; meta and guards: insert, update, delete;
--- members: insert, update), and the partial index of open rows named by
--- the identity
-SELECT 'no-other-objects', (SELECT count(*) FROM sqlite_schema WHERE name LIKE 'L%' AND name NOT LIKE 'sqlite_autoindex_%') = 18;
+-- the ledger, four tables and fourteen own triggers (rows: insert, id,
+-- update, delete, forget; meta, guards and members: insert, update,
+-- delete), and the partial index of open rows named by the identity
+SELECT 'no-other-objects', (SELECT count(*) FROM sqlite_schema WHERE name LIKE 'L%' AND name NOT LIKE 'sqlite_autoindex_%') = 19;
 SELECT 'open-index', (SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'L_rows'
        AND name = 'idem_' || (SELECT v FROM L_meta WHERE k = 'id') || '_open' AND sql LIKE '%WHERE status=''claimed'' OR status=''unknown''') = 1;
 SELECT 'members-columns', (SELECT group_concat(name, ',') FROM pragma_table_info('L_members')) = 'claim,attempt,guard,rid';
 SELECT 'own-trigger-names', (SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'L\_%' ESCAPE '\' ORDER BY name))
-       = 'L_guards_delete,L_guards_insert,L_guards_update,L_members_insert,L_members_update,L_meta_delete,L_meta_insert,L_meta_update,L_rows_delete,L_rows_forget,L_rows_id,L_rows_insert,L_rows_update';
+       = 'L_guards_delete,L_guards_insert,L_guards_update,L_members_delete,L_members_insert,L_members_update,L_meta_delete,L_meta_insert,L_meta_update,L_rows_delete,L_rows_forget,L_rows_id,L_rows_insert,L_rows_update';
 SELECT 'meta-is-without-rowid', (SELECT sql FROM sqlite_schema WHERE name = 'L_meta') LIKE '%WITHOUT ROWID%';
 SELECT 'rows-unique-tenant-key', (SELECT sql FROM sqlite_schema WHERE name = 'L_rows') LIKE '%UNIQUE(tenant,"key")%';
 -- no object of the ledger's tables calls a function of the extension

@@ -1,4 +1,4 @@
--- idem_guard: what it installs (four triggers, read back from sqlite_schema
+-- idem_guard: what it installs (three triggers, read back from sqlite_schema
 -- and compared with the expected text), identifier quoting, every error,
 -- and rows already present. Contract: docs/guards.md.
 
@@ -11,13 +11,10 @@ CREATE TRIGGER orders_audit AFTER INSERT ON orders BEGIN INSERT INTO other_trigg
 
 SELECT 'guard-returns-1', idem_guard('ledger', 'orders', 'op_key', 'tenant', 'claim_token') = 1;
 
--- exactly four triggers, named after the table and the ledger
-SELECT 'four-triggers', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders' AND name <> 'orders_audit') = 4;
+-- exactly three triggers, named after the table and the ledger
+SELECT 'three-triggers', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders' AND name <> 'orders_audit') = 3;
 SELECT 'trigger-names', (SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders' AND name <> 'orders_audit' ORDER BY name))
-       = 'orders_idem_ledger_forget orders_idem_ledger_insert orders_idem_ledger_member orders_idem_ledger_update';
--- the forget trigger: a row deleted while its claim is claimed is no longer a member
-SELECT 'forget-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_forget')
-       = 'CREATE TRIGGER "orders_idem_ledger_forget" AFTER DELETE ON "orders" BEGIN DELETE FROM "ledger_members" WHERE guard=1 AND rid=OLD.rowid AND claim=(SELECT r.id FROM "ledger_rows" AS r WHERE r."key"=OLD."op_key" COLLATE BINARY AND r.tenant=OLD."tenant" COLLATE BINARY AND r.status=''claimed''); END';
+       = 'orders_idem_ledger_insert orders_idem_ledger_member orders_idem_ledger_update';
 -- the member trigger records the row as a member of the claimed local claim
 -- of its (tenant, key), compared with BINARY whatever the table declares
 SELECT 'member-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_member')
@@ -139,7 +136,7 @@ SELECT 'err-guard-twice-is-error', errcode('SELECT idem_guard(''ledger'', ''orde
 SELECT 'err-guard-twice-other-case', errcode('SELECT idem_guard(''ledger'', ''ORDERS'', ''op_key'', ''tenant'')') <> 0;
 SELECT 'guard-twice-changed-nothing',
        (SELECT count(*) FROM ledger_guards WHERE tbl LIKE 'orders') = 1
-   AND (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name LIKE 'orders') = 5
+   AND (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name LIKE 'orders') = 4
    AND (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_insert') LIKE '%NEW."claim_token"); END';
 -- DIRECTONLY: a trigger cannot install a guard
 CREATE TABLE sneaky(x);

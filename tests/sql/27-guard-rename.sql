@@ -21,7 +21,7 @@ ALTER TABLE ledger RENAME TO "books 2";
 SELECT 'renamed', (SELECT count(*) FROM sqlite_schema WHERE name = 'books 2') = 1 AND (SELECT count(*) FROM sqlite_schema WHERE name = 'ledger') = 0;
 SELECT 'old-triggers-gone', (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name GLOB '*_idem_ledger_*') = 0;
 SELECT 'new-trigger-names', (SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name GLOB '*_idem_*' ORDER BY name))
-       = 'order lines_idem_books 2_forget order lines_idem_books 2_insert order lines_idem_books 2_member order lines_idem_books 2_update orders_idem_books 2_forget orders_idem_books 2_insert orders_idem_books 2_member orders_idem_books 2_update';
+       = 'order lines_idem_books 2_insert order lines_idem_books 2_member order lines_idem_books 2_update orders_idem_books 2_insert orders_idem_books 2_member orders_idem_books 2_update';
 SELECT 'new-insert-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_books 2_insert')
        = 'CREATE TRIGGER "orders_idem_books 2_insert" BEFORE INSERT ON "orders" BEGIN SELECT idem_guard_check(''books 2'', ''' || (SELECT v FROM "books 2_meta" WHERE k = 'id') || ''', ''orders'', NEW."tenant", NEW."op_key", NEW."claim_token"); END';
 SELECT 'new-update-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_books 2_update')
@@ -52,7 +52,7 @@ SELECT 'members-after-rename', json_extract(idem_settle('books 2', (SELECT token
 -- rename twice, then unguard and drop under the final name
 ALTER TABLE "books 2" RENAME TO ledger3;
 SELECT 'second-rename-triggers', (SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name GLOB '*_idem_*' ORDER BY name))
-       = 'order lines_idem_ledger3_forget order lines_idem_ledger3_insert order lines_idem_ledger3_member order lines_idem_ledger3_update orders_idem_ledger3_forget orders_idem_ledger3_insert orders_idem_ledger3_member orders_idem_ledger3_update';
+       = 'order lines_idem_ledger3_insert order lines_idem_ledger3_member order lines_idem_ledger3_update orders_idem_ledger3_insert orders_idem_ledger3_member orders_idem_ledger3_update';
 SELECT 'second-rename-refuses', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (''t1'', ''op-9'', NULL, ''x'')')
        = 'idem_guard: insert into "orders" refused: key "op-9" needs a live claim of ledger ledger3; there is no claim for it';
 SELECT 'drop-refused-after-rename', errmsg('DROP TABLE ledger3') = 'constraint failed';

@@ -8,7 +8,7 @@ ATTACH ':memory:' AS aux;
 CREATE VIRTUAL TABLE aux.ledger USING idempotency(lease_seconds=60);
 CREATE TABLE aux.orders(id INTEGER PRIMARY KEY, tenant, op_key, claim_token, item);
 SELECT 'aux-guard', idem_guard('ledger', 'orders', 'op_key', 'tenant', 'claim_token') = 1;
-SELECT 'aux-triggers-in-aux', (SELECT count(*) FROM aux.sqlite_schema WHERE type = 'trigger' AND name GLOB 'orders_idem_ledger_*') = 4
+SELECT 'aux-triggers-in-aux', (SELECT count(*) FROM aux.sqlite_schema WHERE type = 'trigger' AND name GLOB 'orders_idem_ledger_*') = 3
    AND (SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND name GLOB '*_idem_*') = 0;
 SELECT 'aux-refused', errmsg('INSERT INTO aux.orders(tenant, op_key, claim_token, item) VALUES (''t1'', ''op-1'', NULL, ''x'')')
        = 'idem_guard: insert into "orders" refused: key "op-1" needs a live claim of ledger ledger; there is no claim for it';
@@ -33,7 +33,7 @@ SELECT 'shadowed-aux-rows', (SELECT count(*) FROM aux.orders) = 1;
 -- held in aux.ledger (claimed as 'aux.ledger') does not admit main's guard
 CREATE TABLE main.notes(id INTEGER PRIMARY KEY, tenant, op_key, body);
 SELECT 'qualified-guard-main', idem_guard('main.ledger', 'notes', 'op_key', 'tenant') = 1;
-SELECT 'qualified-guard-main-triggers', (SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND name GLOB 'notes_idem_ledger_*') = 4;
+SELECT 'qualified-guard-main-triggers', (SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger' AND name GLOB 'notes_idem_ledger_*') = 3;
 SELECT json_extract(idem_claim('aux.ledger', 't1', 'c1', 'note', '{}', 'local', 'op-n'), '$.decision');
 SELECT 'aux-claim-taken', (SELECT count(*) FROM aux.ledger WHERE key = 'op-n') = 1 AND (SELECT count(*) FROM main.ledger WHERE key = 'op-n') = 0;
 SELECT 'aux-claim-does-not-admit-main', errmsg('INSERT INTO main.notes(tenant, op_key, body) VALUES (''t1'', ''op-n'', ''wrong ledger'')')

@@ -41,16 +41,23 @@ SELECT sqltest_clock(1700000100000);
 SELECT 'reuse-claim-a', json_extract(idem_claim('L', 't', 'c', 'order', '{"n":2}', 'local', 'reuse-a'), '$.decision') = 'admitted';
 INSERT INTO orders(tenant, k, item) VALUES ('t', 'reuse-a', 'a');
 SELECT 'reuse-a-row', (SELECT id FROM orders WHERE k = 'reuse-a') = 101;
--- the row is deleted while the claim is open: no longer a member (the effect is undone)
+-- the row is deleted while the claim is open: it still was written, so the
+-- claim keeps it as a member (and cannot be released), and a member cannot be
+-- deleted by hand while its claim is open
 DELETE FROM orders WHERE k = 'reuse-a';
-SELECT 'reuse-a-forgotten', (SELECT count(*) FROM L_members WHERE claim = (SELECT id FROM L_rows WHERE "key" = 'reuse-a')) = 0;
+SELECT 'reuse-a-kept', (SELECT count(*) FROM L_members WHERE claim = (SELECT id FROM L_rows WHERE "key" = 'reuse-a')) = 1;
+SELECT 'member-delete-refused', errmsg('DELETE FROM L_members')
+       = 'idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and kept unchanged while that claim is claimed or unknown';
 SELECT 'reuse-claim-b', json_extract(idem_claim('L', 't', 'c', 'order', '{"n":3}', 'local', 'reuse-b'), '$.decision') = 'admitted';
 INSERT INTO orders(tenant, k, item) VALUES ('t', 'reuse-b', 'b');
 SELECT 'reuse-b-same-rowid', (SELECT id FROM orders WHERE k = 'reuse-b') = 101;
 DELETE FROM tickets WHERE id = 1;
 INSERT INTO tickets(id, tenant, k, n) VALUES (1, 't', 'reuse-b', 4);
 SELECT 'autoincrement-below-sequence', (SELECT seq FROM sqlite_sequence WHERE name = 'tickets') = 2000;
-SELECT 'reuse-a-releases', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'reuse-a'), 'released', NULL), '$.members') = '[]';
+SELECT 'reuse-a-release-refused', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE "key" = ''reuse-a''), ''released'', NULL)')
+       = 'idem_settle: cannot release local key "reuse-a": its attempt wrote 1 guarded row; settle succeeded or failed';
+-- reuse-a's snapshot does not list rowid 101, which reuse-b wrote since
+SELECT 'reuse-a-snapshot', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'reuse-a'), 'failed', '{"undone":true}'), '$.members') = '[]';
 SELECT 'reuse-b-members', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'reuse-b'), 'succeeded', NULL), '$.members')
        = '[{"table":"orders","rowid":101},{"table":"tickets","rowid":1}]';
 
@@ -73,7 +80,7 @@ SELECT 'move-takeover-plain-refused', errcode('UPDATE L_rows SET status = ''clai
 SELECT 'move-unknown', json_extract(idem_claim('L', 't', 'c', 'order', '{"n":4}', 'local', 'move'), '$.decision') = 'unknown';
 -- the members table's own triggers: no forged or changed member
 SELECT 'member-forge-refused', errmsg('INSERT INTO L_members VALUES ((SELECT id FROM L_rows WHERE "key" = ''reuse-b''), 1, 1, 77)')
-       = 'idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and never changed';
+       = 'idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and kept unchanged while that claim is claimed or unknown';
 SELECT 'member-update-refused', errcode('UPDATE L_members SET rid = 1') = 1811;
 -- unguard is refused while an open claim has members in the guard
 SELECT 'unguard-refused-open', errmsg('SELECT idem_unguard(''L'', ''orders'')')

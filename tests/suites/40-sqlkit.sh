@@ -362,7 +362,7 @@ if [ "$ext_ok" = 1 ]; then
     expect_eq sqlkit:install:guard-triggers \
       "$(sq "$db" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema
                      WHERE type = 'trigger' AND tbl_name = 'operations' ORDER BY name)")" \
-      "operations_idem_ledger_forget operations_idem_ledger_insert operations_idem_ledger_member operations_idem_ledger_update"
+      "operations_idem_ledger_insert operations_idem_ledger_member operations_idem_ledger_update"
   else
     fail sqlkit:install:run "$(clean_error <"$TMPD/err")"
   fi

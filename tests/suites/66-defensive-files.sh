@@ -29,7 +29,7 @@ fail=0
 
 MSG_META='idempotency: the format, identity and options of a ledger are fixed when it is created'
 MSG_GUARDS='idempotency: a guard is added only by idem_guard and removed only by idem_unguard'
-MSG_MEMBERS='idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and never changed'
+MSG_MEMBERS='idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and kept unchanged while that claim is claimed or unknown'
 MSG_UPDATE='idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over'
 
 # writes LABEL SHADOW: the plain-SQL writes of a case, each a top-level
