@@ -105,7 +105,8 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     int bShadow =
         sqlite3_strnicmp(zTable, p->zName, (int)nL) == 0 &&
         (sqlite3_stricmp(zTable + nL, "_rows") == 0 || sqlite3_stricmp(zTable + nL, "_meta") == 0 ||
-         sqlite3_stricmp(zTable + nL, "_guards") == 0);
+         sqlite3_stricmp(zTable + nL, "_guards") == 0 ||
+         sqlite3_stricmp(zTable + nL, "_members") == 0);
     int bVirtual = zTSql && sqlite3_strnicmp(zTSql, "CREATE VIRTUAL", 14) == 0;
     int bNoRowid = 0;
     if (zTSql) {

@@ -53,3 +53,10 @@ SELECT 'table-dropped-works', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 
 CREATE TABLE orders(id INTEGER PRIMARY KEY, tenant TEXT, k TEXT);
 SELECT 'same-name-gap', errmsg('SELECT count(*) FROM L')
        GLOB 'idempotency: ledger L has lost the guard triggers of table "orders"; *';
+-- the ledger's own tables cannot be guarded (the members table is a WITHOUT
+-- ROWID table as well, and the shadow-table refusal comes first)
+CREATE VIRTUAL TABLE M USING idempotency;
+SELECT 'no-guard-on-members', errmsg('SELECT idem_guard(''M'', ''M_members'', ''claim'', ''guard'')')
+       = 'idem_guard: "M_members" is not a rowid table that can be guarded (a shadow table of the ledger)';
+SELECT 'no-guard-on-rows', errmsg('SELECT idem_guard(''M'', ''M_rows'', ''key'', ''tenant'')')
+       = 'idem_guard: "M_rows" is not a rowid table that can be guarded (a shadow table of the ledger)';
