@@ -386,7 +386,7 @@ async function run(tmp) {
   const mainL = idem.Ledger.open(qdb);
   const auxL = idem.Ledger.open(qdb, { name: 'aux.ledger', options: { lease_seconds: 60 } });
   const tables = qdb.prepare("SELECT schema || '.' || name AS t FROM pragma_table_list WHERE name LIKE '%ledger%' AND schema IN ('main', 'aux') ORDER BY 1").all().map((r) => r.t);
-  report(j(tables) === j(['aux.ledger', 'aux.ledger_guards', 'aux.ledger_meta', 'aux.ledger_rows', 'main.ledger', 'main.ledger_guards', 'main.ledger_meta', 'main.ledger_rows']),
+  report(j(tables) === j(['aux.ledger', 'aux.ledger_guards', 'aux.ledger_members', 'aux.ledger_meta', 'aux.ledger_rows', 'main.ledger', 'main.ledger_guards', 'main.ledger_members', 'main.ledger_meta', 'main.ledger_rows']),
          'qualified-name-created-in-schema', j(tables));
   // the second Ledger.open loaded the extension into qdb again: the first ledger still works
   const md = mainL.claim(T, C, 'q', { n: 0 });

@@ -448,8 +448,8 @@ def run(tmp):
     aux_l = idem.Ledger.open(conn, "aux.ledger", options={"lease_seconds": 60})
     tables = conn.execute("SELECT schema, name FROM pragma_table_list WHERE name LIKE '%ledger%' "
                           "AND schema IN ('main', 'aux') ORDER BY 1, 2").fetchall()
-    report(tables == [("aux", "ledger"), ("aux", "ledger_guards"), ("aux", "ledger_meta"), ("aux", "ledger_rows"),
-                      ("main", "ledger"), ("main", "ledger_guards"), ("main", "ledger_meta"), ("main", "ledger_rows")],
+    report(tables == [("aux", "ledger"), ("aux", "ledger_guards"), ("aux", "ledger_members"), ("aux", "ledger_meta"), ("aux", "ledger_rows"),
+                      ("main", "ledger"), ("main", "ledger_guards"), ("main", "ledger_members"), ("main", "ledger_meta"), ("main", "ledger_rows")],
            "qualified-name-created-in-schema", f"tables {tables}")
     # the second Ledger.open loaded the extension into conn again: the first ledger still works
     md = main_l.claim(T, C, "q", {"n": 0})

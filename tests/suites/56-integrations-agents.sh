@@ -20,9 +20,9 @@
 # tests/integrations/lib/agent_harness.mjs. The frameworks come from
 # tests/integrations/node_modules (npm ci there when absent); a framework npm
 # could not install skips, saying why. The package is staged as npm would
-# install it: bindings/node with the plain build of the extension in
-# prebuilds/, in a temporary project whose node_modules links the
-# frameworks.
+# install it: bindings/node and its platform package holding the plain
+# build of the extension (tests/lib/nodepkg.sh), in a temporary project
+# whose node_modules links the frameworks.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
@@ -46,13 +46,9 @@ trap 'rm -rf "$tmp"' EXIT
 project=$tmp/project
 mkdir -p "$project/node_modules"
 for e in "$ROOT/$DIR"/node_modules/* "$ROOT/$DIR"/node_modules/.bin; do ln -s "$e" "$project/node_modules/"; done
-nplat=$(node -p 'process.platform + "-" + process.arch')
-pkg=$project/node_modules/sqlite-idempotency
-mkdir -p "$pkg/prebuilds/$nplat"
-files=$(node -p 'require("./bindings/node/package.json").files.filter((f) => !f.endsWith("/") && f !== "LICENSE").join(" ")')
-for f in $files; do cp "bindings/node/$f" "$pkg/"; done
-cp bindings/node/package.json "$pkg/"
-cp "$ext" "$pkg/prebuilds/$nplat/idempotency.so"
+# shellcheck source=tests/lib/nodepkg.sh
+. tests/lib/nodepkg.sh
+stage_node_pkg "$project/node_modules" "$ext"
 printf '{ "name": "idem-integrations-test", "version": "0.0.0", "private": true, "type": "module" }\n' >"$project/package.json"
 # the test programs keep their places, so that they import each other as in the tree
 mkdir -p "$project/tests/lib" "$project/tests/adapters" "$project/$DIR"

@@ -272,10 +272,12 @@ PY
   sdist=$DIST/sqlite_idempotency-$version.tar.gz
   got=$(tar tzf "$sdist" 2>/dev/null | grep -v '/$' | sed "s|^sqlite_idempotency-$version/||" | sort | tr '\n' ' ')
   want=$( (for f in LICENSE MANIFEST.in PKG-INFO README.md pyproject.toml setup.cfg setup.py \
-      sqlite_idempotency/__init__.py sqlite_idempotency/py.typed csrc/include/idempotency.h \
+      sqlite_idempotency/py.typed csrc/include/idempotency.h \
       csrc/xxhash/xxhash.h csrc/xxhash/LICENSE sqlite_idempotency.egg-info/PKG-INFO \
       sqlite_idempotency.egg-info/SOURCES.txt sqlite_idempotency.egg-info/dependency_links.txt \
+      sqlite_idempotency.egg-info/entry_points.txt \
       sqlite_idempotency.egg-info/top_level.txt; do echo "$f"; done
+    (cd bindings/python && ls sqlite_idempotency/*.py)
     for f in ext/*.c ext/*.h; do echo "csrc/$f"; done) | sort | tr '\n' ' ')
   pkginfo=$(tar xzf "$sdist" -O "sqlite_idempotency-$version/PKG-INFO" 2>/dev/null)
   if [ "$got" = "$want" ] && grep -qx 'Name: sqlite-idempotency' <<<"$pkginfo" && grep -qx "Version: $version" <<<"$pkginfo"; then
