@@ -11,8 +11,8 @@
 `loadable_path()` gives its path (without the file suffix, which SQLite
 adds). `Ledger.claim` returns a typed decision (`Admitted`, `Replay`,
 `InProgress`, `Unknown`, `Mismatch`); `Ledger.call` runs one external tool
-call around a claim: it acts only on a committed claim, renews the lease
-right before sending, settles what is known, waits for an in-progress claim
+call around a claim: it acts only on a committed claim, checks the lease
+right before sending (renewing it when little is left), settles what is known, waits for an in-progress claim
 up to a deadline, and returns an `Outcome` of the same shape on a first
 call and on a replay.
 
