@@ -174,7 +174,7 @@ export interface CallOptions {
   operationId?: string;
   /** wait up to this long while another caller holds the key (default 0: do not wait) */
   waitMs?: number;
-  /** the lease renew gives right before the action (default: the ledger's lease_seconds) */
+  /** the lease the action starts with at least, less the margin; renewed (a write) right before the action only when less is left (default: the claim's lease, lease_seconds) */
   renewSeconds?: number;
 }
 
@@ -197,6 +197,8 @@ export class Ledger {
   resolve(tenant: string, key: string, status: ResolveStatus, detail?: JsonInput): Settled;
   /** idem_renew: extends a live claim; returns the new lease_until. Throws LeaseLost when the token no longer holds a live claim. */
   renew(token: string, seconds?: number): number;
+  /** The check Ledger.call makes right before the action: a read while the claim has more than max(1 s, 10% of the lease) left, idem_renew (returning its lease_until) only when less is left or seconds asks for a longer lease; undefined when it only read. Throws LeaseLost as renew does. */
+  leaseBeforeSend(token: string, seconds?: number): number | undefined;
   /** The ledger row of a key (effective status, JSON columns parsed), or null. */
   row(tenant: string, key: string): Record<string, unknown> | null;
   /** Claims, and claims again with backoff while in_progress, up to timeoutMs; returns the last decision. */

@@ -56,6 +56,17 @@ class LedgerError extends IdempotencyError {
 // idem_renew refused: the token no longer holds a live claim. Nothing was sent.
 class LeaseLost extends LedgerError {}
 
+// The read of Ledger.leaseBeforeSend: 1 when the claim the token holds
+// has more than the margin left and no renewal to the ms given first (NULL: the claim's
+// own lease) would extend it by more than the margin. SQL 'now' is the
+// connection's VFS clock, the ledger's.
+const LEASE_CHECK_MAX_SECONDS = 1e9;
+function leaseCheckSql(table) {
+  return 'SELECT (status = \'claimed\' AND lft > max(1000, want / 10) AND lft >= want - max(1000, want / 10)) AS v'
+    + ' FROM (SELECT status, lease_until - (CAST(round(julianday(\'now\') * 86400000.0) AS INTEGER) - 210866760000000) AS lft,'
+    + ` coalesce(?, lease_until - updated_at) AS want FROM ${table} WHERE token = ?)`;
+}
+
 class NotCommitted extends IdempotencyError {
   constructor(key) {
     super(`${key}: the claim is not committed (a transaction is open on the ledger's connection); nothing was sent and the claim is released: commit before acting on an external claim`);
@@ -587,6 +598,24 @@ class Ledger {
     }
   }
 
+  // The check right before sending (Ledger.call): a read while the lease
+  // has more than the margin left, a renewal (a write) only when less is
+  // left or the lease asked for (seconds, default the claim's own) is longer
+  // than what is left by more than the margin. The margin is max(1 s, 10%
+  // of that lease). No one takes a claim over before its lease_until, so a
+  // claim with more than the margin left is still this token's when the
+  // action starts (given clocks that agree within the margin: docs/leases.md).
+  // A token that no longer holds a claim is renewed, and refused: LeaseLost.
+  leaseBeforeSend(token, seconds) {
+    let wantMs = null;
+    if (seconds !== undefined) {
+      if (!(Number.isSafeInteger(seconds) && seconds >= 0 && seconds <= LEASE_CHECK_MAX_SECONDS)) return this.renew(token, seconds);
+      wantMs = BigInt(seconds) * 1000n;
+    }
+    if (Number(this.value(leaseCheckSql(this.sqlName()), [wantMs, token])) === 1) return undefined;
+    return this.renew(token, seconds);
+  }
+
   // The ledger row of a key (effective status; JSON columns parsed), or null.
   row(tenant, key) {
     let r;
@@ -630,7 +659,7 @@ class Ledger {
       throw new NotCommitted(d.key);
     }
     const attempt = new Attempt(this, d);
-    this.renew(d.token, renewSeconds); // LeaseLost: nothing sent, nothing to settle
+    this.leaseBeforeSend(d.token, renewSeconds); // LeaseLost: nothing sent, nothing to settle
     let result;
     try {
       result = await action(attempt);

@@ -11,8 +11,8 @@
 `loadable_path()` gives its path (without the file suffix, which SQLite
 adds). `Ledger.claim` returns a typed decision (`Admitted`, `Replay`,
 `InProgress`, `Unknown`, `Mismatch`); `Ledger.call` runs one external tool
-call around a claim: it acts only on a committed claim, renews the lease
-right before sending, settles what is known, waits for an in-progress claim
+call around a claim: it acts only on a committed claim, checks the lease
+right before sending (renewing it when little is left), settles what is known, waits for an in-progress claim
 up to a deadline, and returns an `Outcome` of the same shape on a first
 call and on a replay.
 
@@ -105,6 +105,19 @@ _KEY = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _REQUIRES_TRANSACTION = "requires a transaction (require_transaction=1)"
 _LEASE_LOST = "do not act on this claim"
 _DETAIL_REFUSED = "idem_settle: detail"  # the ledger cannot store the detail (not I-JSON, too big)
+# Ledger.lease_before_send's read: 1 when the claim the token holds has
+# more than the margin left and no renewal to the ms given first (NULL: the claim's own
+# lease) would extend it by more than the margin. SQL 'now' is the
+# connection's VFS clock, the ledger's.
+_LEASE_CHECK_MAX_SECONDS = 10**9
+
+
+def _lease_check_sql(table: str) -> str:
+    return ("SELECT (status = 'claimed' AND lft > max(1000, want / 10) AND lft >= want - max(1000, want / 10))"
+            " FROM (SELECT status, lease_until - (CAST(round(julianday('now') * 86400000.0) AS INTEGER)"
+            " - 210866760000000) AS lft, coalesce(?, lease_until - updated_at) AS want FROM " + table +
+            " WHERE token = ?)")
+
 
 # --- errors ------------------------------------------------------------------
 
@@ -596,6 +609,32 @@ class Ledger:
                 raise LeaseLost(e.message, e.sqlite_errorname) from e.__cause__
             raise
 
+    def lease_before_send(self, token: str, seconds: Optional[int] = None) -> Optional[int]:
+        """The check `call` makes right before the action: a read while the lease lasts.
+
+        Reads the claim ``token`` holds; renews it (``idem_renew``, a write,
+        returning the new lease_until) only when it has no more than the
+        margin left, or when ``seconds`` asks for a lease longer than what
+        is left by more than the margin; returns None when it only read. The
+        margin is max(1 s, 10% of the lease: ``seconds``, or the claim's own
+        ``lease_seconds``). No one takes a claim over before its
+        lease_until, so a claim with more than the margin left is still this
+        token's as the action starts, with clocks that agree within the
+        margin (docs/leases.md). Raises `LeaseLost` as `renew` does.
+        """
+        want = None
+        if seconds is not None:
+            if isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 <= seconds <= _LEASE_CHECK_MAX_SECONDS:
+                return self.renew(token, seconds)
+            want = seconds * 1000
+        try:
+            r = self.conn.execute(_lease_check_sql(self._sql_name()), (want, token)).fetchone()
+        except sqlite3.Error as e:
+            raise LedgerError.wrap(e) from e
+        if r is not None and r[0] == 1:
+            return None
+        return self.renew(token, seconds)
+
     def row(self, tenant: str, key: str) -> Optional[Dict[str, Any]]:
         """The ledger row of a key as a dict (effective status), or None."""
         try:
@@ -685,9 +724,10 @@ class Ledger:
            inside ``BEGIN IMMEDIATE ... COMMIT``. Admitted but not committed
            (the caller has a transaction open): releases the claim and
            raises `NotCommitted`; nothing is sent.
-        3. Renews the lease right before calling the action (``idem_renew``):
-           a caller that stalled past its lease gets `LeaseLost` and sends
-           nothing.
+        3. Checks the lease right before calling the action
+           (`lease_before_send`: a read while more than the margin is left,
+           ``idem_renew`` otherwise): a caller that stalled past its lease
+           gets `LeaseLost` and sends nothing.
         4. Settles what is known: the action's return value → succeeded;
            `ToolFailed` → failed, returned as an Outcome; `NotSent` →
            released with ``{"sent": false}``, raised again; any other
@@ -712,7 +752,7 @@ class Ledger:
             self.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
             raise NotCommitted(d.key)
         attempt = Attempt(self, d)
-        self.renew(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
+        self.lease_before_send(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
         try:
             result = action(attempt)
         except NotSent as e:

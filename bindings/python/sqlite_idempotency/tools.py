@@ -111,7 +111,7 @@ async def acall(ledger: "Ledger", tenant: str, conversation: str, tool: str, arg
         ledger.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
         raise NotCommitted(d.key)
     attempt = Attempt(ledger, d)
-    ledger.renew(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
+    ledger.lease_before_send(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
     try:
         result = action(attempt)
         if inspect.isawaitable(result):
