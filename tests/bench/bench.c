@@ -37,7 +37,7 @@
 **                 1,000,000; 5000000 adds the 5M step) vs the careful
 **                 table, and bytes per row
 **   8. attention  100 unknown rows listed through the partial index of open
-**                 rows in a ledger of BENCH_ATTENTION_ROWS (1,000,000)
+**                 rows in a ledger of BENCH_ATTENTION_ROWS (5,000,000)
 **                 settled rows vs the same query as a scan, and a claim
 **                 with its settle on a ledger with that index vs without
 **
@@ -56,7 +56,7 @@
 ** Environment: BENCH_ROUNDS, BENCH_ROUND_MS, BENCH_LEDGER_ROUNDS,
 ** BENCH_AUTOCOMMIT_CALLS (200 per round), BENCH_RACE_KEYS (3000),
 ** BENCH_RACE_ROUNDS (5), BENCH_RETENTION_ROWS (100000), BENCH_MAX_ROWS,
-** BENCH_ATTENTION_ROWS (1000000),
+** BENCH_ATTENTION_ROWS (5000000),
 ** BENCH_SECTIONS (a list of section names; default all), BENCH_STRICT=1
 ** (exit 3 when a target is missed), TMPDIR (where the database files go).
 **
@@ -1679,7 +1679,7 @@ static void bench_growth(void) {
 ** settle (the same ledger with the index dropped).
 */
 static void bench_attention(void) {
-  int nRows = env_int("BENCH_ATTENTION_ROWS", 1000000, 10000, 50000000);
+  int nRows = env_int("BENCH_ATTENTION_ROWS", 5000000, 10000, 50000000);
   int nRound = env_int("BENCH_LEDGER_ROUNDS", 15, 3, MAX_ROUND), nCall = 400, r, w, i;
   sqlite3 *aDb[2];
   Op aOp[2];
