@@ -1400,6 +1400,7 @@ static void exec_plain(const Op *op) {
                r->expirations + 1 < maxAtt)
         accept = 1;
       else if (r->st == S_CLAIMED && r->local && now >= r->lease && nMem == 0) {
+        sqlite3_free(zSql);
         return; /* the max_attempts-th expiry by plain SQL: see the header */
       }
       if (accept) {
