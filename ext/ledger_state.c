@@ -1058,8 +1058,9 @@ static const char *const azResolve[] = {"succeeded", "failed", "released", 0};
 
 /*
 ** The stored form of detail pDetail (TEXT holding JSON) into pBuf:
-** canonical structure with every number kept as written (DESIGN section 6:
-** results and errors are not keys, so a 64-bit id is not refused).
+** canonical structure with every number kept as written (docs/design.md,
+** "Stored results and errors": results are not keys, so a 64-bit id is not
+** refused).
 */
 static int detail_stored_form(const char *zFunc, sqlite3_value *pDetail, IdemBuf *pBuf,
                               char **pzErr) {

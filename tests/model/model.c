@@ -4,8 +4,8 @@
 **   model [--ext PATH] --db FILE [--mode wal|delete] [--seed N] [--steps N]
 **         [--avoid LIST] [--no-low-rowids] [--shrink-seconds N] [--trace]
 **
-** A reference model of the states table and the decisions (DESIGN sections
-** 6 and 7, written from the contract, not from ext/) is driven by a random
+** A reference model of the states table and the decisions (docs/ledger.md
+** "States" and docs/guards.md, written from the contract, not from ext/) is driven by a random
 ** sequence of operations from three connections with the extension loaded
 ** and one without it (plain SQL straight into the shadow tables):
 **
@@ -55,7 +55,7 @@
 **   insertpoison a plain INSERT INTO L (not OR IGNORE) inside a transaction
 **                that meets a poison call (it is refused, and must write
 **                nothing; run as INSERT OR IGNORE instead)
-**   bigint       a settle detail with an integer beyond 2^53 (DESIGN 6 keeps
+**   bigint       a settle detail with an integer beyond 2^53 (docs/design.md keeps
 **                results' numbers exactly as written)
 **
 ** Where the contract is silent the model follows these readings (each
@@ -500,7 +500,7 @@ static int token_taken(const State *s, const char *zTok, int ten, int slot) {
 }
 
 /*
-** The claim decision on state s at time now (DESIGN 6 "States" and
+** The claim decision on state s at time now (docs/ledger.md "States" and
 ** "Decisions"). Fills the expected answer (with "%TOKEN%" where the new
 ** token goes) and applies the write to s. Returns 1 when the decision
 ** writes (admitted, a poison failure), 0 when it only answers.
@@ -1168,14 +1168,14 @@ static void exec_gupdate(const Op *op) {
     if (avoidLowRowid || avoidRowidUpdate) return;
     newRowid = g_max(s, t) + 5;
     fmt_str(zErr, sizeof(zErr), "%s", "");
-    /* DESIGN 7: a guarded row's rowid cannot be updated */
+    /* docs/guards.md: a guarded row's rowid cannot be updated */
     run(c, sqlite3_mprintf("UPDATE g%d SET rowid=%lld WHERE rowid=%lld", t + 1, newRowid, g->rowid),
         &res);
     *s = before;
     if (blocked(c) && is_busy(&res)) return;
     if (res.rc == 0) {
       fail("gupdate",
-           "UPDATE g%d SET rowid=%lld WHERE rowid=%lld was accepted: DESIGN 7 says a guarded row's "
+           "UPDATE g%d SET rowid=%lld WHERE rowid=%lld was accepted: docs/guards.md says a guarded row's "
            "rowid cannot be updated",
            t + 1, newRowid, before.g[t][i].rowid);
     }

@@ -76,8 +76,8 @@ SELECT 'token-resolve-by-key-unaffected', errmsg('SELECT idem_resolve(''K'', ''t
        = 'idem_resolve: ledger K has no key "nokey" for tenant "t"';
 
 -- ---------------------------------------------------------------- numbers in stored JSON
--- A result keeps its numbers as written (DESIGN section 6: results are not
--- keys): 1e20 stays 1e20, 9007199254740993.0 is not rounded to a double,
+-- A result keeps its numbers as written (docs/design.md, "Stored results
+-- and errors": results are not keys): 1e20 stays 1e20, 9007199254740993.0 is not rounded to a double,
 -- and the stored text is replayed as it is, not called corrupt.
 CREATE VIRTUAL TABLE B USING idempotency;
 SELECT 'big-claim', json_extract(idem_claim('B', 't', 'c', 'x', '{"q":1e20}', 'external', 'big1'), '$.decision') = 'admitted';

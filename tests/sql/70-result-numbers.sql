@@ -1,5 +1,5 @@
 -- sqltest: encodings UTF-8 UTF-16le UTF-16be
--- Results and errors keep their numbers (DESIGN section 6): idem_settle and
+-- Results and errors keep their numbers (docs/design.md, "Stored results and errors"): idem_settle and
 -- idem_resolve store a detail as valid JSON in its stored form (members
 -- sorted, no whitespace, strings escaped as JCS does) with every number
 -- exactly as written, and a replay answers that text. The I-JSON integer

@@ -710,6 +710,25 @@ class Ledger:
             time.sleep(min(left, delay * random.uniform(0.5, 1.0)))
             delay = min(delay * 2, 0.5)
 
+    def _before_action(self, d: Decision, renew_seconds: Optional[int]) -> Optional["Outcome"]:
+        """What `call` and `acall` do with a claim's decision before the action:
+        the replayed Outcome, an exception for a call that must not run, or
+        None for an admitted claim that is committed and whose lease was
+        checked right before sending."""
+        if isinstance(d, Replay):
+            return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
+        if isinstance(d, InProgress):
+            raise ClaimInProgress(d)
+        if isinstance(d, Unknown):
+            raise OutcomeUnknown("an earlier attempt may have reached the target", key=d.key, decision=d)
+        if isinstance(d, Mismatch):
+            raise ClaimMismatch(d)
+        if not d.committed:
+            self.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
+            raise NotCommitted(d.key)
+        self.lease_before_send(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
+        return None
+
     def call(self, tenant: str, conversation: str, tool: str, args: Any,
              action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
              wait: float = 0.0, renew_seconds: Optional[int] = None) -> Outcome:
@@ -740,19 +759,10 @@ class Ledger:
         """
         d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait,
                        "Ledger.call: wait")
-        if isinstance(d, Replay):
-            return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
-        if isinstance(d, InProgress):
-            raise ClaimInProgress(d)
-        if isinstance(d, Unknown):
-            raise OutcomeUnknown("an earlier attempt may have reached the target", key=d.key, decision=d)
-        if isinstance(d, Mismatch):
-            raise ClaimMismatch(d)
-        if not d.committed:
-            self.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
-            raise NotCommitted(d.key)
+        replay = self._before_action(d, renew_seconds)
+        if replay is not None:
+            return replay
         attempt = Attempt(self, d)
-        self.lease_before_send(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
         try:
             result = action(attempt)
         except NotSent as e:

@@ -34,8 +34,7 @@ import threading
 import random
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
 
-from . import (Attempt, ClaimInProgress, ClaimMismatch, IdempotencyError, InProgress, Mismatch, NotCommitted,
-               NotSent, Outcome, OutcomeUnknown, Replay, ToolFailed, Unknown)
+from . import Attempt, IdempotencyError, InProgress, NotSent, Outcome, OutcomeUnknown, ToolFailed
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import Ledger
@@ -99,19 +98,10 @@ async def acall(ledger: "Ledger", tenant: str, conversation: str, tool: str, arg
             break
         await asyncio.sleep(min(left, delay * random.uniform(0.5, 1.0)))
         delay = min(delay * 2, 0.5)
-    if isinstance(d, Replay):
-        return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
-    if isinstance(d, InProgress):
-        raise ClaimInProgress(d)
-    if isinstance(d, Unknown):
-        raise OutcomeUnknown("an earlier attempt may have reached the target", key=d.key, decision=d)
-    if isinstance(d, Mismatch):
-        raise ClaimMismatch(d)
-    if not d.committed:
-        ledger.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
-        raise NotCommitted(d.key)
+    replay = ledger._before_action(d, renew_seconds)
+    if replay is not None:
+        return replay
     attempt = Attempt(ledger, d)
-    ledger.lease_before_send(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
     try:
         result = action(attempt)
         if inspect.isawaitable(result):
