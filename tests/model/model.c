@@ -1175,7 +1175,8 @@ static void exec_gupdate(const Op *op) {
     if (blocked(c) && is_busy(&res)) return;
     if (res.rc == 0) {
       fail("gupdate",
-           "UPDATE g%d SET rowid=%lld WHERE rowid=%lld was accepted: docs/guards.md says a guarded row's "
+           "UPDATE g%d SET rowid=%lld WHERE rowid=%lld was accepted: docs/guards.md says a guarded "
+           "row's "
            "rowid cannot be updated",
            t + 1, newRowid, before.g[t][i].rowid);
     }
