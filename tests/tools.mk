@@ -1,6 +1,6 @@
 # Developer tools, included by the Makefile (-include tests/*.mk):
 #
-#   make bench      build tests/bench/bench.c against the system libsqlite3 and
+#   make bench      build bench/bench.c against the system libsqlite3 and
 #                   run it on $(SHARED)/bench-fixtures (ratios from one run);
 #                   BENCH_MAX_ROWS=5000000 adds the 5M-row growth step.
 #                   The bench program is also built by `make test` (never
@@ -15,7 +15,7 @@
 BENCH_BIN := $(BUILD)/bench/bench
 BENCH_CFLAGS := -O2 -g $(WARN) -std=gnu11
 
-$(BENCH_BIN): tests/bench/bench.c
+$(BENCH_BIN): bench/bench.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lsqlite3 -lm
 
@@ -74,7 +74,7 @@ lint:
 	echo "lint: -Werror build into build/lint"; \
 	$(MAKE) --no-print-directory -B BUILD=build/lint EXTRA_CFLAGS=-Werror \
 	  build/lint/idempotency.$(SO) || st=1; \
-	mkdir -p build/lint; $(CC) $(BENCH_CFLAGS) -Werror -o build/lint/bench tests/bench/bench.c -lsqlite3 -lm || st=1; \
+	mkdir -p build/lint; $(CC) $(BENCH_CFLAGS) -Werror -o build/lint/bench bench/bench.c -lsqlite3 -lm || st=1; \
 	if [ $$st -eq 0 ]; then echo "lint: ok"; else echo "lint: FAILED"; fi; \
 	exit $$st
 

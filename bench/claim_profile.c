@@ -11,7 +11,7 @@
 **   ledger          SELECT idem_claim(...) of fresh keys
 **   replay, keysel  idem_claim of one settled key; idem_key + a SELECT
 **
-**   cc -O2 -g -o claim_profile tests/profile/claim_profile.c -lsqlite3
+**   cc -O2 -g -o claim_profile bench/claim_profile.c -lsqlite3
 **   valgrind --tool=callgrind ./claim_profile ledger 12000 build/idempotency.so DIR
 **
 ** Instructions per operation: a 12,000 run minus a 2,000 run, over 10,000.
