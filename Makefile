@@ -46,7 +46,7 @@ all: deps $(EXT)
 # System packages: installed when running as root on Debian, else named.
 DEPS_PKGS := libsqlite3-dev sqlite3 libxxhash-dev xxhash
 deps:
-	@sh tests/deps.sh $(DEPS_PKGS)
+	@sh tests/lib/deps.sh $(DEPS_PKGS)
 
 $(EXT): $(EXT_SRC) $(EXT_HDR) Makefile | $(BUILD)
 	$(CC) $(ALL_CFLAGS) $(SOFLAGS) -o $@ $(EXT_SRC) $(LDLIBS_EXT)
@@ -54,13 +54,13 @@ $(EXT): $(EXT_SRC) $(EXT_HDR) Makefile | $(BUILD)
 $(BUILD):
 	mkdir -p $(BUILD)
 
--include tests/*.mk
+include tests/tests.mk
 
 test: all test-programs
 	@bash tests/run.sh
 
 demo:
-	@$(MAKE) -s all >/dev/null && bash tests/demo.sh
+	@$(MAKE) -s all >/dev/null && bash tests/lib/demo.sh
 
 sanitize:
 	$(MAKE) BUILD=build/asan OPT=-O1 \

@@ -5,7 +5,7 @@ For each e in [-342, 324] the entry is g = floor(10^e / 2^r) + 1 with
 r = floor(log2(10^e)) - 127, so 2^127 < g <= 2^128 - 1 and
 g - 1 <= 10^e / 2^r < g: an over-approximation by less than one unit.
 The output replaces the table between the BEGIN/END lines of
-ext/shortest.c; tests/unit/test_canonical.c checks every entry again with
+ext/shortest.c; tests/c/test_canonical.c checks every entry again with
 exact integer arithmetic.
 
 Usage: python3 tools/gen_pow10.py > table.txt

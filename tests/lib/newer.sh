@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # tests/lib/newer.sh: shared by the suites that also run on the newer SQLite
 # that tests/suites/60-newer-sqlite.sh builds into build/compat
-# (64-plain-sql.sh, 65-format1-upgrade.sh). Sourced.
+# (64-plain-sql.sh, 65-upgrade.sh). Sourced.
 
 # newer_ready PREFIX: returns 0 when build/compat holds the newer runner and
 # extension and this is the plain build; else prints "SKIP PREFIX:newer"

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # tests/lib/stress.sh: shared by the suites that run one program of
-# tests/stress (30-race.sh, 31-crash.sh, 32-oom.sh, 33-wait.sh). Sourced;
+# tests/c (30-race.sh, 31-crash.sh, 32-oom.sh, 33-wait.sh). Sourced;
 # sets globals.
 
 # stress_prog NAME: sets BUILD, EXT, prog=$BUILD/NAME and tmp (a directory

@@ -6,7 +6,7 @@
 -- tables) must still hold for every path. A rolled-back schema change
 -- resets the connection's schema, which disconnects its ledgers; the next
 -- statement in a deferred BEGIN connects them again with no lock held.
--- (tests/stress/wait.c shows, with two processes, that this makes every
+-- (tests/c/wait.c shows, with two processes, that this makes every
 -- operation wait for busy_timeout.)
 
 SELECT sqltest_clock(1700000000000);

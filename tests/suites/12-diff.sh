@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Differential test: our canonicaliser ($BUILD/jcs_cli) against the npm
-# package canonicalize (version pinned in tests/diff/package-lock.json) on
-# 10,000 generated documents. Installs tests/diff/node_modules when
+# package canonicalize (version pinned in tests/js/package-lock.json) on
+# 10,000 generated documents. Installs tests/js/node_modules when
 # missing; skips, saying why, when node or npm is absent.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
-DIR=tests/diff
+DIR=tests/js
 if ! command -v node >/dev/null 2>&1; then
   echo "SKIP diff: node is not installed (needed to run canonicalize)"
   exit 0

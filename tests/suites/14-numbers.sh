@@ -2,7 +2,7 @@
 # Differential test of the number conversions ($BUILD/num_cli, linked with
 # the pure sources) against Node's JSON.stringify / JSON.parse: every power
 # of two and its neighbours, a million random doubles, ties and random
-# decimals (see tests/diff/numbers.mjs). Needs node only (no npm package);
+# decimals (see tests/js/numbers.mjs). Needs node only (no npm package);
 # skips, saying why, when node is absent.
 set -u
 cd "$(dirname "$0")/../.."
@@ -20,4 +20,4 @@ fi
 if [ -n "${TEST_WRAP:-}${SANITIZE:-}" ]; then
   export NUM_RANDOM=${NUM_RANDOM:-100000}
 fi
-node tests/diff/numbers.mjs "$BUILD/num_cli"
+node tests/js/numbers.mjs "$BUILD/num_cli"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The SQL test files tests/sql/*.sql, run by the runner $BUILD/sqltest
+# The SQL test files tests/sql/NN-*.sql, run by the runner $BUILD/sqltest
 # against the extension $EXT (each file on a fresh connection, in its own
 # process). The runner prints PASS/FAIL per check, and runs a file marked
 # "-- sqltest: encodings ..." once per text encoding.
@@ -19,7 +19,7 @@ if [ ! -f "$EXT" ]; then
 fi
 # One runner process per file, so that a crash (or a sanitizer report)
 # is pinned to its file and does not hide the files after it.
-for f in tests/sql/*.sql; do
+for f in tests/sql/[0-9]*.sql; do
   # shellcheck disable=SC2086  # TEST_WRAP is a command line
   out=$(${TEST_WRAP:-} "$runner" --ext "$EXT" "$f" 2>&1)
   rc=$?

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/vectors/keys.json, checked three ways:
+# tests/fixtures/keys.json, checked three ways:
 #   file:    the file is consistent (fields, grammar, key shape, canonical is
 #            RFC 8785 of args as computed in JavaScript, one key per call),
 #            and make-vectors.sh reproduces it byte for byte;
@@ -11,8 +11,8 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 EXT=${EXT:-$BUILD/idempotency.so}
-vec=tests/vectors/keys.json
-js=tests/vectors/vectors.js
+vec=tests/fixtures/keys.json
+js=tests/js/vectors.cjs
 
 if ! command -v node >/dev/null 2>&1; then
   echo "SKIP vectors: node is not installed (needed to read $vec)"
@@ -24,10 +24,10 @@ trap 'rm -rf "$tmp"' EXIT
 # 1. the file itself
 node "$js" check "$vec"
 if command -v xxhsum >/dev/null 2>&1; then
-  if sh tests/vectors/make-vectors.sh --check; then
+  if sh tests/lib/make-vectors.sh --check; then
     echo "PASS vectors:file-reproducible"
   else
-    echo "FAIL vectors:file-reproducible: tests/vectors/make-vectors.sh does not reproduce $vec"
+    echo "FAIL vectors:file-reproducible: tests/lib/make-vectors.sh does not reproduce $vec"
   fi
 else
   echo "SKIP vectors:file-reproducible: xxhsum is not installed (Debian package xxhash)"

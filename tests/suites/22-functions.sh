@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The registered SQL surface against tests/functions.txt: what loading the
+# The registered SQL surface against tests/fixtures/functions.txt: what loading the
 # extension adds to pragma_function_list (name, nArg, flag class) and to
 # pragma_module_list must be exactly what the file lists; every listed
-# function must appear in some tests/sql/*.sql file. The lists come from
+# function must appear in some tests/sql/NN-*.sql file. The lists come from
 # the runner $BUILD/sqltest (--eval), with and without the extension, so
 # sanitized builds work too.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 EXT=${EXT:-$BUILD/idempotency.so}
-list=tests/functions.txt
+list=tests/fixtures/functions.txt
 runner=$BUILD/sqltest
 
 if [ ! -x "$runner" ] || [ ! -f "$EXT" ]; then
@@ -121,9 +121,9 @@ done <"$tmp/m-added"
 
 # Every listed function is exercised by some SQL test file.
 cut -d' ' -f1 "$tmp/f-listed" | sort -u | while read -r name; do
-  if grep -lqE "(^|[^A-Za-z0-9_])${name}[[:space:]]*[(]" tests/sql/*.sql 2>/dev/null; then
+  if grep -lqE "(^|[^A-Za-z0-9_])${name}[[:space:]]*[(]" tests/sql/[0-9]*.sql 2>/dev/null; then
     echo "PASS functions:tested:$name"
   else
-    echo "FAIL functions:tested:$name: no tests/sql/*.sql file calls $name()"
+    echo "FAIL functions:tested:$name: no tests/sql/NN-*.sql file calls $name()"
   fi
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Copies of a database holding a ledger (tests/lifecycle/test_copies.py):
+# Copies of a database holding a ledger (tests/python/test_copies.py):
 # the shell's .clone (then CREATE VIRTUAL TABLE adopts the shadow tables),
 # .dump and .recover restored by a shell without the extension, Python's
 # iterdump (and its filtered restore), VACUUM INTO, the backup API. Uses
@@ -11,4 +11,4 @@ cd "$(dirname "$0")/../.." || exit 1
 if python_skip copies; then
   exit 0
 fi
-EXT=${EXT:-${BUILD:-build}/idempotency.so} exec "$PY" tests/lifecycle/test_copies.py
+EXT=${EXT:-${BUILD:-build}/idempotency.so} exec "$PY" tests/python/test_copies.py

@@ -5,7 +5,7 @@
 # Each key must be admitted exactly once, no call may fail (SQLITE_BUSY is
 # waited out by the busy handler), the ledger must hold exactly one
 # attempt-1 row per key with the admitter's token, and integrity_check must
-# be ok. The program is $BUILD/race (tests/stress/race.c); it prints the
+# be ok. The program is $BUILD/race (tests/c/race.c); it prints the
 # PASS/FAIL lines. Under TEST_WRAP (valgrind) the sizes shrink.
 set -u
 cd "$(dirname "$0")/../.." || exit 1

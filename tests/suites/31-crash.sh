@@ -5,7 +5,7 @@
 # pass integrity_check and hold every admission the child reported, with
 # its token; no key is admitted twice; at the end a fresh claim of every key
 # in the ledger is in_progress. The program is $BUILD/crash
-# (tests/stress/crash.c). Under TEST_WRAP (valgrind) the delays grow.
+# (tests/c/crash.c). Under TEST_WRAP (valgrind) the delays grow.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=tests/lib/stress.sh

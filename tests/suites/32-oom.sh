@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Allocation failure: $BUILD/oom (tests/stress/oom.c) installs a failing
+# Allocation failure: $BUILD/oom (tests/c/oom.c) installs a failing
 # allocator before sqlite3_initialize and, for every ledger operation, fails
 # its 1st, 2nd, 3rd, ... allocation in turn: each run must return
 # SQLITE_NOMEM (or succeed like an unfaulted run), leave the database and

@@ -8,12 +8,12 @@
 # on a connection whose ledgers are connected, on a fresh one, and after
 # another connection changed the schema; a deferred BEGIN that read first
 # gets the BEGIN IMMEDIATE message. The program is $BUILD/wait
-# (tests/stress/wait.c), once per journal mode (WAL, rollback journal).
+# (tests/c/wait.c), once per journal mode (WAL, rollback journal).
 #
 # Then the same from the bindings, on a fresh connection: Python's sqlite3
-# in its default isolation mode (tests/bindings/test_wait_python.py) and
+# in its default isolation mode (tests/python/test_wait_python.py) and
 # better-sqlite3's db.transaction(fn), a plain BEGIN, on its own SQLite 3.53
-# (tests/bindings/test_wait_node.mjs). An absent runtime skips.
+# (tests/js/test_wait_node.mjs). An absent runtime skips.
 #
 # The four run at once (their cases mostly wait); each prints PASS/FAIL
 # lines, shown in this order when all are done.
@@ -43,11 +43,11 @@ for mode in wal delete; do
   run_bg "$mode" ${TEST_WRAP:-} "$prog" --ext "$EXT" --mode "$mode" --db "$tmp/wait.db"
 done
 if ! python_skip wait; then
-  run_bg python "$PY" tests/bindings/test_wait_python.py "$ext"
+  run_bg python "$PY" tests/python/test_wait_python.py "$ext"
 fi
-node_bsql wait node tests/bindings
+node_bsql wait node tests/js
 if [ "$node_ready" = 1 ]; then
-  run_bg node node tests/bindings/test_wait_node.mjs "$ext"
+  run_bg node node tests/js/test_wait_node.mjs "$ext"
 fi
 wait
 # as run_checked (tests/lib/interp.sh): a crash without a FAIL line, or a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The model-based test: $BUILD/model (tests/model/model.c) drives random
+# The model-based test: $BUILD/model (tests/c/model.c) drives random
 # sequences of claims, guarded writes, settles, resolves, renewals, purges,
 # transactions, plain-SQL writes, clock moves and kills against a ledger
 # and a reference model of the states table, and compares them after every
@@ -9,7 +9,7 @@
 # million steps.
 #
 # MODEL_AVOID names the known disagreements the short run stays away from
-# until their fix lands (tests/model/model.c lists the classes): guarded
+# until their fix lands (tests/c/model.c lists the classes): guarded
 # rows at or below the table's largest rowid at admission, and a guarded
 # row's rowid update (membership by rowid mark), plain-SQL release or
 # take-over of a local claim with rows (membership not in the file), a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# I/O faults: $BUILD/faults (tests/faults/faults.c) fails the N-th write,
+# I/O faults: $BUILD/faults (tests/c/faults.c) fails the N-th write,
 # the N-th sync, or fills the disk from the N-th write on, for every N of a
 # claim, a settle, the guarded local recipe, a retention purge, idem_purge
 # and idem_upgrade of the format-1 fixture, in WAL and DELETE mode: each

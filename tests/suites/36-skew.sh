@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Clock skew: $BUILD/skew (tests/faults/skew.c) runs a holder whose VFS
+# Clock skew: $BUILD/skew (tests/c/skew.c) runs a holder whose VFS
 # clock is behind and a taker whose clock is ahead against one ledger file:
 # a take-over never comes earlier than lease_until minus the skew by the
 # holder's clock (exactly that early, the bound docs/leases.md states), and

@@ -2,7 +2,7 @@
 # What a durable call costs, counted from outside (docs/design.md, "What a
 # call costs"): both packages' Ledger.call on a file ledger opened with
 # Ledger.open (WAL, synchronous=FULL) run under strace, which logs every
-# fsync and fdatasync with the file it syncs (tests/syncs/syncs.py and
+# fsync and fdatasync with the file it syncs (tests/python/syncs.py and
 # syncs.mjs mark each phase with a failing chdir).
 #
 #   first    a first call makes exactly two syncs of the database and its
@@ -65,22 +65,22 @@ if ! python_skip syncs; then
   cp -r bindings/python/sqlite_idempotency "$tmp/py/"
   cp "$ext" "$tmp/py/sqlite_idempotency/idempotency.so"
   run_checked syncs python env PYTHONPATH="$tmp/py" strace -f -y -qq -e trace=fsync,fdatasync,chdir \
-    -o "$tmp/python.strace" "$PY" tests/syncs/syncs.py "$tmp/python"
+    -o "$tmp/python.strace" "$PY" tests/python/syncs.py "$tmp/python"
   syncs python
 fi
 
-node_bsql syncs node tests/bindings
+node_bsql syncs node tests/js
 if [ "$node_ready" = 1 ]; then
   # shellcheck source=tests/lib/nodepkg.sh
   . tests/lib/nodepkg.sh
   mkdir -p "$tmp/proj" "$tmp/node"
   stage_node_pkg "$tmp/proj/node_modules" "$ext"
-  ln -s "$ROOT/tests/bindings/node_modules/better-sqlite3" "$tmp/proj/node_modules/better-sqlite3"
-  for d in tests/bindings/node_modules/*; do
+  ln -s "$ROOT/tests/js/node_modules/better-sqlite3" "$tmp/proj/node_modules/better-sqlite3"
+  for d in tests/js/node_modules/*; do
     [ -e "$tmp/proj/node_modules/$(basename "$d")" ] || ln -s "$ROOT/$d" "$tmp/proj/node_modules/$(basename "$d")"
   done
   echo '{"name": "syncs-scratch", "private": true, "type": "module"}' >"$tmp/proj/package.json"
-  cp tests/syncs/syncs.mjs "$tmp/proj/"
+  cp tests/js/syncs.mjs "$tmp/proj/"
   run_checked syncs node sh -c "cd '$tmp/proj' && exec strace -f -y -qq -e trace=fsync,fdatasync,chdir -o '$tmp/node.strace' node syncs.mjs '$tmp/node'"
   syncs node
 fi

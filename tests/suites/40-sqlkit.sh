@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The plain-SQL kit in sql/, run through the sqlite3 shell with -bail, as
-# docs/operating.md tells users, against fixture databases made by tests/sqlkit/:
+# docs/operating.md tells users, against fixture databases made by tests/fixtures/legacy*.sql:
 #
 #   sql/operations.sql      the strict table refuses every malformed key with
 #                           SQLite's exact message (UTF-8, UTF-16le, UTF-16be)
@@ -16,9 +16,9 @@
 # plain build ${EXT_PLAIN:-build/idempotency.so}, or skips, saying why.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-KIT=tests/sqlkit
-# shellcheck source=tests/sqlkit/lib.sh
-. "$KIT/lib.sh"
+FIX=tests/fixtures EXPECT=tests/sql/sqlkit
+# shellcheck source=tests/lib/sqlkit.sh
+. tests/lib/sqlkit.sh
 
 if ! command -v "$SQLITE3" >/dev/null 2>&1; then
   echo "SKIP sqlkit: the sqlite3 shell is not installed (Debian: apt-get install sqlite3)"
@@ -148,16 +148,16 @@ make_legacy() {
 for enc in UTF-8 UTF-16le UTF-16be; do
   db=$TMPD/legacy-$enc.db
   p="sqlkit:audit:$enc"
-  if ! make_legacy "$db" "$KIT/legacy-fixture.sql" "$enc" 2>"$TMPD/err"; then
+  if ! make_legacy "$db" "$FIX/legacy.sql" "$enc" 2>"$TMPD/err"; then
     fail "$p:fixture" "$(clean_error <"$TMPD/err")"
     continue
   fi
   before=$(state "$db")
   if got=$("$SQLITE3" -bail -readonly "$db" <sql/audit.sql 2>"$TMPD/err"); then
-    if [ "$got" = "$(cat "$KIT/legacy-audit.expected")" ]; then
+    if [ "$got" = "$(cat "$EXPECT-legacy-audit.expected")" ]; then
       pass "$p:report"
     else
-      fail "$p:report" "differs from $KIT/legacy-audit.expected: $(diff <(echo "$got") "$KIT/legacy-audit.expected" | head -n 6 | tr '\n' ' ')"
+      fail "$p:report" "differs from $EXPECT-legacy-audit.expected: $(diff <(echo "$got") "$EXPECT-legacy-audit.expected" | head -n 6 | tr '\n' ' ')"
     fi
   else
     fail "$p:report" "$(clean_error <"$TMPD/err")"
@@ -166,9 +166,9 @@ for enc in UTF-8 UTF-16le UTF-16be; do
 done
 
 db=$TMPD/typeless.db
-if make_legacy "$db" "$KIT/legacy-typeless.sql" 2>"$TMPD/err"; then
+if make_legacy "$db" "$FIX/legacy-typeless.sql" 2>"$TMPD/err"; then
   expect_eq sqlkit:audit:typeless-report "$(sq "$db" <sql/audit.sql 2>&1)" \
-    "$(cat "$KIT/legacy-typeless-audit.expected")"
+    "$(cat "$EXPECT-legacy-typeless-audit.expected")"
 else
   fail sqlkit:audit:typeless-report "$(clean_error <"$TMPD/err")"
 fi
@@ -230,7 +230,7 @@ for enc in UTF-8 UTF-16le UTF-16be; do
   cp "$orig" "$db"
   if out=$("$SQLITE3" -bail "$db" <sql/migrate.sql 2>"$TMPD/err"); then
     expect_eq "$p:run" "$out" "legacy_rows=26 migrated_rows=7 quarantined_rows=19"
-    migrated_ok "$p" "$orig" "$db" "$KIT/legacy-audit.expected"
+    migrated_ok "$p" "$orig" "$db" "$EXPECT-legacy-audit.expected"
   else
     fail "$p:run" "$(clean_error <"$TMPD/err")"
   fi
@@ -242,7 +242,7 @@ db=$TMPD/typeless-migrated.db
 cp "$orig" "$db"
 if out=$("$SQLITE3" -bail "$db" <sql/migrate.sql 2>"$TMPD/err"); then
   expect_eq sqlkit:migrate:typeless:run "$out" "legacy_rows=9 migrated_rows=2 quarantined_rows=7"
-  migrated_ok sqlkit:migrate:typeless "$orig" "$db" "$KIT/legacy-typeless-audit.expected"
+  migrated_ok sqlkit:migrate:typeless "$orig" "$db" "$EXPECT-legacy-typeless-audit.expected"
   expect_eq sqlkit:migrate:typeless:types-kept \
     "$(sq "$db" "SELECT group_concat(legacy_rowid || ':' || typeof(tenant) || ',' || typeof(operation_id) || ',' || typeof(payload), ' ')
                    FROM operations_quarantine WHERE legacy_rowid IN (4, 5, 6, 7, 8)")" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Guards from Python (tests/guard/test_guard.py) with Debian's
+# Guards from Python (tests/python/test_guard.py) with Debian's
 # /usr/bin/python3, not whatever python3 comes first on PATH: fail closed
 # without the extension, the exactly-once recipe surviving a crash before
 # COMMIT, and several processes racing on one key. The script prints
@@ -11,4 +11,4 @@ cd "$(dirname "$0")/../.." || exit 1
 if python_skip guard; then
   exit 0
 fi
-EXT=${EXT:-${BUILD:-build}/idempotency.so} exec "$PY" tests/guard/test_guard.py
+EXT=${EXT:-${BUILD:-build}/idempotency.so} exec "$PY" tests/python/test_guard.py

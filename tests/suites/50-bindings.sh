@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The extension from four language bindings (tests/bindings/): Debian's
-# /usr/bin/python3 sqlite3, Node better-sqlite3 12 (pinned in
-# tests/bindings/package.json; 13 crashes on Node 20), Tcl (libsqlite3-tcl)
+# The extension from four language bindings (tests/python, tests/js,
+# tests/tcl, tests/perl): Debian's /usr/bin/python3 sqlite3, Node
+# better-sqlite3 12 (pinned in tests/js/package.json; 13 crashes on Node
+# 20), Tcl (libsqlite3-tcl)
 # and Perl DBI + DBD::SQLite (libdbd-sqlite3-perl); and libSQL through the
 # npm package libsql (its prebuilt binary, libSQL 3.45), with the Node test. Each loads the
 # extension into a database file, claims, settles, replays, surfaces a
@@ -14,7 +15,7 @@
 # instead when it exists, else every binding skips.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-DIR=tests/bindings
+DIR=tests/js
 
 . tests/lib/interp.sh
 plain_ext bindings python node libsql tcl perl
@@ -23,10 +24,10 @@ rc=0
 
 # --- Python: Debian's /usr/bin/python3, not the first python3 on PATH ---------
 if ! python_skip bindings; then
-  run_checked bindings python "$PY" "$DIR/test_python.py" "$ext"
+  run_checked bindings python "$PY" tests/python/test_python.py "$ext"
 fi
 
-# --- Node: better-sqlite3 12 from tests/bindings/node_modules ----------------
+# --- Node: better-sqlite3 12 from tests/js/node_modules ----------------------
 node_bsql bindings node "$DIR"
 if [ "$node_ready" = 1 ]; then
   run_checked bindings node node "$DIR/test_node.mjs" "$ext"
@@ -46,12 +47,12 @@ fi
 
 # --- Tcl: package require sqlite3 (libsqlite3-tcl) ------------------------------
 if ! tcl_skip bindings; then
-  run_checked bindings tcl tclsh "$DIR/test_tcl.tcl" "$ext"
+  run_checked bindings tcl tclsh tests/tcl/test_tcl.tcl "$ext"
 fi
 
 # --- Perl: DBI + DBD::SQLite -------------------------------------------------
 if ! perl_skip bindings; then
-  run_checked bindings perl perl "$DIR/test_perl.pl" "$ext"
+  run_checked bindings perl perl tests/perl/test_perl.pl "$ext"
 fi
 
 exit $rc

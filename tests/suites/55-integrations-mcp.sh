@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The MCP and Python integrations (docs/integrations.md) end to end:
 #
-#   mcp      tests/integrations/mcp/: real MCP server processes of
-#            @modelcontextprotocol/sdk (from tests/integrations/node_modules,
+#   mcp      tests/js/mcp_*.mjs: real MCP server processes of
+#            @modelcontextprotocol/sdk (from tests/js/node_modules,
 #            installed with npm ci when absent) guarded by
 #            sqlite-idempotency/mcp, driven by the SDK's Client over stdio
 #            and Streamable HTTP against a counting target on 127.0.0.1
 #            (test_mcp.mjs); the edge cases in one process over the SDK's
 #            in-memory transport (test_mcp_unit.mjs); tsc --strict over
 #            mcp.d.ts with a typed user and misuse it must refuse
-#   python   tests/integrations/python/: @ledger.tool and Ledger.acall from
+#   python   tests/python/test_tools.py: @ledger.tool and Ledger.acall from
 #            threads, processes and asyncio, a kill mid-call
 #   docs     every JavaScript and Python block of the MCP and Python
 #            sections of docs/integrations.md, run as written
@@ -66,7 +66,7 @@ PY
 }
 
 # --- Node: the MCP SDK ------------------------------------------------------------
-IT=tests/integrations
+IT=tests/js
 node_bsql integrations mcp "$IT"
 if [ "$node_ready" = 1 ] && [ ! -f "$IT/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
   if ! out=$(cd "$IT" && npm ci --no-audit --no-fund --loglevel=error 2>&1); then
@@ -77,13 +77,12 @@ fi
 if [ "$node_ready" = 1 ]; then
   sdk=$(node -p "require('./$IT/node_modules/@modelcontextprotocol/sdk/package.json').version")
   echo "   integrations.mcp: @modelcontextprotocol/sdk $sdk, node $(node --version)"
-  # the project: tests/ as in the tree, node_modules linking the test tree's,
-  # sqlite-idempotency a staged copy of bindings/node carrying the extension
+  # the project: tests/js as in the tree, node_modules linking the test
+  # tree's, sqlite-idempotency a staged copy of bindings/node carrying the
+  # extension
   proj=$tmp/project
-  mkdir -p "$proj/tests/lib" "$proj/$IT/node_modules"
-  cp tests/lib/checks.mjs "$proj/tests/lib/"
-  cp -r "$IT/lib" "$IT/mcp" "$proj/$IT/"
-  cp "$IT/package.json" "$proj/$IT/"
+  mkdir -p "$proj/$IT/node_modules"
+  cp "$IT"/*.mjs "$IT"/*.ts "$IT/package.json" "$proj/$IT/"
   for m in "$IT"/node_modules/* "$IT"/node_modules/.bin; do
     [ -e "$m" ] && ln -s "$ROOT/$m" "$proj/$IT/node_modules/"
   done
@@ -99,23 +98,23 @@ if [ "$node_ready" = 1 ]; then
     echo "FAIL integrations.mcp:loads-without-sdk: $out"
     rc=1
   fi
-  run_checked integrations mcp-unit node "$proj/$IT/mcp/test_mcp_unit.mjs"
-  run_checked integrations mcp node "$proj/$IT/mcp/test_mcp.mjs"
+  run_checked integrations mcp-unit node "$proj/$IT/test_mcp_unit.mjs"
+  run_checked integrations mcp node "$proj/$IT/test_mcp.mjs"
   # TypeScript: mcp.d.ts accepts a typed user against the real SDK types and
   # refuses misuse (one tsc run over both: the SDK's types are slow to check)
-  printf '{ "compilerOptions": { "strict": true, "noEmit": true, "skipLibCheck": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": [] }, "files": ["mcp/consumer.ts", "mcp/misuse.ts"] }\n' >"$proj/$IT/tsconfig.json"
+  printf '{ "compilerOptions": { "strict": true, "noEmit": true, "skipLibCheck": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": [] }, "files": ["consumer_mcp.ts", "misuse_mcp.ts"] }\n' >"$proj/$IT/tsconfig.json"
   out=$(cd "$proj/$IT" && node node_modules/typescript/bin/tsc -p tsconfig.json 2>&1)
-  if ! grep -q '^mcp/consumer\.ts' <<<"$out"; then
-    echo "PASS integrations.mcp:typescript-consumer (tsc --strict accepts $IT/mcp/consumer.ts)"
+  if ! grep -q '^consumer_mcp\.ts' <<<"$out"; then
+    echo "PASS integrations.mcp:typescript-consumer (tsc --strict accepts $IT/consumer_mcp.ts)"
   else
-    echo "FAIL integrations.mcp:typescript-consumer: $(grep '^mcp/consumer' <<<"$out" | tr '\n' ' ')"
+    echo "FAIL integrations.mcp:typescript-consumer: $(grep '^consumer_mcp' <<<"$out" | tr '\n' ' ')"
     rc=1
   fi
-  lines=$(grep -o '^mcp/misuse\.ts([0-9]*' <<<"$out" | cut -d'(' -f2 | sort -n -u | tr '\n' ' ')
-  want=$(grep -n '// refused$' "$IT/mcp/misuse.ts" | cut -d: -f1 | tr '\n' ' ')
-  others=$(grep -v '^mcp/misuse\.ts\|^mcp/consumer\.ts\|^ ' <<<"$out")
+  lines=$(grep -o '^misuse_mcp\.ts([0-9]*' <<<"$out" | cut -d'(' -f2 | sort -n -u | tr '\n' ' ')
+  want=$(grep -n '// refused$' "$IT/misuse_mcp.ts" | cut -d: -f1 | tr '\n' ' ')
+  others=$(grep -v '^misuse_mcp\.ts\|^consumer_mcp\.ts\|^ ' <<<"$out")
   if [ -n "$want" ] && [ "$lines" = "$want" ] && [ -z "$others" ]; then
-    echo "PASS integrations.mcp:typescript-misuse (tsc refuses each line of $IT/mcp/misuse.ts marked refused, and no other)"
+    echo "PASS integrations.mcp:typescript-misuse (tsc refuses each line of $IT/misuse_mcp.ts marked refused, and no other)"
   else
     echo "FAIL integrations.mcp:typescript-misuse: errors on lines '$lines', want '$want': $(tr '\n' ' ' <<<"$out")"
     rc=1
@@ -148,7 +147,7 @@ if ! python_skip integrations; then
   cp -r bindings/python/sqlite_idempotency "$pyroot/"
   find "$pyroot" -name __pycache__ -prune -exec rm -rf {} +
   cp "$ext" "$pyroot/sqlite_idempotency/"
-  PYTHONPATH=$pyroot PYTHONDONTWRITEBYTECODE=1 run_checked integrations python "$PY" "$IT/python/test_tools.py"
+  PYTHONPATH=$pyroot PYTHONDONTWRITEBYTECODE=1 run_checked integrations python "$PY" tests/python/test_tools.py
   mkdir -p "$tmp/docs-py"
   if ! n=$(docs_blocks Python py "$tmp/docs-py"); then
     echo "FAIL integrations.docs:python: $n"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The agent-framework integrations of the Node package, end to end with
-# each framework's own machinery (tests/integrations/):
+# each framework's own machinery (tests/js/):
 #
 #   ai             sqlite-idempotency/ai: generateText with the AI SDK's
 #                  MockLanguageModelV3 re-emitting a tool call under a new id
@@ -10,15 +10,15 @@
 #                  interrupted after the tool ran and resumed in another
 #                  process; createAgent with the tool-retry middleware
 #   typescript     tsc --strict over each adapter's declarations
-#                  (tests/integrations/*/consumer.ts)
+#                  (tests/js/consumer_*.ts)
 #   docs           every JavaScript example of docs/integrations.md's AI SDK,
 #                  OpenAI Agents and LangChain sections, run as written, its
 #                  output compared with the block after it
 #
 # Each test drives a tool that POSTs to the counting target
-# (tests/adapters/test_server.py) through the scenarios of
-# tests/integrations/lib/agent_harness.mjs. The frameworks come from
-# tests/integrations/node_modules (npm ci there when absent); a framework npm
+# (tests/python/test_server.py) through the scenarios of
+# tests/js/agent_harness.mjs. The frameworks come from
+# tests/js/node_modules (npm ci there when absent); a framework npm
 # could not install skips, saying why. The package is staged as npm would
 # install it: bindings/node and its platform package holding the plain
 # build of the extension (tests/lib/nodepkg.sh), in a temporary project
@@ -26,7 +26,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
-DIR=tests/integrations
+DIR=tests/js
 . tests/lib/interp.sh
 
 # The package carries the plain build; the sanitized and valgrind runs test
@@ -51,12 +51,11 @@ for e in "$ROOT/$DIR"/node_modules/* "$ROOT/$DIR"/node_modules/.bin; do ln -s "$
 stage_node_pkg "$project/node_modules" "$ext"
 printf '{ "name": "idem-integrations-test", "version": "0.0.0", "private": true, "type": "module" }\n' >"$project/package.json"
 # the test programs keep their places, so that they import each other as in the tree
-mkdir -p "$project/tests/lib" "$project/tests/adapters" "$project/$DIR"
-cp tests/lib/checks.mjs "$project/tests/lib/"
-cp tests/adapters/idem_adapter.mjs tests/adapters/test_server.py "$project/tests/adapters/"
-cp -r "$DIR/lib" "$DIR/ai" "$DIR/openai-agents" "$DIR/langchain" "$project/$DIR/"
+mkdir -p "$project/$DIR" "$project/tests/python"
+cp "$DIR"/*.mjs "$DIR"/*.ts "$project/$DIR/"
+cp tests/python/test_server.py "$project/tests/python/"
 
-# has PACKAGE...: every package is installed in tests/integrations/node_modules
+# has PACKAGE...: every package is installed in tests/js/node_modules
 has() {
   local p
   for p in "$@"; do [ -f "$DIR/node_modules/$p/package.json" ] || { missing=$p; return 1; }; done
@@ -84,7 +83,7 @@ for fw in ai openai-agents langchain; do
 done
 pids=()
 for fw in "${ready[@]}"; do
-  (cd "$project" && run_checked integrations "$fw" node "$DIR/$fw/${program[$fw]}" >"$tmp/$fw.out" 2>&1; exit "$rc") &
+  (cd "$project" && run_checked integrations "$fw" node "$DIR/${program[$fw]}" >"$tmp/$fw.out" 2>&1; exit "$rc") &
   pids+=($!)
 done
 for i in "${!ready[@]}"; do
@@ -99,13 +98,13 @@ else
   # one program over every consumer; skipLibCheck, since checking the
   # frameworks' own declarations takes minutes (the consumers' @ts-expect-error
   # lines fail when a declaration here loses a framework type)
-  list=$(for fw in "${ready[@]}"; do printf '"%s", ' "$DIR/$fw/consumer.ts"; done)
+  list=$(for fw in "${ready[@]}"; do printf '"%s", ' "$DIR/consumer_${fw//-/_}.ts"; done)
   printf '{ "compilerOptions": { "strict": true, "noEmit": true, "skipLibCheck": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": ["node"] }, "files": [%s] }\n' \
     "${list%, }" >"$project/tsconfig.json"
   if [ ${#ready[@]} -eq 0 ]; then
     echo "SKIP integrations.typescript: no framework is installed"
   elif out=$(cd "$project" && node node_modules/typescript/bin/tsc -p tsconfig.json 2>&1); then
-    echo "PASS integrations.typescript (tsc --strict accepts $DIR/{${ready[*]}}/consumer.ts and refuses each of their @ts-expect-error lines)"
+    echo "PASS integrations.typescript (tsc --strict accepts the consumer_*.ts of ${ready[*]} in $DIR and refuses each of their @ts-expect-error lines)"
   else
     echo "FAIL integrations.typescript: $(tr '\n' ' ' <<<"$out" | cut -c1-2000)"
     rc=1
@@ -113,7 +112,7 @@ else
 fi
 
 # --- docs/integrations.md: every example of these sections, as written -------
-if out=$(cd "$project" && node "$DIR/lib/doc_examples.mjs" "$ROOT/docs/integrations.md" "${ready[@]}" 2>&1); then
+if out=$(cd "$project" && node "$DIR/doc_examples.mjs" "$ROOT/docs/integrations.md" "${ready[@]}" 2>&1); then
   printf '%s\n' "$out"
 else
   printf '%s\n' "$out"

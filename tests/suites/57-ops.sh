@@ -3,10 +3,11 @@
 # them: a copy of bindings/python holding the built extension on PYTHONPATH,
 # and a scratch npm project whose node_modules holds a copy of bindings/node
 # (with its platform package, tests/lib/nodepkg.sh), better-sqlite3 12, prom-client and
-# OpenTelemetry from tests/ops/node_modules (npm ci there).
+# OpenTelemetry from tests/js/node_modules (npm ci there).
 #
 #   python / node   reconciliation against the counting target of
-#                   tests/adapters, metrics and traces (tests/ops/test_ops_*)
+#                   tests/python/test_server.py, metrics and traces
+#                   (tests/python/test_ops_py.py, tests/js/test_ops_node.mjs)
 #   cli             the operator's command run by python -m sqlite_idempotency
 #                   and by npx sqlite-idempotency on the same files (healthy,
 #                   unknown rows, a dropped trigger, a dropped guard trigger,
@@ -42,14 +43,14 @@ cp "$ext" "$tmp/py/sqlite_idempotency/idempotency.so"
 have_py=0
 if ! python_skip ops; then have_py=1; fi
 have_node=0
-NM=tests/ops/node_modules
-# node 20+ and better-sqlite3 12 in tests/ops (npm ci there when absent;
+NM=tests/js/node_modules
+# node 20+ and better-sqlite3 12 in tests/js (npm ci there when absent;
 # SKIP, saying why, when that cannot be done)
-node_bsql ops node tests/ops
+node_bsql ops node tests/js
 if [ "$node_ready" != 1 ]; then
   :
 elif [ ! -f "$NM/prom-client/package.json" ]; then
-  fail node "$NM lacks prom-client (run npm ci in tests/ops)"
+  fail node "$NM lacks prom-client (run npm ci in tests/js)"
 else
   # shellcheck source=tests/lib/nodepkg.sh
   . tests/lib/nodepkg.sh
@@ -71,21 +72,21 @@ pycli() { "$PY" -m sqlite_idempotency "$@"; }
 nodecli() { node "$tmp/proj/node_modules/.bin/sqlite-idempotency" "$@"; }
 
 # --- reconciliation, metrics, traces -----------------------------------------------
-coproc TARGET { exec "$PY" tests/adapters/test_server.py; }
+coproc TARGET { exec "$PY" tests/python/test_server.py; }
 srv_pid=$TARGET_PID
 read -r -t 10 _ port <&"${TARGET[0]}" || port=
 if [ -z "$port" ]; then
-  fail target "the counting target (tests/adapters/test_server.py) did not start"
+  fail target "the counting target (tests/python/test_server.py) did not start"
 else
-  [ "$have_py" = 1 ] && run_checked ops python "$PY" tests/ops/test_ops_py.py "$tmp/scratch"
-  [ "$have_node" = 1 ] && run_checked ops node sh -c "cd '$tmp/proj' && exec node '$ROOT/tests/ops/test_ops_node.mjs' '$tmp/scratch' '$port'"
+  [ "$have_py" = 1 ] && run_checked ops python "$PY" tests/python/test_ops_py.py "$tmp/scratch"
+  [ "$have_node" = 1 ] && run_checked ops node sh -c "cd '$tmp/proj' && exec node '$ROOT/tests/js/test_ops_node.mjs' '$tmp/scratch' '$port'"
 fi
 
 # --- the command: Python and Node, byte for byte ------------------------------------
 if [ "$have_py" = 1 ] && [ "$have_node" = 1 ]; then
   F=$tmp/fx
   mkdir -p "$F"
-  keys=$("$PY" tests/ops/make_fixtures.py "$F") || fail cli:fixtures "make_fixtures.py failed"
+  keys=$("$PY" tests/python/make_fixtures.py "$F") || fail cli:fixtures "make_fixtures.py failed"
   key=$(sed -n 's/^KEY //p' <<<"$keys")
   key2=$(sed -n 's/^KEY2 //p' <<<"$keys")
   export SQLITE_IDEMPOTENCY_NOW_MS=1900000000000
@@ -240,7 +241,7 @@ idempotency_ledger_expired_claims{ledger=\"ledger\"} 0"
   fi
 
   # --- docs/operating.md, every $ command as written --------------------------------
-  run_checked ops docs "$PY" tests/ops/run_docs.py docs/operating.md "$tmp/docs" "$tmp/proj"
+  run_checked ops docs "$PY" tests/python/ops_docs.py docs/operating.md "$tmp/docs" "$tmp/proj"
 fi
 
 exit $rc

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The SQL suites on a newer SQLite: the amalgamation shipped in the npm
-# package better-sqlite3 (version pinned in tests/compat/package-lock.json,
-# installed with `npm ci --ignore-scripts` when missing: nothing is built by
-# npm and nothing of it is committed). `make compat` compiles it once into
-# build/compat (see tests/compat.mk) with better-sqlite3's own compile
+# package better-sqlite3 (version pinned in tests/js/package-lock.json,
+# installed with `npm ci` in tests/js when missing; nothing of it is
+# committed). `make compat` compiles it once into
+# build/compat (see tests/tests.mk) with better-sqlite3's own compile
 # options, builds the extension against its sqlite3ext.h and the runner
-# tests/sqltest.c linked statically with it; every tests/sql/*.sql then runs
+# tests/c/sqltest.c linked statically with it; every tests/sql/NN-*.sql then runs
 # as in 20-sql.sh, each check prefixed "newer:". The system SQLite runs the
 # same files in 20-sql.sh.
 #
@@ -15,7 +15,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
-DIR=tests/compat
+DIR=tests/js
 AMALG=$DIR/node_modules/better-sqlite3/deps/sqlite3
 OUT=build/compat
 
@@ -28,7 +28,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   exit 0
 fi
 if [ ! -f "$AMALG/sqlite3.c" ]; then
-  log=$(cd "$DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error 2>&1)
+  log=$(cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error 2>&1)
   if [ ! -f "$AMALG/sqlite3.c" ]; then
     echo "SKIP newer: npm ci in $DIR could not fetch better-sqlite3 ($(tail -n 1 <<<"$log"))"
     exit 0
@@ -40,8 +40,8 @@ for f in sqlite3.c sqlite3.h sqlite3ext.h; do
     exit 1
   fi
 done
-pkgver=$(node -p 'require("./tests/compat/node_modules/better-sqlite3/package.json").version' 2>/dev/null)
-want=$(node -p 'require("./tests/compat/package-lock.json").packages["node_modules/better-sqlite3"].version' 2>/dev/null)
+pkgver=$(node -p 'require("./tests/js/node_modules/better-sqlite3/package.json").version' 2>/dev/null)
+want=$(node -p 'require("./tests/js/package-lock.json").packages["node_modules/better-sqlite3"].version' 2>/dev/null)
 if [ -n "$want" ] && [ "$pkgver" = "$want" ]; then
   echo "PASS newer:package better-sqlite3 $pkgver (as pinned)"
 else
@@ -80,7 +80,7 @@ else
 fi
 
 # Each file in its own runner process, as in 20-sql.sh.
-for f in tests/sql/*.sql; do
+for f in tests/sql/[0-9]*.sql; do
   out=$("$runner" --ext "$ext" "$f" 2>&1)
   rc=$?
   sed -e 's/^PASS /PASS newer:/' -e 's/^FAIL /FAIL newer:/' <<<"$out"

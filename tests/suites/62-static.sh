@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The static build: ext/ compiled with -DSQLITE_CORE into
-# $BUILD/static/libidempotency.a (tests/compat.mk, part of test-programs),
+# $BUILD/static/libidempotency.a (tests/tests.mk, part of test-programs),
 # and the programs linked with it against the system libsqlite3:
 #
 #   static_test      C; sqlite3_auto_extension, then idem_version, the first

@@ -13,8 +13,8 @@
 #            unpack verifies every RECORD hash
 #   python   the x86_64 wheel installed with pip --no-index into a fresh
 #            virtual environment (Debian's /usr/bin/python3 -m venv): the
-#            package tests (tests/packages/test_package_py.py), the HTTP
-#            adapter example against the counting target (tests/adapters/),
+#            package tests (tests/python/test_package_py.py), the HTTP
+#            adapter example against the counting target (tests/python/test_server.py),
 #            the docs' Python example; pip refuses the aarch64 wheel here
 #            and takes it for --platform manylinux_2_17_aarch64; the sdist
 #            built from source by pip (setuptools and wheel from Debian's
@@ -24,18 +24,18 @@
 #            npm chooses the platform package by os/cpu (overrides point
 #            the optional dependencies at the tarballs, as the registry
 #            would serve them), beside better-sqlite3 12 (linked from
-#            tests/bindings/node_modules) and libsql: the package tests per
+#            tests/js/node_modules) and libsql: the package tests per
 #            driver, the HTTP adapter example per driver, node:sqlite where
 #            the running Node has it, the docs' JavaScript example; tsc
-#            (typescript 5) checks index.d.ts (tests/packages/consumer.ts,
-#            misuse.ts); getLoadablePath()'s messages when the platform
+#            (typescript 5) checks index.d.ts (tests/js/consumer_package.ts,
+#            misuse_package.ts); getLoadablePath()'s messages when the platform
 #            package is missing (--omit=optional), of another version or
 #            without its library, and on another platform
-#            (tests/packages/test_loadable_path.mjs); npm --cpu=arm64 takes
+#            (tests/js/test_loadable_path.mjs); npm --cpu=arm64 takes
 #            the arm64 package
 #   arm64    the arm64 library (from the wheel pip installs for aarch64,
 #            and the same bytes in the npm package) runs the smoke test
-#            (tests/packages/smoke.c: load, claim, settle, replay) under
+#            (tests/c/smoke.c: load, claim, settle, replay) under
 #            qemu-user with Debian's arm64 libc6 and libsqlite3-0, and
 #            prints what the x86_64 library prints natively
 #
@@ -107,7 +107,7 @@ npm_cpu() { case "$1" in linux-x64) echo x64 ;; *) echo arm64 ;; esac; }
 DIST=$tmp/dist
 version=$(sed -n 's/^#define IDEM_VERSION "\(.*\)"$/\1/p' include/idempotency.h)
 docs=$tmp/docs
-if ! out=$("$PY" tests/packages/doc_blocks.py docs/install.md "$docs" 2>&1); then
+if ! out=$("$PY" tests/python/doc_blocks.py docs/install.md "$docs" 2>&1); then
   echo "FAIL packages.docs:blocks: $out"
   rc=1
 fi
@@ -298,8 +298,8 @@ PY
     so=$("$venv/bin/python" -c 'import sqlite_idempotency as m; print(m.loadable_path() + ".so")')
     needs_only_libc packages python "$so"
     host_smoke+=("wheel|the $host wheel in the venv|${so%.so}")
-    run_checked packages python "$venv/bin/python" tests/packages/test_package_py.py
-    run_checked adapters python "$venv/bin/python" tests/adapters/test_adapter_py.py
+    run_checked packages python "$venv/bin/python" tests/python/test_package_py.py
+    run_checked adapters python "$venv/bin/python" tests/python/test_adapter_py.py
     got=$("$venv/bin/sqlite-idempotency" --version 2>&1)
     if [ "$got" = "sqlite-idempotency $version" ]; then
       echo "PASS packages.python:console-script (the wheel installs sqlite-idempotency)"
@@ -418,10 +418,10 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
       rc=1
     fi
   done
-  bs3=$ROOT/tests/bindings/node_modules/better-sqlite3
+  bs3=$ROOT/tests/js/node_modules/better-sqlite3
   if [ ! -f "$bs3/package.json" ]; then
-    (cd tests/bindings && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1) ||
-      echo "   packages.node: npm ci in tests/bindings could not install better-sqlite3"
+    (cd tests/js && npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1) ||
+      echo "   packages.node: npm ci in tests/js could not install better-sqlite3"
   fi
   # npm projects in which the optional dependencies resolve to the platform
   # tarballs, as they would from the registry: npm chooses by os and cpu
@@ -437,7 +437,7 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   npm_install() { npm_in "$project" "$@"; }
   drivers=()
   if [ ! -f "$bs3/package.json" ]; then
-    echo "FAIL packages.node:install: better-sqlite3 is not installed in tests/bindings/node_modules"
+    echo "FAIL packages.node:install: better-sqlite3 is not installed in tests/js/node_modules"
     rc=1
     out=$(npm_install "$tgz") || { printf '%s\n' "$out"; echo "FAIL packages.node:install: npm install of $(basename "$tgz") failed"; rc=1; }
   elif ! out=$(npm_install "$tgz" "$bs3"); then
@@ -452,7 +452,7 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
     case "$v" in
       12.*) echo "PASS packages.node:install (npm install $(basename "$tgz") into a fresh project, with better-sqlite3 $v)"
         drivers+=(better-sqlite3) ;;
-      *) echo "FAIL packages.node:install: better-sqlite3 is '$v', not 12.x (run npm ci in tests/bindings)"; rc=1 ;;
+      *) echo "FAIL packages.node:install: better-sqlite3 is '$v', not 12.x (run npm ci in tests/js)"; rc=1 ;;
     esac
   fi
   # npm installed the platform package of this machine and passed over the other
@@ -481,10 +481,9 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   omit=$tmp/npm-omit
   new_project "$omit"
   if out=$(npm_in "$omit" --omit=optional "$tgz"); then
-    mkdir -p "$omit/tests/lib" "$omit/tests/packages"
-    cp tests/lib/checks.mjs "$omit/tests/lib/"
-    cp tests/packages/test_loadable_path.mjs "$omit/tests/packages/"
-    run_checked packages node.loadable-path bash -c 'cd "$1" && node tests/packages/test_loadable_path.mjs "$2"' _ "$omit" "$DIST/lib/$host/idempotency.so"
+    mkdir -p "$omit/tests/js"
+    cp tests/js/checks.mjs tests/js/test_loadable_path.mjs "$omit/tests/js/"
+    run_checked packages node.loadable-path bash -c 'cd "$1" && node tests/js/test_loadable_path.mjs "$2"' _ "$omit" "$DIST/lib/$host/idempotency.so"
   else
     echo "FAIL packages.node.loadable-path: npm install --omit=optional $(basename "$tgz"): $(tr '\n' ' ' <<<"$out")"
     rc=1
@@ -500,38 +499,36 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   fi
   server_py=""
   if [ -x "$PY" ]; then server_py=$PY; elif command -v python3 >/dev/null 2>&1; then server_py=$(command -v python3); fi
-  # the test programs keep their places (tests/{lib,packages,adapters}) so
-  # that they import each other as in the tree; sqlite-idempotency resolves
-  # from the project's node_modules
-  mkdir -p "$project/tests/lib" "$project/tests/packages" "$project/tests/adapters"
-  cp tests/lib/checks.mjs "$project/tests/lib/"
-  cp tests/packages/test_package_node.mjs "$project/tests/packages/"
-  cp tests/adapters/idem_adapter.mjs tests/adapters/test_adapter_node.mjs "$project/tests/adapters/"
+  # the test programs keep their place (tests/js) so that they import each
+  # other as in the tree; sqlite-idempotency resolves from the project's
+  # node_modules
+  mkdir -p "$project/tests/js"
+  cp tests/js/checks.mjs tests/js/test_package_node.mjs tests/js/idem_adapter.mjs tests/js/test_adapter_node.mjs "$project/tests/js/"
   for d in "${drivers[@]}"; do
-    run_checked packages "node.$d" node "$project/tests/packages/test_package_node.mjs" "$d"
+    run_checked packages "node.$d" node "$project/tests/js/test_package_node.mjs" "$d"
     if [ -n "$server_py" ]; then
-      run_checked adapters "node.$d" node "$project/tests/adapters/test_adapter_node.mjs" "$d" "$server_py" "$ROOT/tests/adapters/test_server.py"
+      run_checked adapters "node.$d" node "$project/tests/js/test_adapter_node.mjs" "$d" "$server_py" "$ROOT/tests/python/test_server.py"
     else
-      echo "SKIP adapters.node.$d: no python3 to run the test server tests/adapters/test_server.py"
+      echo "SKIP adapters.node.$d: no python3 to run the test server tests/python/test_server.py"
     fi
   done
   # TypeScript: the declarations accept a typed user and refuse misuse.
   if out=$(npm_install typescript@5); then
-    cp tests/packages/consumer.ts tests/packages/misuse.ts "$project/"
+    cp tests/js/consumer_package.ts tests/js/misuse_package.ts "$project/"
     tsc() {
       printf '{ "compilerOptions": { "strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": [] }, "files": ["%s"] }\n' "$1" >"$project/tsconfig.json"
       (cd "$project" && node node_modules/typescript/bin/tsc -p tsconfig.json 2>&1)
     }
-    if out=$(tsc consumer.ts); then
-      echo "PASS packages.node:typescript-consumer (tsc --strict accepts tests/packages/consumer.ts against index.d.ts)"
+    if out=$(tsc consumer_package.ts); then
+      echo "PASS packages.node:typescript-consumer (tsc --strict accepts tests/js/consumer_package.ts against index.d.ts)"
     else
       echo "FAIL packages.node:typescript-consumer: $(tr '\n' ' ' <<<"$out")"
       rc=1
     fi
-    out=$(tsc misuse.ts)
-    lines=$(grep -o '^misuse\.ts([0-9]*' <<<"$out" | cut -d'(' -f2 | sort -n -u | tr '\n' ' ')
+    out=$(tsc misuse_package.ts)
+    lines=$(grep -o '^misuse_package\.ts([0-9]*' <<<"$out" | cut -d'(' -f2 | sort -n -u | tr '\n' ' ')
     if [ "$lines" = "8 9 10 11 12 " ]; then
-      echo "PASS packages.node:typescript-misuse (tsc refuses each misuse in tests/packages/misuse.ts)"
+      echo "PASS packages.node:typescript-misuse (tsc refuses each misuse in tests/js/misuse_package.ts)"
     else
       echo "FAIL packages.node:typescript-misuse: errors on lines '$lines', want '8 9 10 11 12 ': $(tr '\n' ' ' <<<"$out")"
       rc=1
@@ -544,11 +541,11 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
     echo "SKIP packages.node:typescript: npm install typescript@5 failed (no network and not in npm's cache?): $(tail -n 1 <<<"$out")"
   fi
 
-  out=$(node "$project/tests/packages/test_package_node.mjs" node:sqlite 2>&1)
+  out=$(node "$project/tests/js/test_package_node.mjs" node:sqlite 2>&1)
   if grep -q '^SKIP ' <<<"$out"; then
     printf '%s\n' "$out"
   else
-    run_checked packages node.node-sqlite node "$project/tests/packages/test_package_node.mjs" node:sqlite
+    run_checked packages node.node-sqlite node "$project/tests/js/test_package_node.mjs" node:sqlite
   fi
 
   # the JavaScript examples of docs/install.md, in the project
@@ -567,7 +564,7 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
 fi
 
 # --- the smoke test: load, claim, settle, replay, on each platform --------------
-# tests/packages/smoke.c dlopens a libsqlite3 of its own machine, so it builds
+# tests/c/smoke.c dlopens a libsqlite3 of its own machine, so it builds
 # with nothing but a C compiler; the other machine's build runs under qemu-user.
 smoke_want="loaded: idem_version() $version
 key: idem1-24871bd0060b2885a71b5ca5e0486b5c
@@ -586,8 +583,8 @@ smoke() { # PLATFORM ID|LABEL|LIB RUNNER...
     rc=1
   fi
 }
-if ! out=$(cc -std=gnu11 -Wall -Wextra -Werror -O1 -o "$tmp/smoke-$host" tests/packages/smoke.c -ldl 2>&1); then
-  echo "FAIL packages.$host:smoke: tests/packages/smoke.c does not build: $out"
+if ! out=$(cc -std=gnu11 -Wall -Wextra -Werror -O1 -o "$tmp/smoke-$host" tests/c/smoke.c -ldl 2>&1); then
+  echo "FAIL packages.$host:smoke: tests/c/smoke.c does not build: $out"
   rc=1
 else
   host_sqlite=$(ldconfig -p 2>/dev/null | awk '$1 == "libsqlite3.so.0" { print $NF; exit }')
@@ -612,8 +609,8 @@ if built "$other"; then
     echo "SKIP packages.$other:smoke: no $debarch libsqlite3 at $osqlite to run the $other build with (Debian: dpkg --add-architecture $debarch && apt-get update && apt-get install libc6:$debarch libsqlite3-0:$debarch)"
   elif [ ! -e "/lib/$qloader" ] && [ ! -e "/usr/lib/$qarch-linux-gnu/$qloader" ] && [ ${#prefix[@]} -eq 0 ]; then
     echo "SKIP packages.$other:smoke: no $debarch C library ($qloader) to run the $other build with (Debian: apt-get install libc6:$debarch)"
-  elif ! out=$("$other_cc" -std=gnu11 -Wall -Wextra -Werror -O1 -o "$tmp/smoke-$other" tests/packages/smoke.c -ldl 2>&1); then
-    echo "FAIL packages.$other:smoke: tests/packages/smoke.c does not cross-compile with $other_cc: $out"
+  elif ! out=$("$other_cc" -std=gnu11 -Wall -Wextra -Werror -O1 -o "$tmp/smoke-$other" tests/c/smoke.c -ldl 2>&1); then
+    echo "FAIL packages.$other:smoke: tests/c/smoke.c does not cross-compile with $other_cc: $out"
     rc=1
   else
     for entry in "dist|make dist's $other library, under $(basename "$qemu")|$DIST/lib/$other/idempotency" "${other_smoke[@]}"; do

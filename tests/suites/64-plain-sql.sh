@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The rows table WITHOUT the extension: tests/plain/setup.sql makes a ledger
+# The rows table WITHOUT the extension: tests/sql/plain-setup.sql makes a ledger
 # file with the extension loaded (the runner with --ext), then each
-# tests/plain/*.sql changes it with plain SQLite through the runner
+# tests/sql/plain-NN-*.sql changes it with plain SQLite through the runner
 # $BUILD/sqltest started without --ext, once with defensive mode off and
 # once on. The newer SQLite's runner (build/compat/sqltest, made by
 # tests/suites/60-newer-sqlite.sh) runs the same files when it is built.
@@ -22,7 +22,7 @@ fail=0
 run() {
   local label=$1 runner=$2 defensive=$3 f=$4 out
   rm -f "$dir/ledger.db" "$dir/ledger.db-journal" "$dir/case.sql"
-  out=$("$BUILD/sqltest" --ext "$EXT" tests/plain/setup.sql 2>&1)
+  out=$("$BUILD/sqltest" --ext "$EXT" tests/sql/plain-setup.sql 2>&1)
   if [ $? -ne 0 ] || grep -q '^FAIL' <<<"$out"; then
     echo "FAIL plain:$label:setup: $(grep -m1 '^FAIL' <<<"$out")"
     fail=1
@@ -30,7 +30,7 @@ run() {
   fi
   { echo "SELECT 'defensive-$defensive', sqltest_defensive($defensive) = $defensive;"; cat "$f"; } >"$dir/case.sql"
   out=$("$runner" "$dir/case.sql" 2>&1)
-  printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) case\.sql:/\1 plain:$label:$(basename "$f"):/"
+  printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) case\.sql:/\1 plain:$label:${f##*/plain-}:/"
   grep -q '^FAIL' <<<"$out" && fail=1
 }
 v=$("$BUILD/sqltest" --eval "SELECT sqlite_version()" 2>/dev/null)
@@ -39,7 +39,7 @@ if newer_ready plain; then
   newer=$(build/compat/sqltest --eval "SELECT sqlite_version()" 2>/dev/null)
   newer=${newer:-newer}
 fi
-for f in tests/plain/[0-9]*.sql; do
+for f in tests/sql/plain-[0-9]*.sql; do
   run "${v:-system}" "$BUILD/sqltest" 0 "$f"
   run "${v:-system}:defensive" "$BUILD/sqltest" 1 "$f"
   if [ -n "$newer" ]; then

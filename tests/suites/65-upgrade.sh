@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ledger files of formats 1 and 2 (tests/fixtures/formatN.db, made by those
 # builds with tests/fixtures/formatN.sql) upgraded by this build with
-# SELECT idem_upgrade(...): tests/upgrade/formatN.sql on a fresh copy, on the
+# SELECT idem_upgrade(...): tests/sql/upgrade-formatN.sql on a fresh copy, on the
 # system SQLite and, when built, on the newer one.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -21,8 +21,8 @@ run() {
   for f in format1 format2; do
     cp "tests/fixtures/$f.db" "build/upgrade/$f.db" || { echo "FAIL upgrade:$1:$f:copy"; fail=1; continue; }
     rm -f "build/upgrade/$f.db-journal" "build/upgrade/$f.db-wal"
-    out=$("$2" --ext "$3" "tests/upgrade/$f.sql" 2>&1)
-    printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) $f\.sql:/\1 upgrade:$1:$f:/"
+    out=$("$2" --ext "$3" "tests/sql/upgrade-$f.sql" 2>&1)
+    printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) upgrade-$f\.sql:/\1 upgrade:$1:$f:/"
     grep -q '^FAIL' <<<"$out" && fail=1
   done
 }

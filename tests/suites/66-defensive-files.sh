@@ -11,7 +11,7 @@
 #   <name>_members is never a shadow table: its triggers refuse them.
 #
 # Each case file is written here with the messages its version and mode
-# expect, and run by the runner (tests/sqltest.c) with --ext, or with
+# expect, and run by the runner (tests/c/sqltest.c) with --ext, or with
 # --ext-late and sqltest_load_again() after a read of the schema.
 set -u
 cd "$(dirname "$0")/../.." || exit 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every example of README.md and docs/*.md, run as a reader would paste it
-# and its printed result compared (tests/docs/run_docs.py; the rules are in
+# and its printed result compared (tests/python/run_docs.py; the rules are in
 # docs/design.md, "How the docs' examples are run"): the sqlite3 shell
 # transcripts in one session per page, the Python programs with Debian's
 # /usr/bin/python3 and the package importable, the JavaScript programs with
@@ -29,7 +29,7 @@ args=()
 if python_skip docs >/dev/null; then
   args+=(--no-python "$(python_skip docs | sed 's/^SKIP docs.python: //')")
 fi
-node_bsql docs js tests/bindings >"${TMPDIR:-/tmp}/idem-docs-node.$$" 2>&1
+node_bsql docs js tests/js >"${TMPDIR:-/tmp}/idem-docs-node.$$" 2>&1
 node_out=$(cat "${TMPDIR:-/tmp}/idem-docs-node.$$"); rm -f "${TMPDIR:-/tmp}/idem-docs-node.$$"
 if [ "$node_ready" != 1 ]; then
   case "$node_out" in
@@ -61,7 +61,7 @@ sqlite> SELECT idem_check_key(NULL, 'tenant');
 Runtime error: idem_check_key: tenant is missing (NULL) (19)
 ```
 MD
-out=$(EXT=${EXT:-build/idempotency.so} "$PY" tests/docs/run_docs.py "$page" 2>&1)
+out=$(EXT=${EXT:-build/idempotency.so} "$PY" tests/python/run_docs.py "$page" 2>&1)
 label=$(basename "$page")
 want_fail="FAIL docs.*$label:3: after \"SELECT idem_valid_key('a b');\": line 2 of the output differs:"
 if [ "$(grep -c '^FAIL ' <<<"$out")" = 1 ] && grep -q "^$want_fail" <<<"$out" &&
@@ -72,7 +72,7 @@ else
   rc=1
 fi
 sed -i 's/^1$/0/' "$page"
-out=$(EXT=${EXT:-build/idempotency.so} "$PY" tests/docs/run_docs.py "$page" 2>&1)
+out=$(EXT=${EXT:-build/idempotency.so} "$PY" tests/python/run_docs.py "$page" 2>&1)
 if grep -qx "PASS docs.*$label (2 blocks ran: 2 sql; 1 skipped: norun)" <<<"$out"; then
   echo "PASS docs.runner:norun-counted (2 blocks ran, 1 skipped)"
 else
@@ -80,5 +80,5 @@ else
   rc=1
 fi
 
-EXT=${EXT:-build/idempotency.so} "$PY" tests/docs/run_docs.py "${args[@]}" || rc=1
+EXT=${EXT:-build/idempotency.so} "$PY" tests/python/run_docs.py "${args[@]}" || rc=1
 exit "$rc"

@@ -1,2 +1,0 @@
-.PHONY: test-programs
-test-programs:

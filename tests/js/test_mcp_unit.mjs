@@ -1,0 +1,321 @@
+// sqlite-idempotency/mcp in one process: an McpServer of
+// @modelcontextprotocol/sdk and its Client over the SDK's in-memory
+// transport, one ledger on a temporary file. Each decision as the model
+// sees it, the options, the older tool() method and update(), errors with
+// their exact text.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { z } from 'zod';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Ledger, NotSent } from 'sqlite-idempotency';
+import { withIdempotency, idempotentTool, attemptOf, META, PREFIX } from 'sqlite-idempotency/mcp';
+import { Checks } from './checks.mjs';
+
+const checks = new Checks('integrations.mcp-unit');
+const { report } = checks;
+const j = (v) => JSON.stringify(v);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const UNKNOWN = 'that request may have reached the target system, the outcome is theirs to report, and nothing is retried here';
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-mcp-unit-'));
+const ledger = Ledger.open(new Database(path.join(tmp, 'agent.db')));
+const conv = (c) => ({ [META.conversation]: c });
+const text = (r) => r && r.content && r.content[0] && r.content[0].text;
+
+function threw(fn) {
+  try { fn(); } catch (e) { return `${e.name}: ${e.message}`; }
+  return 'did not throw';
+}
+
+async function pair(server) {
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await server.connect(a);
+  const client = new Client({ name: 'unit', version: '0' });
+  await client.connect(b);
+  return client;
+}
+
+try {
+  report(PREFIX === 'io.github.sqlite-idempotency/' && META.conversation === `${PREFIX}conversation` && META.replay === `${PREFIX}replay`,
+    'meta-keys', j({ PREFIX, META }));
+
+  const server = new McpServer({ name: 'unit', version: '0' });
+  server.registerTool('before', { inputSchema: { x: z.number() } }, async ({ x }) => ({ content: [{ type: 'text', text: `before ${x} ${Math.random()}` }] }));
+  withIdempotency(server, ledger, { tenant: (extra) => (extra._meta && extra._meta.tenant) || 'tenant-a' });
+  let runs = 0;
+  let gate;
+  server.registerTool('act', { inputSchema: { x: z.number(), mode: z.string().optional() } }, async ({ x, mode }, extra) => {
+    runs += 1;
+    if (mode === 'slow') await gate;
+    if (mode === 'refuse') return { content: [{ type: 'text', text: `refused ${x}` }], isError: true };
+    if (mode === 'notsent') throw new NotSent('the connection was refused');
+    if (mode === 'throw') throw new Error('socket hang up');
+    if (mode === 'string') return 'done';
+    return { content: [{ type: 'text', text: `did ${x} ${attemptOf(extra).headers['Idempotency-Key']}` }], _meta: { mine: 1 } };
+  });
+  server.registerTool('noargs', {}, async (extra) => {
+    runs += 1;
+    return { content: [{ type: 'text', text: `noargs ${attemptOf(extra).key}` }] };
+  });
+  server.tool('legacy', { y: z.string() }, async ({ y }) => { runs += 1; return { content: [{ type: 'text', text: `legacy ${y}` }] }; });
+  const ro = server.registerTool('peek', { annotations: { readOnlyHint: true } }, async () => { runs += 1; return { content: [{ type: 'text', text: 'peek' }] }; });
+  const upd = server.registerTool('upd', {}, async () => ({ content: [{ type: 'text', text: 'old' }] }));
+  upd.update({ callback: async () => { runs += 1; return { content: [{ type: 'text', text: `new ${runs}` }] }; } });
+  const client = await pair(server);
+  const call = (name, args, meta) => client.callTool({ name, arguments: args, _meta: meta });
+
+  // a first call, a replay, the marker merged into the tool's own _meta
+  {
+    const r1 = await call('act', { x: 1 }, conv('c1'));
+    const r2 = await call('act', { x: 1 }, conv('c1'));
+    report(!r1.isError && r1._meta.mine === 1 && r1._meta[META.replay] === undefined && text(r1).startsWith('did 1 "idem1-') &&
+      r2._meta.mine === 1 && r2._meta[META.replay] === true && text(r2) === text(r1), 'replay', j({ r1, r2 }));
+  }
+  // arguments in another order are the same call; other args another
+  {
+    const before = runs;
+    await call('act', { x: 2, mode: 'plain' }, conv('c1'));
+    const r = await call('act', { mode: 'plain', x: 2 }, conv('c1'));
+    report(runs === before + 1 && r._meta[META.replay] === true, 'canonical-args', j(r));
+  }
+  // tools registered before withIdempotency are not guarded
+  {
+    const r1 = await call('before', { x: 1 }, conv('c1'));
+    const r2 = await call('before', { x: 1 }, conv('c1'));
+    report(text(r1) !== text(r2) && !(r2._meta && r2._meta[META.replay]), 'registered-before-unguarded', j({ r1, r2 }));
+  }
+  // readOnlyHint: unguarded; annotations updated later are read at call time
+  {
+    const before = runs;
+    await call('peek', {}, conv('c1'));
+    await call('peek', {}, conv('c1'));
+    const okRo = runs === before + 2;
+    ro.update({ annotations: { readOnlyHint: false } });
+    await call('peek', {}, conv('c1'));
+    const r = await call('peek', {}, conv('c1'));
+    report(okRo && runs === before + 3 && r._meta[META.replay] === true, 'read-only', `runs ${runs - before}, ${j(r)}`);
+  }
+  // no inputSchema: the callback gets (extra) and the args of the key are {}
+  {
+    const r1 = await call('noargs', undefined, conv('c1'));
+    const r2 = await call('noargs', undefined, conv('c1'));
+    report(text(r1).startsWith('noargs idem1-') && r2._meta[META.replay] === true && text(r2) === text(r1), 'no-input-schema', j({ r1, r2 }));
+  }
+  // the older tool() method, and a callback given by update()
+  {
+    const before = runs;
+    const l1 = await call('legacy', { y: 'a' }, conv('c1'));
+    const l2 = await call('legacy', { y: 'a' }, conv('c1'));
+    const u1 = await call('upd', {}, conv('c1'));
+    const u2 = await call('upd', {}, conv('c1'));
+    report(runs === before + 2 && l2._meta[META.replay] === true && text(l2) === 'legacy a' && u2._meta[META.replay] === true && text(u2) === text(u1),
+      'tool-and-update', j({ l1, l2, u1, u2 }));
+  }
+  // in progress: a second identical call while the first runs
+  {
+    let open;
+    gate = new Promise((r) => { open = r; });
+    const first = call('act', { x: 3, mode: 'slow' }, conv('c1'));
+    await sleep(50);
+    const r = await call('act', { x: 3, mode: 'slow' }, conv('c1'));
+    open();
+    await first;
+    const want = 'act: not run: an identical call (same tenant, conversation and arguments) is still running (attempt 1). Do not call act again with these arguments: the running call will finish it, and a later identical call returns its result.';
+    report(r.isError === true && text(r) === want && r._meta[META.decision] === 'in_progress' && /^idem1-/.test(r._meta[META.key]), 'in-progress', j(r));
+  }
+  // waitMs: the second caller waits and gets the replay
+  {
+    const s2 = new McpServer({ name: 'wait', version: '0' });
+    withIdempotency(s2, ledger, { tenant: () => 'tenant-w', waitMs: 5000 });
+    let n = 0;
+    let open;
+    const g = new Promise((r) => { open = r; });
+    s2.registerTool('w', { inputSchema: { x: z.number() } }, async ({ x }) => { n += 1; await g; return { content: [{ type: 'text', text: `w ${x}` }] }; });
+    const c2 = await pair(s2);
+    const first = c2.callTool({ name: 'w', arguments: { x: 1 }, _meta: conv('c1') });
+    await sleep(50);
+    const second = c2.callTool({ name: 'w', arguments: { x: 1 }, _meta: conv('c1') });
+    await sleep(100);
+    open();
+    const [a, b] = await Promise.all([first, second]);
+    report(n === 1 && !a.isError && b._meta[META.replay] === true && text(b) === 'w 1', 'wait', j({ a, b, n }));
+    await c2.close();
+  }
+  // a known failure: the isError result is kept and replayed
+  {
+    const before = runs;
+    const r1 = await call('act', { x: 4, mode: 'refuse' }, conv('c1'));
+    const r2 = await call('act', { x: 4, mode: 'refuse' }, conv('c1'));
+    report(runs === before + 1 && r1.isError === true && text(r1) === 'refused 4' && r2.isError === true && text(r2) === 'refused 4' &&
+      r2._meta[META.replay] === true, 'failed-replayed', j({ r1, r2 }));
+  }
+  // NotSent: released, the model may call again, and the retry runs
+  {
+    const before = runs;
+    const r1 = await call('act', { x: 5, mode: 'notsent' }, conv('c1'));
+    const r2 = await call('act', { x: 5, mode: 'notsent' }, conv('c1'));
+    const key = r1._meta && r1._meta[META.key];
+    const want = `act: not sent: ${key} was not sent (the connection was refused); the claim is released; nothing happened, so the call may be made again.`;
+    report(runs === before + 2 && r1.isError === true && text(r1) === want && r1._meta[META.decision] === 'not_sent' && text(r2) === want,
+      'not-sent', j({ r1, r2 }));
+  }
+  // a thrown error: unknown now and on every retry, which does not run
+  {
+    const before = runs;
+    const r1 = await call('act', { x: 6, mode: 'throw' }, conv('c1'));
+    const r2 = await call('act', { x: 6, mode: 'throw' }, conv('c1'));
+    const w1 = `act: the outcome is unknown (Error: socket hang up): ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened, and that it must be checked in the target system.`;
+    const w2 = `act: not run: an earlier identical call did not finish and its outcome is unknown: ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened, and that it must be checked in the target system.`;
+    report(runs === before + 1 && r1.isError === true && text(r1) === w1 && r1._meta[META.decision] === 'unknown' &&
+      r2.isError === true && text(r2) === w2 && r2._meta[META.key] === r1._meta[META.key], 'unknown', j({ r1, r2 }));
+  }
+  // a result that is not a CallToolResult: unknown (the tool ran)
+  {
+    const r = await call('act', { x: 7, mode: 'string' }, conv('c1'));
+    report(r.isError === true && text(r).startsWith('act: the outcome is unknown (the tool returned a string, not a CallToolResult): '), 'not-a-result', j(r));
+  }
+  // mismatch: the key is held by another request (here: a local claim of the same key)
+  {
+    ledger.claim('tenant-a', 'c9', 'act', { x: 8 }, { effect: 'local' });
+    const before = runs;
+    const r = await call('act', { x: 8 }, conv('c9'));
+    const want = 'act: not run: the key of this call is bound to a different request (effect differs); nothing was run or replayed. Do not call act again with these arguments.';
+    report(runs === before && r.isError === true && text(r) === want && r._meta[META.decision] === 'mismatch', 'mismatch', j(r));
+  }
+  // two tenants and two conversations, the same arguments: four keys
+  {
+    const before = runs;
+    const rs = [];
+    for (const t of ['tenant-a', 'tenant-b']) for (const c of ['k1', 'k2']) rs.push(await call('act', { x: 9 }, { ...conv(c), tenant: t }));
+    const again = await call('act', { x: 9 }, { ...conv('k2'), tenant: 'tenant-b' });
+    report(runs === before + 4 && new Set(rs.map(text)).size === 4 && again._meta[META.replay] === true && text(again) === text(rs[3]),
+      'tenants-conversations', j(rs.map(text)));
+  }
+  // missing parts, each named; nothing runs
+  {
+    const s3 = new McpServer({ name: 'missing', version: '0' });
+    withIdempotency(s3, ledger);
+    s3.registerTool('m', { inputSchema: { x: z.number() } }, async () => { runs += 1; return { content: [] }; });
+    const s4 = new McpServer({ name: 'missing2', version: '0' });
+    withIdempotency(s4, ledger, { tenant: () => 'tenant-a', conversation: (args) => args.thread });
+    s4.registerTool('m', { inputSchema: { x: z.number(), thread: z.string().optional() } }, async () => { runs += 1; return { content: [{ type: 'text', text: 'ran' }] }; });
+    const s5 = new McpServer({ name: 'missing3', version: '0' });
+    withIdempotency(s5, ledger, { tenant: () => { throw new Error('no user'); }, conversation: () => 7 });
+    s5.registerTool('m', {}, async () => { runs += 1; return { content: [] }; });
+    const [c3, c4, c5] = [await pair(s3), await pair(s4), await pair(s5)];
+    const before = runs;
+    const r3 = await c3.callTool({ name: 'm', arguments: { x: 1 }, _meta: conv('c1') });
+    const r4 = await c4.callTool({ name: 'm', arguments: { x: 1 } });
+    const r4b = await c4.callTool({ name: 'm', arguments: { x: 1, thread: 't1' } });
+    const r5 = await c5.callTool({ name: 'm', arguments: {} });
+    const got = [r3, r4, r5].map(text);
+    const want = [
+      'm: not run: no tenant: the request carries no authInfo (no bearer-token verifier on this transport; give options.tenant); nothing was sent',
+      'm: not run: no conversation: options.conversation gave undefined; nothing was sent',
+      'm: not run: no tenant: options.tenant threw: no user; nothing was sent',
+    ];
+    report(j(got) === j(want) && [r3, r4, r5].every((r) => r.isError === true && r._meta[META.decision] === 'missing') &&
+      text(r4b) === 'ran' && runs === before + 1, 'missing', j({ got, r4b }));
+    const s6 = new McpServer({ name: 'missing4', version: '0' });
+    withIdempotency(s6, ledger, { tenant: () => 'tenant-a', conversation: () => 7 });
+    s6.registerTool('m', {}, async () => ({ content: [] }));
+    const c6 = await pair(s6);
+    const r6 = await c6.callTool({ name: 'm', arguments: {} });
+    report(text(r6) === 'm: not run: no conversation: options.conversation gave a number, not a string; nothing was sent', 'missing-type', j(r6));
+    for (const c of [c3, c4, c5, c6]) await c.close();
+  }
+  // the signal: aborted before the tool started, nothing claimed
+  {
+    const ac = new AbortController();
+    ac.abort();
+    let n = 0;
+    const cb = idempotentTool(ledger, 'sig', { tenant: () => 't', conversation: () => 'c' }, async () => { n += 1; return { content: [] }; });
+    const r = await cb({ a: 1 }, { signal: ac.signal });
+    const d = ledger.claim('t', 'c', 'sig', { a: 1 });
+    report(n === 0 && r.isError === true && text(r) === 'sig: not run: the request was cancelled before the tool started; nothing was sent' && d.decision === 'admitted',
+      'aborted-before', j({ r, d }));
+  }
+  // the signal aborting while the tool runs: unknown; unless the tool says NotSent
+  {
+    const ac = new AbortController();
+    const cb = idempotentTool(ledger, 'sig2', { tenant: () => 't', conversation: () => 'c' }, async (args, extra) => {
+      await new Promise((resolve, reject) => extra.signal.addEventListener('abort', () => reject(args.ns ? new NotSent('aborted before the request was written') : new Error('aborted'))));
+      return { content: [] };
+    });
+    const p1 = cb({ ns: false }, { signal: ac.signal });
+    await sleep(10);
+    ac.abort();
+    const r1 = await p1;
+    const ac2 = new AbortController();
+    const p2 = cb({ ns: true }, { signal: ac2.signal });
+    await sleep(10);
+    ac2.abort();
+    const r2 = await p2;
+    report(r1._meta[META.decision] === 'unknown' && text(r1).startsWith('sig2: the outcome is unknown (the request was cancelled while the tool ran (aborted)): ') &&
+      r2._meta[META.decision] === 'not_sent' && ledger.row('t', r2._meta[META.key]).status === 'released', 'aborted-during', j({ r1, r2 }));
+  }
+  // idempotentTool by itself, registered on a server without withIdempotency
+  {
+    const s7 = new McpServer({ name: 'single', version: '0' });
+    let n = 0;
+    s7.registerTool('one', { inputSchema: { to: z.string() } }, idempotentTool(ledger, 'one', { tenant: () => 'tenant-a' }, async ({ to }, extra) => {
+      n += 1;
+      return { content: [{ type: 'text', text: `one ${to} ${attemptOf(extra).attempt}` }] };
+    }));
+    const c7 = await pair(s7);
+    const r1 = await c7.callTool({ name: 'one', arguments: { to: 'x' }, _meta: conv('c1') });
+    const r2 = await c7.callTool({ name: 'one', arguments: { to: 'x' }, _meta: conv('c1') });
+    report(n === 1 && text(r1) === 'one x 1' && r2._meta[META.replay] === true, 'idempotent-tool', j({ r1, r2 }));
+    await c7.close();
+  }
+  // withIdempotency twice on one server guards once
+  {
+    const s8 = new McpServer({ name: 'twice', version: '0' });
+    withIdempotency(s8, ledger, { tenant: () => 'tenant-a' });
+    withIdempotency(s8, ledger, { tenant: () => 'tenant-a' });
+    let n = 0;
+    s8.registerTool('t8', {}, async () => { n += 1; return { content: [{ type: 'text', text: 't8' }] }; });
+    const c8 = await pair(s8);
+    const r1 = await c8.callTool({ name: 't8', arguments: {}, _meta: conv('c1') });
+    const r2 = await c8.callTool({ name: 't8', arguments: {}, _meta: conv('c1') });
+    const key = ledger.claim('tenant-a', 'c1', 't8', {}).key;
+    report(n === 1 && r2._meta[META.replay] === true && ledger.row('tenant-a', key).attempt === 1, 'wrapped-once', j({ r1, r2 }));
+    await c8.close();
+  }
+  // errors of the API, with their text
+  {
+    const got = [
+      threw(() => withIdempotency({}, ledger)),
+      threw(() => withIdempotency(new McpServer({ name: 'x', version: '0' }), {})),
+      threw(() => withIdempotency(new McpServer({ name: 'x', version: '0' }), ledger, { tenants: () => 'a' })),
+      threw(() => withIdempotency(new McpServer({ name: 'x', version: '0' }), ledger, { tenant: 'a' })),
+      threw(() => withIdempotency(new McpServer({ name: 'x', version: '0' }), ledger, { waitMs: -1 })),
+      threw(() => idempotentTool(ledger, '', {}, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', {}, 'nope')),
+      threw(() => idempotentTool(ledger, 'x', { renewSeconds: 1.5 }, async () => ({}))),
+      threw(() => attemptOf({})),
+    ];
+    const want = [
+      'TypeError: withIdempotency: server must be an McpServer (an object with registerTool)',
+      'TypeError: withIdempotency: ledger must be a Ledger of sqlite-idempotency, got object',
+      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, waitMs, renewSeconds)',
+      'TypeError: withIdempotency: options.tenant must be a function, got string',
+      'RangeError: withIdempotency: options.waitMs must be a number of milliseconds >= 0, got -1',
+      'TypeError: idempotentTool: name must be a non-empty string, got ""',
+      'TypeError: idempotentTool: callback must be a function, got string',
+      'RangeError: idempotentTool: options.renewSeconds must be an integer >= 0, got 1.5',
+      'TypeError: attemptOf: this extra is not of a tool call guarded by sqlite-idempotency/mcp',
+    ];
+    for (let i = 0; i < want.length; i++) report(got[i] === want[i], `api-error-${i + 1}`, `got ${j(got[i])}, want ${j(want[i])}`);
+  }
+  await client.close();
+} catch (e) {
+  report(false, 'run', e.stack);
+} finally {
+  ledger.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+process.exit(checks.status());

@@ -1,0 +1,153 @@
+// tests/js/test_ops_node.mjs: reconciliation, metrics and traces of the Node
+// package. Run by tests/suites/57-ops.sh from a scratch project whose
+// node_modules holds the package (with the built extension), better-sqlite3,
+// prom-client and OpenTelemetry. argv[2]: a scratch directory; argv[3]: the
+// port of the counting target (tests/python/test_server.py), which says per
+// Idempotency-Key how many requests reached it.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { Checks } from './checks.mjs';
+
+const require = createRequire(path.join(process.cwd(), 'x.js'));
+const Database = require('better-sqlite3');
+const idem = require('sqlite-idempotency');
+const client = require('prom-client');
+const otel = require('@opentelemetry/api');
+const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-base');
+
+const { Ledger, Answer, Metrics, OutcomeUnknown, ToolFailed, NotSent } = idem;
+const checks = new Checks('ops.node');
+const eq = (name, got, want) => checks.report(JSON.stringify(got) === JSON.stringify(want), name, `got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+const [tmp, port] = [process.argv[2], Number(process.argv[3])];
+
+async function post(attempt, timeoutMs, delayMs = 0) {
+  const r = await fetch(`http://127.0.0.1:${port}/send?delay_ms=${delayMs}`, { method: 'POST', body: '{}', headers: { ...attempt.headers, 'Content-Type': 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
+  return r.json();
+}
+const counts = async () => (await (await fetch(`http://127.0.0.1:${port}/_counts`)).json()).keys;
+async function raises(fn) {
+  try { await fn(); } catch (e) { return e; }
+  return null;
+}
+
+async function reconcileTests() {
+  const file = path.join(tmp, 'reconcile-node.db');
+  const ledger = Ledger.open(new Database(file));
+  let e = await raises(() => ledger.call('t', 'c', 'send', { n: 1 }, (a) => post(a, 1000, 3000)));
+  eq('setup:timeout-unknown', e.name, 'OutcomeUnknown');
+  const kTimeout = e.key;
+  const never = () => { throw new OutcomeUnknown('gave up before sending'); };
+  e = await raises(() => ledger.call('t', 'c', 'send', { n: 2 }, never));
+  const kNever = e.key;
+  for (const [tool, n] of [['charge', 3], ['mail', 4], ['sms', 5]]) await raises(() => ledger.call('t', 'c', tool, { n }, never));
+  const kCharge = ledger.claim('t', 'c', 'charge', { n: 3 }).key;
+  const kMail = ledger.claim('t', 'c', 'mail', { n: 4 }).key;
+  const kSms = ledger.claim('t', 'c', 'sms', { n: 5 }).key;
+  const quick = Ledger.open(new Database(file), { name: 'quick', options: { lease_seconds: 0 } });
+  const kExpired = quick.claim('t', 'c', 'send', { n: 6 }).key;
+  eq('setup:expired-claim-reads-unknown', quick.row('t', kExpired).status, 'unknown');
+
+  const send = async (call) => ((await counts())[call.key] ? Answer.succeeded({ received: (await counts())[call.key] }) : Answer.notSent('the target has no request with this key'));
+  const report = await ledger.reconcile({ send, charge: () => { throw new Error('provider down'); }, sms: () => Answer.unknown('pending') }, { by: 'on-call', batchSize: 2 });
+  eq('report:examined', report.examined, 5);
+  eq('report:resolved', report.resolved.map((r) => [r.key, r.status]).sort(), [[kTimeout, 'succeeded'], [kNever, 'released']].sort());
+  eq('report:errors', report.errors, [{ tenant: 't', key: kCharge, tool: 'charge', attempt: 1, error: 'Error: provider down' }]);
+  eq('report:needs-person', report.needsPerson, [{ tenant: 't', key: kMail, tool: 'mail', attempt: 1, reason: 'no reconciler for tool mail' }]);
+  eq('report:unknown', report.unknown, [{ tenant: 't', key: kSms, tool: 'sms', attempt: 1, reason: 'pending' }]);
+  eq('report:raced', report.raced, []);
+  eq('thrower-row-stays-unknown', ledger.row('t', kCharge).status, 'unknown');
+  let row = ledger.row('t', kTimeout);
+  const at = row.result.reconciled.at;
+  eq('detail:succeeded', row.result, { reconciled: { at, by: 'on-call' }, result: { received: 1 } });
+  checks.report(Math.abs(at - row.updated_at) < 5000, 'detail:at-is-the-resolve-time', `${at} vs ${row.updated_at}`);
+  row = ledger.row('t', kNever);
+  eq('detail:released', row.error, { sent: false, reason: 'the target has no request with this key', reconciled: { at: row.error.reconciled.at, by: 'on-call' } });
+  let out = await ledger.call('t', 'c', 'send', { n: 1 }, (a) => post(a, 5000));
+  eq('replay-after-reconcile', [out.idempotent, out.result.result], [true, { received: 1 }]);
+  out = await ledger.call('t', 'c', 'send', { n: 2 }, (a) => post(a, 5000));
+  eq('released-runs-again', [out.idempotent, out.attempt], [false, 2]);
+  const c = await counts();
+  eq('target-received-each-once', [c[kTimeout], c[kNever]], [1, 1]);
+
+  const rq = await quick.reconcile({ send: () => Answer.failed({ code: 'declined' }) }, { by: 'r' });
+  eq('expired-claim:resolved', rq.resolved.map((r) => [r.key, r.status]), [[kExpired, 'failed']]);
+  eq('expired-claim:row', quick.row('t', kExpired).error.error, { code: 'declined' });
+
+  const other = Ledger.open(new Database(file));
+  let inner;
+  const outer = await ledger.reconcile({
+    charge: async () => {
+      inner = await other.reconcile({ charge: () => Answer.succeeded({ by: 'inner' }) }, { by: 'inner' });
+      return Answer.succeeded({ by: 'outer' });
+    },
+  }, { by: 'outer' });
+  eq('race:inner-resolved', inner.resolved.map((r) => [r.key, r.status]), [[kCharge, 'succeeded']]);
+  eq('race:outer-raced', outer.raced, [{ tenant: 't', key: kCharge, tool: 'charge', attempt: 1, status: 'succeeded', nowAttempt: 1 }]);
+  eq('race:row-is-inner', ledger.row('t', kCharge).result.result, { by: 'inner' });
+
+  const bad = await ledger.reconcile({ sms: () => 'yes' });
+  eq('bad-answer', bad.errors[0].error, 'TypeError: reconcile: a reconciler must return an Answer (Answer.succeeded(result), Answer.failed(error), Answer.notSent(reason), Answer.unknown(reason)), got "yes"');
+  eq('limit', (await ledger.reconcile({}, { limit: 1 })).examined, 1);
+  ledger.db.exec('BEGIN');
+  e = await raises(() => ledger.reconcile({}));
+  ledger.db.exec('ROLLBACK');
+  eq('open-transaction', e && e.message, "Ledger.reconcile: a transaction is open on the ledger's connection; reconcile resolves each row in a transaction of its own: commit first");
+  e = await raises(() => ledger.reconcile({}, { batchSize: 0 }));
+  eq('batch-size', e && e.message, 'Ledger.reconcile: batchSize must be an integer from 1 to 10000, got 0');
+  eq('left-unknown', (await ledger.reconcile({})).needsPerson.map((r) => r.key), [kMail, kSms]);
+}
+
+async function metricsTests() {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const register = new client.Registry();
+  const m = new Metrics({ register, tracer: provider.getTracer('test'), buckets: [0.5, 5] });
+  const file = path.join(tmp, 'metrics-node.db');
+  const ledger = m.instrument(Ledger.open(new Database(file)));
+  await ledger.call('t', 'c', 'send', { n: 1 }, () => ({ ok: 1 }));
+  await ledger.call('t', 'c', 'send', { n: 1 }, () => ({ ok: 2 }));
+  await ledger.call('t', 'c', 'send', { n: 2 }, () => { throw new ToolFailed({ code: 'no' }); });
+  await raises(() => ledger.call('t', 'c', 'send', { n: 3 }, () => { throw new NotSent('refused'); }));
+  const boom = () => { throw new Error('read timeout'); };
+  await raises(() => ledger.call('t', 'c', 'mail', { n: 4 }, boom));
+  await raises(() => ledger.call('t', 'c', 'mail', { n: 4 }, boom));
+  const held = ledger.claim('t', 'c', 'mail', { n: 5 });
+  await raises(() => ledger.call('t', 'c', 'mail', { n: 5 }, boom));
+  ledger.settle(held.token, 'succeeded', { late: true });
+
+  const data = Object.fromEntries((await register.getMetricsAsJSON()).map((x) => [x.name, x.values]));
+  const v = (name, labels) => {
+    const want = { ledger: 'ledger', ...labels };
+    const hit = (data[name] || []).find((s) => Object.keys(want).every((k) => s.labels[k] === want[k]) && Object.keys(s.labels).length === Object.keys(want).length);
+    return hit ? hit.value : undefined;
+  };
+  eq('decisions', [['send', 'admitted'], ['send', 'replay'], ['mail', 'admitted'], ['mail', 'unknown'], ['mail', 'in_progress']].map(([tool, decision]) => v('idempotency_decisions_total', { tool, decision })), [3, 1, 2, 1, 1]);
+  eq('replays', v('idempotency_replays_total', { tool: 'send', status: 'succeeded' }), 1);
+  eq('in-progress', v('idempotency_in_progress_refusals_total', { tool: 'mail' }), 1);
+  eq('unknown', v('idempotency_unknown_total', { tool: 'mail' }), 1);
+  eq('settles', [['send', 'succeeded'], ['send', 'failed'], ['send', 'released'], ['mail', 'unknown'], ['mail', 'succeeded']].map(([tool, status]) => v('idempotency_settles_total', { tool, status })), [1, 1, 1, 1, 1]);
+  const count = (name, tool) => (data[name] || []).find((s) => s.metricName === `${name}_count` && s.labels.tool === tool)?.value;
+  eq('claim-duration-count', [count('idempotency_claim_duration_seconds', 'send'), count('idempotency_claim_duration_seconds', 'mail')], [4, 4]);
+  eq('action-duration-count', [count('idempotency_action_duration_seconds', 'send'), count('idempotency_action_duration_seconds', 'mail')], [3, 1]);
+
+  m.ledgerState(file);
+  const text = await register.metrics();
+  const gauge = (name) => Number((new RegExp(`^${name}\\{ledger="ledger"\\} (\\S+)$`, 'm').exec(text) || [])[1]);
+  eq('state', ['idempotency_ledger_up', 'idempotency_ledger_open_claims', 'idempotency_ledger_unknown', 'idempotency_ledger_expired_claims'].map(gauge), [1, 0, 1, 0]);
+
+  const spans = exporter.getFinishedSpans().map((s) => [s.name, s.attributes['idempotency.tool'], s.attributes['idempotency.decision'] ?? s.attributes['idempotency.status'] ?? null]);
+  eq('spans', spans.filter(([, tool]) => tool === 'send'), [
+    ['idempotency.claim', 'send', 'admitted'], ['idempotency.action', 'send', null], ['idempotency.settle', 'send', 'succeeded'],
+    ['idempotency.claim', 'send', 'replay'],
+    ['idempotency.claim', 'send', 'admitted'], ['idempotency.action', 'send', null], ['idempotency.settle', 'send', 'failed'],
+    ['idempotency.claim', 'send', 'admitted'], ['idempotency.action', 'send', null], ['idempotency.settle', 'send', 'released'],
+  ]);
+  const failed = exporter.getFinishedSpans().find((s) => s.name === 'idempotency.action' && s.attributes['idempotency.tool'] === 'mail');
+  eq('span:action-error', [failed.status.code, failed.status.message], [otel.SpanStatusCode.ERROR, 'read timeout']);
+  const noLibs = await raises(() => new Metrics({ promClient: null, otel: null }));
+  eq('metrics-needs-a-library', noLibs && noLibs.message, 'Metrics: neither prom-client nor @opentelemetry/api is installed: there is nothing to record with (npm install prom-client, or @opentelemetry/api)');
+}
+
+await reconcileTests();
+await metricsTests();
+process.exit(checks.status());

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""tests/python/test_ops_py.py: reconciliation and metrics of the Python package.
+
+Run by tests/suites/57-ops.sh with PYTHONPATH at a copy of the package that
+holds the built extension. argv[1] is a scratch directory.
+
+Reconciliation runs against the counting target in tests/python
+(test_server.py), which says per Idempotency-Key how many requests reached
+it: the reconciler of "send" asks it, so a call that timed out after
+reaching the target is resolved succeeded, and one that never left is
+released and then really sent once.
+"""
+import asyncio
+import json
+import os
+import sys
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import sqlite_idempotency as idem  # noqa: E402
+import test_server  # noqa: E402
+from checks import Checks  # noqa: E402
+
+checks = Checks("ops.python")
+eq = checks.check_eq
+TMP = sys.argv[1]
+
+
+def post(port, attempt, timeout, delay_ms=0):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/send?delay_ms={delay_ms}", data=b"{}",
+                                 headers={**attempt.headers, "Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def counts(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_counts") as r:
+        return json.loads(r.read())["keys"]
+
+
+def raises(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        return e
+    return None
+
+
+def reconcile_tests(srv):
+    path = os.path.join(TMP, "reconcile.db")
+    ledger = idem.Ledger.open(path)
+    port = srv.port
+
+    # k_timeout reached the target, then the client gave up: unknown
+    e = raises(lambda: ledger.call("t", "c", "send", {"n": 1}, lambda a: post(port, a, 1.0, 3000)))
+    eq("setup:timeout-unknown", type(e).__name__, "OutcomeUnknown")
+    k_timeout = e.key
+    # k_never: the action gave up before sending: unknown, and the target has nothing
+    def never(a):
+        raise idem.OutcomeUnknown("gave up before sending")
+    e = raises(lambda: ledger.call("t", "c", "send", {"n": 2}, never))
+    k_never = e.key
+    # a tool whose reconciler throws, one without reconciler, one that cannot tell
+    for tool, n in (("charge", 3), ("mail", 4), ("sms", 5)):
+        raises(lambda: ledger.call("t", "c", tool, {"n": n}, never))
+    k_charge = ledger.claim("t", "c", "charge", {"n": 3}).key
+    k_mail = ledger.claim("t", "c", "mail", {"n": 4}).key
+    k_sms = ledger.claim("t", "c", "sms", {"n": 5}).key
+    # an external claim whose lease ran out reads unknown: another ledger with lease_seconds=0
+    quick = idem.Ledger.open(path, "quick", options={"lease_seconds": 0})
+    k_expired = quick.claim("t", "c", "send", {"n": 6}).key
+    eq("setup:expired-claim-reads-unknown", quick.row("t", k_expired)["status"], "unknown")
+
+    def send(call):
+        n = counts(port).get(call.key, 0)
+        return idem.Answer.succeeded({"received": n}) if n else idem.Answer.not_sent("the target has no request with this key")
+
+    def charge(call):
+        raise RuntimeError("provider down")
+
+    report = ledger.reconcile({"send": send, "charge": charge, "sms": lambda c: idem.Answer.unknown("pending")},
+                              by="on-call", batch_size=2)
+    eq("report:examined", report.examined, 5)
+    eq("report:resolved", sorted((r["key"], r["status"]) for r in report.resolved),
+       sorted([(k_timeout, "succeeded"), (k_never, "released")]))
+    eq("report:errors", report.errors, [{"tenant": "t", "key": k_charge, "tool": "charge", "attempt": 1,
+                                         "error": "RuntimeError: provider down"}])
+    eq("report:needs-person", report.needs_person, [{"tenant": "t", "key": k_mail, "tool": "mail", "attempt": 1,
+                                                     "reason": "no reconciler for tool mail"}])
+    eq("report:unknown", report.unknown, [{"tenant": "t", "key": k_sms, "tool": "sms", "attempt": 1,
+                                           "reason": "pending"}])
+    eq("report:raced", report.raced, [])
+    eq("thrower-row-stays-unknown", ledger.row("t", k_charge)["status"], "unknown")
+    row = ledger.row("t", k_timeout)
+    at = row["result"]["reconciled"]["at"]
+    eq("detail:succeeded", row["result"], {"reconciled": {"at": at, "by": "on-call"}, "result": {"received": 1}})
+    checks.report(abs(at - row["updated_at"]) < 5000, "detail:at-is-the-resolve-time", f"{at} vs {row['updated_at']}")
+    row = ledger.row("t", k_never)
+    eq("detail:released", row["error"], {"sent": False, "reason": "the target has no request with this key",
+                                         "reconciled": {"at": row["error"]["reconciled"]["at"], "by": "on-call"}})
+    out = ledger.call("t", "c", "send", {"n": 1}, lambda a: post(port, a, 5))
+    eq("replay-after-reconcile", (out.idempotent, out.result["result"]), (True, {"received": 1}))
+    out = ledger.call("t", "c", "send", {"n": 2}, lambda a: post(port, a, 5))
+    eq("released-runs-again", (out.idempotent, out.attempt), (False, 2))
+    c = counts(port)
+    eq("target-received-each-once", (c.get(k_timeout), c.get(k_never)), (1, 1))
+
+    # the expired external claim, resolved by idem_resolve through reconcile
+    rq = quick.reconcile({"send": lambda call: idem.Answer.failed({"code": "declined"})}, by="r")
+    eq("expired-claim:resolved", [(r["key"], r["status"]) for r in rq.resolved], [(k_expired, "failed")])
+    eq("expired-claim:row", quick.row("t", k_expired)["error"]["error"], {"code": "declined"})
+
+    # two reconcilers at once: the inner one (another connection) wins, the outer reports a race
+    other = idem.Ledger.open(path)
+    inner = {}
+
+    def racing(call):
+        inner["report"] = other.reconcile({"charge": lambda c2: idem.Answer.succeeded({"by": "inner"})}, by="inner")
+        return idem.Answer.succeeded({"by": "outer"})
+
+    outer = ledger.reconcile({"charge": racing}, by="outer")
+    eq("race:inner-resolved", [(r["key"], r["status"]) for r in inner["report"].resolved], [(k_charge, "succeeded")])
+    eq("race:outer-raced", outer.raced, [{"tenant": "t", "key": k_charge, "tool": "charge", "attempt": 1,
+                                          "status": "succeeded", "now_attempt": 1}])
+    eq("race:outer-resolved-nothing", outer.resolved, [])
+    eq("race:row-is-inner", ledger.row("t", k_charge)["result"]["result"], {"by": "inner"})
+
+    # a reconciler that answers something else; limit; async; an open transaction
+    bad = ledger.reconcile({"sms": lambda c: "yes"})
+    eq("bad-answer", bad.errors[0]["error"], "TypeError: reconcile: a reconciler must return an Answer "
+       "(Answer.succeeded(result), Answer.failed(error), Answer.not_sent(reason), Answer.unknown(reason)), got 'yes'")
+    eq("limit", ledger.reconcile({}, limit=1).examined, 1)
+
+    async def asms(call):
+        await asyncio.sleep(0)
+        return idem.Answer.succeeded({"async": True})
+    e = ledger.reconcile({"sms": asms})
+    eq("sync-refuses-async", e.errors[0]["error"], "TypeError: the reconciler returned an awaitable (an async "
+       "function?): use Ledger.areconcile")
+    ar = asyncio.run(ledger.areconcile({"sms": asms}))
+    eq("areconcile", [(r["key"], r["status"]) for r in ar.resolved], [(k_sms, "succeeded")])
+    ledger.conn.execute("BEGIN")
+    e = raises(lambda: ledger.reconcile({}))
+    ledger.conn.execute("ROLLBACK")
+    eq("open-transaction", str(e), "Ledger.reconcile: a transaction is open on the ledger's connection; reconcile "
+       "resolves each row in a transaction of its own: commit first")
+    e = raises(lambda: ledger.reconcile({}, batch_size=0))
+    eq("batch-size", str(e), "Ledger.reconcile: batch_size must be an integer from 1 to 10000, got 0")
+    eq("left-unknown", [r["key"] for r in ledger.reconcile({}).needs_person], [k_mail])
+
+
+def metrics_tests():
+    try:
+        import prometheus_client
+    except ImportError:
+        checks.skip("metrics", "prometheus_client is not installed (Debian: apt-get install python3-prometheus-client)")
+        return
+    from prometheus_client.parser import text_string_to_metric_families
+    reg = prometheus_client.CollectorRegistry()
+    m = idem.Metrics(registry=reg, buckets=(0.5, 5.0))
+    path = os.path.join(TMP, "metrics.db")
+    ledger = m.instrument(idem.Ledger.open(path))
+    v = lambda name, **labels: reg.get_sample_value(name, {"ledger": "ledger", **labels})  # noqa: E731
+
+    ledger.call("t", "c", "send", {"n": 1}, lambda a: {"ok": 1})             # admitted, succeeded
+    ledger.call("t", "c", "send", {"n": 1}, lambda a: {"ok": 2})             # replay
+    def fail(a):
+        raise idem.ToolFailed({"code": "no"})
+    ledger.call("t", "c", "send", {"n": 2}, fail)                            # failed
+    def not_sent(a):
+        raise idem.NotSent("refused")
+    raises(lambda: ledger.call("t", "c", "send", {"n": 3}, not_sent))        # released
+    def boom(a):
+        raise TimeoutError("read timeout")
+    raises(lambda: ledger.call("t", "c", "mail", {"n": 4}, boom))            # unknown
+    raises(lambda: ledger.call("t", "c", "mail", {"n": 4}, boom))            # decision unknown
+    held = ledger.claim("t", "c", "mail", {"n": 5})                          # admitted (direct)
+    raises(lambda: ledger.call("t", "c", "mail", {"n": 5}, boom))            # in progress
+    ledger.settle(held.token, "succeeded", {"late": True})                   # a direct settle
+
+    eq("decisions", [v("idempotency_decisions_total", tool=t, decision=d) for t, d in
+                     (("send", "admitted"), ("send", "replay"), ("mail", "admitted"), ("mail", "unknown"),
+                      ("mail", "in_progress"))], [3.0, 1.0, 2.0, 1.0, 1.0])
+    eq("replays", v("idempotency_replays_total", tool="send", status="succeeded"), 1.0)
+    eq("in-progress", v("idempotency_in_progress_refusals_total", tool="mail"), 1.0)
+    eq("unknown", v("idempotency_unknown_total", tool="mail"), 1.0)
+    eq("settles", [v("idempotency_settles_total", tool=t, status=s) for t, s in
+                   (("send", "succeeded"), ("send", "failed"), ("send", "released"), ("mail", "unknown"),
+                    ("mail", "succeeded"))], [1.0, 1.0, 1.0, 1.0, 1.0])
+    eq("claim-duration-count", (v("idempotency_claim_duration_seconds_count", tool="send"),
+                                v("idempotency_claim_duration_seconds_count", tool="mail")), (4.0, 4.0))
+    eq("action-duration-count", (v("idempotency_action_duration_seconds_count", tool="send"),
+                                 v("idempotency_action_duration_seconds_count", tool="mail")), (3.0, 1.0))
+    checks.report(v("idempotency_action_duration_seconds_sum", tool="send") > 0, "action-duration-sum")
+
+    m.ledger_state(path)
+    eq("state", [v(n) for n in ("idempotency_ledger_up", "idempotency_ledger_open_claims",
+                                "idempotency_ledger_unknown", "idempotency_ledger_expired_claims")],
+       [1.0, 0.0, 1.0, 0.0])
+    checks.report(v("idempotency_ledger_format") >= 2, "state:format", v("idempotency_ledger_format"))
+    # the command prints the same gauges, and its text parses as the Prometheus text format
+    from sqlite_idempotency.cli import main
+    import io
+    import contextlib
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["metrics", path])
+    fams = {f.name: f.samples[0].value for f in text_string_to_metric_families(buf.getvalue())}
+    eq("command-metrics", (rc, fams["idempotency_ledger_unknown"], fams["idempotency_ledger_up"]), (0, 1.0, 1.0))
+
+    try:
+        import opentelemetry  # noqa: F401
+    except ImportError:
+        checks.skip("traces", "opentelemetry is not installed (no Debian package): the spans are tested in Node")
+
+
+def main():
+    srv = test_server.start()
+    try:
+        reconcile_tests(srv)
+    finally:
+        srv.stop()
+    metrics_tests()
+    return checks.status()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
