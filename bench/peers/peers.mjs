@@ -37,7 +37,7 @@ const env = (name) => {
   return v;
 };
 const LEASE_MS = Number(process.env.LEASE_MS || 2000);
-const CALL_TIMEOUT_MS = 8000;
+const CALL_TIMEOUT_MS = 20000;
 const TENANT = 'acme';
 const CONVERSATION = 'conv-1';
 
@@ -259,6 +259,7 @@ async function openDbos(durable) {
 
 async function openPeer(peer, durable, file) {
   switch (peer) {
+    case 'none': return { async call(c) { return ok(await send(c.send, c.argsText), false); }, async close() {} };
     case 'ledger': return openLedger(durable, file);
     case 'powertools': return openPowertools(durable);
     case 'nodeidem': return openNodeIdem(durable);
@@ -291,7 +292,7 @@ function stats(ns) {
 async function latency(peer, durable, n) {
   const p = await openPeer(peer, durable, path.join(env('WORK_DIR'), `lat-${peer}-${durable ? 1 : 0}.db`));
   const run = `${peer}-${durable ? 'd' : 'n'}-${process.pid}`;
-  const mk = (i) => ({ tool: 'send_email', argsText: JSON.stringify({ to: `user${i}@example.com`, subject: 'Your refund', amount: i }), send: { id: `lat-${run}-${i}` } });
+  const mk = (i) => ({ tool: 'send_email', argsText: JSON.stringify({ to: `user${i}@example.com`, subject: 'Your refund', amount: i, run }), send: { id: `lat-${run}-${i}` } });
   const calls = Array.from({ length: n + 20 }, (_, i) => mk(i));
   const first = [];
   const replay = [];
@@ -300,18 +301,18 @@ async function latency(peer, durable, n) {
     const t = process.hrtime.bigint();
     const r = await bounded(p, c);
     const d = Number(process.hrtime.bigint() - t);
-    if (r.status !== 'ok' || r.replay) bad++;
+    if (r.status !== "ok" || r.replay) { bad++; if (process.env.DEBUG) console.error("first", JSON.stringify(r)); }
     if (i >= 20) first.push(d);
   }
-  for (const [i, c] of calls.entries()) {
+  for (const [i, c] of (peer === 'none' ? [] : calls).entries()) {
     const t = process.hrtime.bigint();
     const r = await bounded(p, c);
     const d = Number(process.hrtime.bigint() - t);
-    if (r.status !== 'ok' || !r.replay) bad++;
+    if (r.status !== "ok" || !r.replay) { bad++; if (process.env.DEBUG) console.error("replay", JSON.stringify(r)); }
     if (i >= 20) replay.push(d);
   }
   await p.close();
-  return { peer, durable, first: stats(first), replay: stats(replay), bad };
+  return { peer, durable, first: stats(first), replay: replay.length ? stats(replay) : null, bad };
 }
 
 // --- worker -------------------------------------------------------------------------
@@ -338,7 +339,7 @@ async function worker(peer, jobFile) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function child(args, { input } = {}) {
-  const proc = spawn(process.execPath, [path.join(HERE, 'peers.mjs'), ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
+  const proc = spawn(process.execPath, ['--no-deprecation', path.join(HERE, 'peers.mjs'), ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
   let out = '';
   let errText = '';
   let readyResolve;
@@ -348,7 +349,9 @@ function child(args, { input } = {}) {
     if (out.startsWith('READY\n')) readyResolve(true);
   });
   proc.stderr.on('data', (d) => { errText += d; });
-  const done = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal, out, err: errText })));
+  // No child outlives 180 s (a peer that hangs ends as a failed worker).
+  const limit = setTimeout(() => { errText += 'peers.mjs: killed after 180 s\n'; proc.kill('SIGKILL'); }, 180000);
+  const done = new Promise((resolve) => proc.on('exit', (code, signal) => { clearTimeout(limit); resolve({ code, signal, out, err: errText }); }));
   proc.on('exit', () => readyResolve(false));
   if (input !== undefined) proc.stdin.end(input);
   return { proc, ready, done, go: () => proc.stdin.write('go\n') };
@@ -440,17 +443,38 @@ async function scenarios(peer) {
     const f = jobFile(peer, { calls: [call(id, argsText, { send: { hold: true, timeoutMs: 60000 } })] });
     const k = child(['worker', peer, f]);
     await Promise.race([k.ready, sleep(30000)]);
+    // The retry is started and ready before the kill, so that it comes at
+    // once after it; DBOS's is started after it (a DBOS process recovers the
+    // pending workflows of its executor when it launches, the live one's too).
+    const retryFile = jobFile(peer, { calls: [call(id, argsText)] });
+    const early = peer === 'dbos' ? null : child(['worker', peer, retryFile]);
+    if (early) await Promise.race([early.ready, sleep(30000)]);
     k.go();
-    for (let i = 0; i < 200 && (await targetCount(id)) < 1; i++) await sleep(25);
+    for (let i = 0; i < 400 && (await targetCount(id)) < 1; i++) await sleep(25);
     k.proc.kill('SIGKILL');
     await k.done;
-    const before = (await runWorkers(peer, { calls: [call(id, argsText)] }))[0][0];
+    const killedAt = Date.now();
+    let before;
+    if (early) {
+      early.go();
+      const d = await early.done;
+      const line = d.out.split('\n').find((l) => l.startsWith('['));
+      before = line ? JSON.parse(line)[0] : err('worker', d.err.trim().split('\n').slice(-1)[0]);
+    } else {
+      before = (await runWorkers(peer, { calls: [call(id, argsText)] }))[0][0];
+    }
+    const beforeMs = Date.now() - killedAt;
     const afterKillRetry = await targetCount(id);
-    await sleep(LEASE_MS + 700);
-    const after = (await runWorkers(peer, { calls: [call(id, argsText)] }))[0][0];
+    const late = child(['worker', peer, retryFile]);
+    await Promise.race([late.ready, sleep(30000)]);
+    await sleep(Math.max(0, killedAt + LEASE_MS + 700 - Date.now()));
+    late.go();
+    const dl = await late.done;
+    const lateLine = dl.out.split('\n').find((l) => l.startsWith('['));
+    const after = lateLine ? JSON.parse(lateLine)[0] : err('worker', dl.err.trim().split('\n').slice(-1)[0]);
     await sleep(300);
     const fmt = (r) => (r.status === 'ok' ? (r.replay ? 'replay' : 'ran') : r.kind);
-    out.kill = { executions: [await targetCount(id)], beforeExec: afterKillRetry, got: `before lease: ${fmt(before)} / after: ${fmt(after)}`, wrong: wrongReplays([before, after]), errors: [before, after].filter((r) => r.kind === 'worker' || r.kind === 'error').map((r) => r.message) };
+    out.kill = { executions: [await targetCount(id)], beforeExec: afterKillRetry, got: `before the lease (${beforeMs} ms after the kill): ${fmt(before)} / after: ${fmt(after)}`, wrong: wrongReplays([before, after]), errors: [before, after].filter((r) => r.kind === 'worker' || r.kind === 'error').map((r) => r.message) };
   }
   // 4. One call spelled three ways (key order, whitespace, number spelling).
   {
@@ -482,7 +506,7 @@ async function redisConfig(value) {
 }
 
 async function main() {
-  const n = Number(process.env.N || 300);
+  const n = Number(process.env.N || 200);
   const only = (process.env.PEERS || PEERS.join(',')).split(',');
   const skipped = {};
   for (const [peer, why] of Object.entries(JSON.parse(process.env.PEERS_SKIPPED || '{}'))) skipped[peer] = why;
@@ -490,7 +514,7 @@ async function main() {
   console.log(`bench-peers: ${n} calls per figure, lease ${LEASE_MS} ms, Node ${process.version}`);
   const lat = {};
   for (const durable of [true, false]) {
-    for (const peer of peers) {
+    for (const peer of ['none', ...peers]) {
       if (peer === 'powertools' || peer === 'nodeidem') await redisConfig(durable ? 'always' : 'everysec');
       if (peer === 'pgtable') await pgSetup();
       const k = child(['latency', peer, durable ? '1' : '0', String(n)], { input: '' });
@@ -509,6 +533,8 @@ async function main() {
     console.log('| peer | durability | first call median | p99 | ratio | replay median | p99 | ratio |');
     console.log('|---|---|---:|---:|---:|---:|---:|---:|');
     const base = lat[`ledger/${durable}`];
+    const none = lat[`none/${durable}`];
+    if (none && none.first) console.log(`| the request alone (no idempotency) | - | ${fmtTime(none.first.median)} | ${fmtTime(none.first.p99)} | | | | |`);
     for (const peer of PEERS) {
       const l = lat[`${peer}/${durable}`];
       const dur = DURABILITY[peer][durable ? 0 : 1];
@@ -523,8 +549,10 @@ async function main() {
   await pgSetup();
   const scen = {};
   for (const peer of peers) {
+    const t0 = Date.now();
     try {
       scen[peer] = await scenarios(peer);
+      console.error(`bench-peers: scenarios of ${peer}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     } catch (e) {
       scen[peer] = { failed: String(e.message || e) };
     }
@@ -545,7 +573,7 @@ async function main() {
       const r = scen[peer] && scen[peer][s];
       if (!r) { console.log(`| ${NAMES[s]} | ${LABEL[peer]} | failed | | | ${scen[peer] ? scen[peer].failed : 'not run'} |`); continue; }
       const max = Math.max(...r.executions);
-      const exec = r.executions.length > 1 ? `max ${max}, mean ${(r.executions.reduce((a, b) => a + b, 0) / r.executions.length).toFixed(2)}` : String(max);
+      const exec = r.beforeExec !== undefined ? `${r.beforeExec} before the lease, ${max} after` : r.executions.length > 1 ? `max ${max}, mean ${(r.executions.reduce((a, b) => a + b, 0) / r.executions.length).toFixed(2)}` : String(max);
       // Two payloads are two requests; a second execution under the used key is reported, not a duplicate.
       const dup = s === 'payloads' ? (max > 1 ? 'no (the second payload ran under the used key)' : 'no') : (max > 1 ? '**yes**' : 'no');
       const errs = r.errors && r.errors.length ? `; errors: ${[...new Set(r.errors)].join(' | ').slice(0, 200)}` : '';

@@ -5,10 +5,12 @@
 # always. Prints one SKIP line and exits 0 when something it needs is
 # absent. Installs nothing.
 #
-# Usage: bash bench/peers/run.sh EXTENSION_PATH   (N=300 calls per figure)
+# Usage: bash bench/peers/run.sh EXTENSION_PATH [main]   (N=200 calls per figure;
+#        the mode and arguments of peers.mjs may follow, e.g. latency dbos 0 30)
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
-EXT="${1:?usage: run.sh EXTENSION_PATH}"
+EXT="${1:?usage: run.sh EXTENSION_PATH [main | latency PEER DURABLE N]}"
+[ $# -ge 2 ] || set -- "$1" main
 NEEDS="needs: apt-get install redis-server postgresql nodejs; (cd bench/peers && npm ci)"
 
 skip() {
@@ -111,7 +113,8 @@ export PG_URL="postgres://bench@127.0.0.1:$PPORT/peers"
 export DBOS_URL="postgres://bench@127.0.0.1:$PPORT/peers_dbos"
 export IDEM_EXT="$EXT"
 export WORK_DIR="$WORK"
-node "$HERE/peers.mjs" main
+timeout --kill-after=5 600 node --no-deprecation "$HERE/peers.mjs" "${@:2}"
 rc=$?
+[ $rc = 124 ] && echo "FAIL bench-peers: peers.mjs did not end in 600 s"
 echo "bench-peers: load after $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $rc
