@@ -36,7 +36,7 @@ const env = (name) => {
   if (!v) throw new Error(`peers.mjs: environment variable ${name} is not set (run it through bench/peers/run.sh)`);
   return v;
 };
-const LEASE_MS = Number(process.env.LEASE_MS || 2000);
+const LEASE_MS = Number(process.env.LEASE_MS || 5000);
 const CALL_TIMEOUT_MS = 20000;
 const TENANT = 'acme';
 const CONVERSATION = 'conv-1';
@@ -62,6 +62,7 @@ const DURABILITY = {
 // One POST to the target; resolves to its JSON answer. Aborted after
 // timeoutMs (an error thrown after the request left).
 async function send(s, argsText) {
+  if (s.abortOnArrival) return sendAbortOnArrival(s, argsText);
   const q = new URLSearchParams();
   if (s.delay) q.set('delay', String(s.delay));
   if (s.hold) q.set('hold', '1');
@@ -73,6 +74,24 @@ async function send(s, argsText) {
   });
   if (res.status !== 200) throw new Error(`target answered ${res.status}`);
   return res.json();
+}
+
+// A timeout after the request left: the request is sent, and abandoned as
+// soon as the target has counted it (the target answers only later), so the
+// caller sees a timeout for a request that arrived.
+async function sendAbortOnArrival(s, argsText) {
+  const start = await targetCount(s.id);
+  const ac = new AbortController();
+  const pending = fetch(`${env('TARGET_URL')}/call/${encodeURIComponent(s.id)}?delay=1000`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: argsText, signal: ac.signal,
+  }).catch(() => {});
+  for (let i = 0; i < 400; i++) {
+    if ((await targetCount(s.id)) > start) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  ac.abort();
+  await pending;
+  throw new Error('send: timed out waiting for the answer (the request had arrived)');
 }
 
 // The key of the peers that take one from the caller: the operation ID when
@@ -109,6 +128,7 @@ async function openLedger(durable, file) {
         return ok(o.result, o.idempotent && !ran);
       } catch (e) {
         if (e instanceof idem.ClaimInProgress) return err('in_progress', e);
+        if (e instanceof idem.LeaseLost) return err('lease_lost', e);
         if (e instanceof idem.OutcomeUnknown) return err('unknown', e);
         if (e instanceof idem.ClaimMismatch) return err('mismatch', e);
         return err('error', e);
@@ -421,7 +441,7 @@ async function scenarios(peer) {
   const out = {};
   // 1. Eight processes make the same 20 calls at once.
   {
-    const calls = Array.from({ length: 20 }, (_, i) => call(`conc-${peer}-${i}`, JSON.stringify({ order: `o-${i}`, amount: 10 + i })));
+    const calls = Array.from({ length: 10 }, (_, i) => call(`conc-${peer}-${i}`, JSON.stringify({ order: `o-${i}`, amount: 10 + i })));
     const res = (await runWorkers(peer, { calls, parallel: true }, 8)).flat();
     const counts = await Promise.all(calls.map((c) => targetCount(c.send.id)));
     out.concurrent = { executions: counts, got: tally(res), wrong: wrongReplays(res), errors: res.filter((r) => r.kind === 'worker' || r.kind === 'error').map((r) => r.message) };
@@ -431,7 +451,7 @@ async function scenarios(peer) {
   {
     const argsText = JSON.stringify({ order: 'o-timeout', amount: 25 });
     const id = `timeout-${peer}`;
-    const res = (await runWorkers(peer, { calls: [call(id, argsText, { send: { delay: 800, timeoutMs: 200 } }), call(id, argsText, { sleepBefore: 1200 })] }))[0];
+    const res = (await runWorkers(peer, { calls: [call(id, argsText, { send: { abortOnArrival: true } }), call(id, argsText, { sleepBefore: 1200 })] }))[0];
     out.timeout = { executions: [await targetCount(id)], got: res.map((r) => (r.status === 'ok' ? (r.replay ? 'replay' : 'ran') : r.kind)).join(' / '), wrong: wrongReplays(res.slice(1)), errors: res.filter((r) => r.kind === 'worker').map((r) => r.message) };
   }
   // 3. A kill mid-action: the target holds the first request; once it has
@@ -558,7 +578,7 @@ async function main() {
     }
   }
   const NAMES = {
-    concurrent: '8 processes, the same 20 calls at once',
+    concurrent: '8 processes, the same 10 calls at once',
     timeout: 'timeout after the request left, retried',
     kill: 'kill mid-action, retried before and after the lease',
     spellings: 'one call spelled three ways',
