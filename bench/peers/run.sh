@@ -11,7 +11,7 @@ set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 EXT="${1:?usage: run.sh EXTENSION_PATH [main | latency PEER DURABLE N]}"
 [ $# -ge 2 ] || set -- "$1" main
-NEEDS="needs: apt-get install redis-server postgresql nodejs; (cd bench/peers && npm ci)"
+NEEDS="needs: apt-get install redis-server postgresql, Node >= 20, and (cd bench/peers && npm ci)"
 
 skip() {
 	echo "SKIP bench-peers: $1 ($NEEDS)"
@@ -19,6 +19,7 @@ skip() {
 }
 
 command -v node >/dev/null 2>&1 || skip "node is not installed"
+[ "$(node -p 'process.versions.node.split(".")[0]')" -ge 20 ] 2>/dev/null || skip "node $(node -v) is older than 20 (DBOS needs 20)"
 command -v redis-server >/dev/null 2>&1 || skip "redis-server is not installed"
 command -v redis-cli >/dev/null 2>&1 || skip "redis-cli is not installed"
 PGBIN=""
