@@ -341,7 +341,10 @@ async function worker(peer, jobFile) {
   const job = JSON.parse(fs.readFileSync(jobFile, 'utf8'));
   const p = await openPeer(peer, true, job.db);
   process.stdout.write('READY\n');
-  await new Promise((resolve) => readline.createInterface({ input: process.stdin }).once('line', resolve));
+  // The go line; a parent that is gone (stdin closed) ends the worker.
+  const rl = readline.createInterface({ input: process.stdin });
+  rl.once('close', () => process.exit(1));
+  await new Promise((resolve) => rl.once('line', resolve));
   const results = [];
   const runOne = async (c) => {
     if (c.sleepBefore) await new Promise((r) => setTimeout(r, c.sleepBefore));

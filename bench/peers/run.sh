@@ -46,7 +46,9 @@ chmod 755 "$WORK"
 REDIS_PID=""
 TARGET_PID=""
 PG_STARTED=""
+NODE_PID=""
 cleanup() {
+	[ -n "$NODE_PID" ] && kill "$NODE_PID" 2>/dev/null && wait "$NODE_PID" 2>/dev/null
 	[ -n "$TARGET_PID" ] && kill "$TARGET_PID" 2>/dev/null
 	[ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null
 	[ -n "$PG_STARTED" ] && "${AS[@]}" "$PGBIN/pg_ctl" -D "$WORK/pg" -m immediate -w stop >/dev/null 2>&1
@@ -114,8 +116,12 @@ export PG_URL="postgres://bench@127.0.0.1:$PPORT/peers"
 export DBOS_URL="postgres://bench@127.0.0.1:$PPORT/peers_dbos"
 export IDEM_EXT="$EXT"
 export WORK_DIR="$WORK"
-timeout --kill-after=5 600 node --no-deprecation "$HERE/peers.mjs" "${@:2}"
+# In the background, so that a signal to this script runs the cleanup at once.
+timeout --kill-after=5 600 node --no-deprecation "$HERE/peers.mjs" "${@:2}" &
+NODE_PID=$!
+wait "$NODE_PID"
 rc=$?
+NODE_PID=""
 [ $rc = 124 ] && echo "FAIL bench-peers: peers.mjs did not end in 600 s"
 echo "bench-peers: load after $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $rc
