@@ -48,6 +48,14 @@
 **                 rows in a ledger of BENCH_ATTENTION_ROWS (5,000,000)
 **                 settled rows vs the same query as a scan, and a claim
 **                 with its settle on a ledger with that index vs without
+**   9. memory     what a connection with one ledger costs by SQLite's own
+**                 accounting (sqlite3_memory_used, and sqlite3_db_status
+**                 CACHE_USED, SCHEMA_USED, STMT_USED): open, after CREATE,
+**                 after the first claim, then every tenth of
+**                 BENCH_MEMORY_CLAIMS (1,000,000) claims, each settled, in
+**                 transactions of 10,000; the heap outside the page cache
+**                 must not grow, and the page cache stays within
+**                 cache_size (targets)
 **
 ** A summary lists every target with its measured ratio and met / MISSED.
 **
@@ -65,7 +73,7 @@
 ** BENCH_AUTOCOMMIT_CALLS (200 per round), BENCH_RACE_KEYS (3000),
 ** BENCH_RACE_ROUNDS (5), BENCH_RACE_TIMEOUT (300), BENCH_RACE_FAIL,
 ** BENCH_RETENTION_ROWS (100000), BENCH_MAX_ROWS,
-** BENCH_ATTENTION_ROWS (5000000),
+** BENCH_ATTENTION_ROWS (5000000), BENCH_MEMORY_CLAIMS (1000000),
 ** BENCH_SECTIONS (a list of section names; default all), BENCH_STRICT=1
 ** (exit 3 when a target is missed), TMPDIR (where the database files go).
 **
@@ -1905,6 +1913,114 @@ static void bench_attention(void) {
 }
 
 /* ------------------------------------------------------------------ */
+/* 9. memory                                                           */
+/* ------------------------------------------------------------------ */
+
+/* SQLite's own accounting at one moment: the process's heap through
+** SQLite (sqlite3_status64 MEMORY_USED, the figure sqlite3_memory_used
+** returns) and the connection's page cache, schema and statements. */
+typedef struct MemPoint MemPoint;
+struct MemPoint {
+  sqlite3_int64 heap, cache, schema, stmt;
+};
+
+static void mem_point(sqlite3 *db, MemPoint *m) {
+  sqlite3_int64 hi = 0;
+  int v = 0, vhi = 0;
+  if (sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &m->heap, &hi, 0) != SQLITE_OK) {
+    die("memory", "sqlite3_status64 failed");
+  }
+  if (m->heap != sqlite3_memory_used()) die("memory", "sqlite3_memory_used disagrees");
+  m->cache = m->schema = m->stmt = 0;
+  if (db == 0) return;
+  if (sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_USED, &v, &vhi, 0)) die("memory", "db_status");
+  m->cache = v;
+  if (sqlite3_db_status(db, SQLITE_DBSTATUS_SCHEMA_USED, &v, &vhi, 0)) die("memory", "db_status");
+  m->schema = v;
+  if (sqlite3_db_status(db, SQLITE_DBSTATUS_STMT_USED, &v, &vhi, 0)) die("memory", "db_status");
+  m->stmt = v;
+}
+
+static void mem_row(const char *zWhen, const MemPoint *m, const MemPoint *pBase) {
+  printf("%-34s %10.1f %10.1f %10.1f %10.1f %12.1f\n", zWhen, (m->heap - pBase->heap) / 1024.0,
+         m->cache / 1024.0, m->schema / 1024.0, m->stmt / 1024.0,
+         (m->heap - pBase->heap - m->cache) / 1024.0);
+}
+
+/* What a connection with one ledger costs, and that it does not grow over
+** BENCH_MEMORY_CLAIMS (1,000,000) claims, each settled, in transactions of
+** 10,000 (WAL, synchronous=NORMAL, default cache_size). */
+static void bench_memory(void) {
+  int nClaims = env_int("BENCH_MEMORY_CLAIMS", 1000000, 1000, 100000000);
+  int nStep = nClaims / 10, nBatch = 10000, i;
+  sqlite3 *db;
+  Op op;
+  MemPoint base, mOpen, mLedger, mFirst, m, mMax;
+  sqlite3_int64 nCacheBound, nGrowth;
+  double t0 = now_us();
+
+  remove_db("memory");
+  mem_point(0, &base);
+  db = open_db("memory", 0, zWalNormal);
+  mem_point(db, &mOpen);
+  exec_db(db, "CREATE VIRTUAL TABLE L USING idempotency");
+  mem_point(db, &mLedger);
+  {
+    int64_t nPages = query_int(db, "PRAGMA cache_size");
+    int64_t nPage = query_int(db, "PRAGMA page_size");
+    /* what the cache may hold: cache_size pages, or -cache_size KiB */
+    nCacheBound = nPages < 0 ? -nPages * 1024 : nPages * nPage;
+  }
+  /* a claim and its settle in one statement: both functions' statements */
+  op_init(&op, "memory claim+settle", db,
+          "SELECT idem_settle('L', idem_claim('L','t',:conv,'tool',:args) ->> '$.token',"
+          " 'succeeded', '{\"ok\":true}')",
+          &aFix[FIX_SMALL], CHECK_ROW);
+  op_batch(&op, 1, 0);
+  mem_point(db, &mFirst);
+  printf(
+      "\n9. memory: a connection with one ledger, by SQLite's own accounting (KiB; heap is"
+      " sqlite3_memory_used\n   less its value before the open), then %d claims, each"
+      " settled, in transactions of %d\n",
+      nClaims, nBatch);
+  printf("%-34s %10s %10s %10s %10s %12s\n", "", "heap", "cache", "schema", "stmt", "heap - cache");
+  mem_row("connection open, extension loaded", &mOpen, &base);
+  mem_row("CREATE VIRTUAL TABLE", &mLedger, &base);
+  mem_row("after the first claim", &mFirst, &base);
+  mMax = mFirst;
+  for (i = 1; i < nClaims;) {
+    int n = nBatch;
+    char zWhen[48];
+    if (n > nClaims - i) n = nClaims - i;
+    op_batch(&op, n, 1);
+    i += n;
+    mem_point(db, &m);
+    if (m.heap - m.cache > mMax.heap - mMax.cache) mMax = m;
+    if (i % nStep == 0 || i == nClaims) {
+      snprintf(zWhen, sizeof(zWhen), "after %d claims", i);
+      mem_row(zWhen, &m, &base);
+    }
+  }
+  op_free(&op);
+  nGrowth = (mMax.heap - mMax.cache) - (mFirst.heap - mFirst.cache);
+  printf(
+      "  (page cache bound %.0f KiB; the largest heap outside the page cache came %+.1f KiB"
+      " from the first claim's;\n   statements %+.1f KiB, schema %+.1f KiB at the end)\n",
+      nCacheBound / 1024.0, nGrowth / 1024.0, (m.stmt - mFirst.stmt) / 1024.0,
+      (m.schema - mFirst.schema) / 1024.0);
+  printf("  memory, at the end / after the first claim, outside the page cache: %.3fx  %s\n",
+         (double)(m.heap - m.cache) / (double)(mFirst.heap - mFirst.cache),
+         target("memory outside the page cache, end / 1st claim",
+                (double)(mMax.heap - mMax.cache) / (double)(mFirst.heap - mFirst.cache), 1.02, 0));
+  printf("  page cache at the end / its bound: %.3fx  %s\n", (double)m.cache / (double)nCacheBound,
+         target("page cache / its bound (cache_size)", (double)m.cache / (double)nCacheBound, 1.10,
+                0));
+  sqlite3_close(db);
+  remove_db("memory");
+  printf("  (%.1f s)\n", (now_us() - t0) / 1e6);
+}
+
+/* ------------------------------------------------------------------ */
 /* main                                                                */
 /* ------------------------------------------------------------------ */
 
@@ -1983,6 +2099,8 @@ int main(int argc, char **argv) {
   section_done("growth");
   if (section_on("attention")) bench_attention();
   section_done("attention");
+  if (section_on("memory")) bench_memory();
+  section_done("memory");
 
   if (aHarnessUs[0] >= 0 || aHarnessUs[1] >= 0) printf("\nharness: an empty call costs");
   if (aHarnessUs[0] >= 0) {
