@@ -1989,8 +1989,10 @@ static void bench_memory(void) {
   mem_row("after the first claim", &mFirst, &base);
   mMax = mFirst;
   for (i = 1; i < nClaims;) {
-    int n = nBatch;
+    /* a batch ends at each tenth of nClaims, which is a sample */
+    int n = nBatch, nNext = (i / nStep + 1) * nStep - i;
     char zWhen[48];
+    if (n > nNext) n = nNext;
     if (n > nClaims - i) n = nClaims - i;
     op_batch(&op, n, 1);
     i += n;
