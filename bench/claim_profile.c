@@ -146,8 +146,7 @@ int main(int argc, char **argv) {
     sqlite3_bind_text(p, 1, a, -1, SQLITE_TRANSIENT);
     if (strcmp(mode, "bare") == 0 || strcmp(mode, "careful") == 0 ||
         strcmp(mode, "carefulglob") == 0 || strcmp(mode, "notrig") == 0 ||
-        strcmp(mode, "openidx") == 0 || strcmp(mode, "instrig") == 0 ||
-        strcmp(mode, "rows") == 0) {
+        strcmp(mode, "openidx") == 0 || strcmp(mode, "instrig") == 0 || strcmp(mode, "rows") == 0) {
       char k[40];
       unsigned long long x = 0x9e3779b97f4a7c15ULL * (unsigned long long)(i + 1);
       snprintf(k, sizeof k, "idem1-%016llx%016llx", x, x ^ 0xabcdef1234567ULL);
