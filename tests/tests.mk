@@ -259,7 +259,7 @@ valgrind: all
 
 # --- lint / format ------------------------------------------------------------
 
-LINT_C := $(wildcard ext/*.c ext/*.h include/*.h) $(sort $(wildcard tests/c/*.c tests/c/*.h tests/fuzz/*.c))
+LINT_C := $(wildcard ext/*.c ext/*.h include/*.h) $(sort $(wildcard tests/c/*.c tests/c/*.h tests/fuzz/*.c bench/*.c))
 
 # cppcheck: warnings, style, performance and portability. Suppressed:
 #   variableScope          the house style declares locals at the top of a
