@@ -78,8 +78,8 @@ from idemtest import Checks, load_ext, one, resolve_ext  # noqa: E402
 
 KINDS = ("claims", "admitted", "replays", "settles", "renewals", "sends", "guarded", "refused",
          "resolves", "purged", "busy", "late", "raced")
-MEM, RSS_PID, STOP = len(KINDS), len(KINDS) + 1, len(KINDS) + 2
-FIELDS = len(KINDS) + 3
+MEM, RSS_PID, STOP, BORN = len(KINDS), len(KINDS) + 1, len(KINDS) + 2, len(KINDS) + 3
+FIELDS = len(KINDS) + 4
 GRACE_MS = 5000  # how long past its lease a claim that ran out waits before it is released
 REFUSED = 'idem_guard: insert into "orders" refused: key '
 
@@ -91,6 +91,8 @@ def connect(path, ext):
     db = sqlite3.connect(path, timeout=10, isolation_level=None)
     load_ext(db, ext)
     db.execute("PRAGMA synchronous=FULL")
+    # a small page cache fills within seconds: memory that grows past it is not the cache
+    db.execute("PRAGMA cache_size=-256")
     return db
 
 
@@ -264,6 +266,7 @@ class Worker:
         self.db = connect(self.path, self.ext)
         base = self.slot * FIELDS
         self.shared[base + RSS_PID] = self.pid
+        self.shared[base + BORN] = int(time.time() * 1000)
         ops = [self.external] * 5 + [self.local] * 4 + [self.resolve] + [self.scratch] * 2
         n = 0
         while not self.shared[base + STOP]:
@@ -435,7 +438,8 @@ def main():
     kills, next_kill, next_report = 0, start + args.kill_every, start + args.interval
     last = [0] * len(KINDS)
     last_t = start
-    print("   soak:    t  " + " ".join(f"{k:>8}" for k in KINDS) + "   (per second)   rss KiB max  sqlite mem max")
+    print("   soak:    t  " + " ".join(f"{k:>8}" for k in KINDS)
+          + "  (per second)  RSS KiB max   oldest worker: up, sqlite3_memory_used")
     while True:
         now = time.time()
         if now >= start + args.seconds:
@@ -451,9 +455,10 @@ def main():
             tot = [sum(shared[w * FIELDS + i] for w in range(args.workers)) for i in range(len(KINDS))]
             dt = now - last_t
             rss = max(rss_kib(p) for p in pids)
-            mem = max(shared[w * FIELDS + MEM] for w in range(args.workers))
+            old = min(range(args.workers), key=lambda w: shared[w * FIELDS + BORN] or now * 1000)
+            up = now - shared[old * FIELDS + BORN] / 1000 if shared[old * FIELDS + BORN] else 0
             print(f"   soak: {now - start:4.0f}s " + " ".join(f"{(t - l) / dt:8.0f}" for t, l in zip(tot, last))
-                  + f"   {rss:16d}  {mem:14d}", flush=True)
+                  + f"  {rss:25d}  {up:8.0f} s {shared[old * FIELDS + MEM]:12d}", flush=True)
             last, last_t = tot, now
             next_report += args.interval
         time.sleep(min(0.05, max(0.0, min(next_kill, next_report) - time.time())))
