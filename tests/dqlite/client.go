@@ -126,6 +126,12 @@ func leaderAddress(cluster string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cli, err := client.FindLeader(ctx, store(cluster), client.WithLogFunc(quiet))
+	return leaderOf(ctx, cli, err)
+}
+
+// leaderOf asks the node a client is connected to (when err is nil) for the
+// leader's address, and closes the client.
+func leaderOf(ctx context.Context, cli *client.Client, err error) (string, error) {
 	if err != nil {
 		return "", err
 	}
@@ -188,15 +194,7 @@ func leaderSeenBy(address string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	cli, err := client.New(ctx, address, client.WithLogFunc(quiet))
-	if err != nil {
-		return "", err
-	}
-	defer cli.Close()
-	info, err := cli.Leader(ctx)
-	if err != nil {
-		return "", err
-	}
-	return info.Address, nil
+	return leaderOf(ctx, cli, err)
 }
 
 // runNewLeader waits until one of nodes names a leader other than old,

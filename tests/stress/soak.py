@@ -5,6 +5,7 @@ throughput and memory per interval and checks the invariants at the end.
 
     soak.py --db FILE [--seconds N] [--workers N] [--interval S]
             [--kill-every S] [--seed N] [--ext PATH]
+    soak.py --db FILE --verify-only [--workers N]   the end checks of an earlier run
 
 Environment defaults: SOAK_SECONDS (60), SOAK_WORKERS (4), SOAK_INTERVAL (5),
 SOAK_KILL_EVERY (2), SOAK_SEED (the time). Run by `make soak`; a five-second
@@ -18,20 +19,22 @@ idem_purge too). Each worker loops over, at random:
   external  claim (autocommit or BEGIN IMMEDIATE ... COMMIT) a key of tenant
             `ext` from a window of keys that slides with time (so keys are
             both new and met again); when admitted, renew right before
-            sending, "send" (a row in `sent`, the target, committed on its
-            own), then settle succeeded, or settle unknown (a timeout after
+            sending, "send" (a row in `sent` of FILE.target, the target's own
+            file, committed there), then settle succeeded, or settle unknown (a timeout after
             the send), or release before sending ({"sent": false}), or leave
             the claim to run out (a hang);
   local     the guarded recipe: claim (local), the guarded row in `orders`,
             settle, in one transaction; or the claim committed first and
             the row and the settle in a second transaction (a kill between
             leaves a claim that the next arrival takes over after its lease);
-            now and then an unclaimed insert, which the guard must refuse;
+            now and then (and first thing after each start) an unclaimed
+            insert, which the guard must refuse;
   resolve   a reconciler: unknown rows of `ext` resolve succeeded when the
             target has the send, released ({"sent": false}) when it has not
             (a claim that only ran out waits GRACE seconds past its lease
             first: its holder may be slow rather than dead);
-  scratch   a claim and a settle on `scratch`, and sometimes idem_purge.
+  scratch   a claim and a settle on `scratch`, and sometimes (and once after
+            each start) idem_purge.
 
 Each worker appends what it was told to its own log (one write(2) a line,
 after the COMMIT returned): `A TENANT KEY TOKEN ATTEMPT` (admitted and
@@ -77,7 +80,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from idemtest import Checks, load_ext, one, resolve_ext  # noqa: E402
 
 KINDS = ("claims", "admitted", "replays", "settles", "renewals", "sends", "guarded", "refused",
-         "resolves", "purged", "busy", "late", "raced")
+         "resolves", "purges", "purged", "busy", "late", "raced")
 MEM, RSS_PID, STOP, BORN = len(KINDS), len(KINDS) + 1, len(KINDS) + 2, len(KINDS) + 3
 FIELDS = len(KINDS) + 4
 GRACE_MS = 5000  # how long past its lease a claim that ran out waits before it is released
@@ -90,23 +93,28 @@ _libsqlite.sqlite3_memory_used.restype = ctypes.c_int64
 def connect(path, ext):
     db = sqlite3.connect(path, timeout=10, isolation_level=None)
     load_ext(db, ext)
+    # the target of the external calls: a file of its own, as a remote system
+    # would be, so a send never waits for the ledger's write lock
+    db.execute("ATTACH ? AS target", (path + ".target",))
     db.execute("PRAGMA synchronous=FULL")
+    db.execute("PRAGMA target.synchronous=FULL")
     # a small page cache fills within seconds: memory that grows past it is not the cache
     db.execute("PRAGMA cache_size=-256")
     return db
 
 
 def setup(path, ext):
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", ".target", ".target-wal", ".target-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
     db = connect(path, ext)
     db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA target.journal_mode=WAL")
     db.executescript("""
         CREATE VIRTUAL TABLE ledger USING idempotency(lease_seconds=1);
         CREATE VIRTUAL TABLE scratch USING idempotency(lease_seconds=1, retention_seconds=1);
         CREATE TABLE orders(tenant, op_key, claim_token, item);
-        CREATE TABLE sent(key, token, pid);
+        CREATE TABLE target.sent(key, token, pid);
     """)
     one(db, "SELECT idem_guard('ledger', 'orders', 'op_key', 'tenant', 'claim_token')")
     db.close()
@@ -172,7 +180,7 @@ class Worker:
             self.count("renewals")
         except sqlite3.IntegrityError:
             return  # the lease ran out (a slow worker): do not send
-        self.db.execute("INSERT INTO sent VALUES (?, ?, ?)", (key, token, self.pid))
+        self.db.execute("INSERT INTO target.sent VALUES (?, ?, ?)", (key, token, self.pid))
         self.count("sends")
         if r < 0.10:
             return  # a hang: the claim runs out and turns unknown
@@ -184,16 +192,20 @@ class Worker:
         except sqlite3.IntegrityError:
             self.count("late")  # the lease ran out first (a slow worker): the reconciler resolves it
 
+    def unclaimed(self):
+        i = self.key_index()
+        try:
+            self.db.execute("INSERT INTO orders VALUES ('loc', ?, NULL, 'unclaimed')", (f"u-{i}",))
+            self.tell(f"X unclaimed insert of u-{i} accepted")
+        except sqlite3.IntegrityError as e:
+            if not str(e).startswith(REFUSED + f'"u-{i}"'):
+                self.tell(f"X unclaimed insert of u-{i}: {e}")
+            self.count("refused")
+
     def local(self):
         i = self.key_index()
         if self.rng.random() < 0.03:
-            try:
-                self.db.execute("INSERT INTO orders VALUES ('loc', ?, NULL, 'unclaimed')", (f"u-{i}",))
-                self.tell(f"X unclaimed insert of u-{i} accepted")
-            except sqlite3.IntegrityError as e:
-                if not str(e).startswith(REFUSED + f'"u-{i}"'):
-                    self.tell(f"X unclaimed insert of u-{i}: {e}")
-                self.count("refused")
+            self.unclaimed()
             return
         two_steps = self.rng.random() < 0.2
         self.db.execute("BEGIN IMMEDIATE")
@@ -243,7 +255,7 @@ class Worker:
         rows = self.db.execute("SELECT key, token, error IS NOT NULL, lease_until FROM ledger"
                                " WHERE tenant = 'ext' AND status = 'unknown' LIMIT 10").fetchall()
         for key, token, settled, lease_until in rows:
-            was_sent = one(self.db, "SELECT count(*) FROM sent WHERE key = ? AND token = ?", (key, token))
+            was_sent = one(self.db, "SELECT count(*) FROM target.sent WHERE key = ? AND token = ?", (key, token))
             if was_sent:
                 status, detail = "succeeded", {"reconciled": True}
             elif settled or lease_until < now - GRACE_MS:
@@ -253,9 +265,13 @@ class Worker:
             one(self.db, "SELECT idem_resolve('ledger', 'ext', ?, ?, ?)", (key, status, json.dumps(detail)))
             self.count("resolves")
 
+    def purge(self):
+        self.count("purged", one(self.db, "SELECT idem_purge('scratch', 1)"))
+        self.count("purges")
+
     def scratch(self):
         if self.rng.random() < 0.1:
-            self.count("purged", one(self.db, "SELECT idem_purge('scratch', 1)"))
+            self.purge()
             return
         i = self.rng.randrange(1 << 40)
         d = json.loads(one(self.db, "SELECT idem_claim('scratch', 's', 'c', 'note', ?)", (json.dumps({"n": i}),)))
@@ -268,10 +284,11 @@ class Worker:
         self.shared[base + RSS_PID] = self.pid
         self.shared[base + BORN] = int(time.time() * 1000)
         ops = [self.external] * 5 + [self.local] * 4 + [self.resolve] + [self.scratch] * 2
+        first = [self.unclaimed, self.purge]  # every start, so even a short run has both
         n = 0
         while not self.shared[base + STOP]:
             try:
-                self.rng.choice(ops)()
+                (first.pop(0) if first else self.rng.choice(ops))()
             except sqlite3.OperationalError as e:
                 if "another writer interfered, so nothing was decided" in str(e):
                     self.count("raced")  # an autocommit settle that met a reconciler's resolve
@@ -347,7 +364,7 @@ def verify(checks, args, told, kills, totals):
     db = connect(args.db, args.ext)
     rows = {(t, k): (tok, st, att) for t, k, tok, st, att in
             db.execute("SELECT tenant, key, token, status, attempt FROM ledger")}
-    twice = db.execute("SELECT key, count(*) FROM sent GROUP BY key HAVING count(*) > 1").fetchall()
+    twice = db.execute("SELECT key, count(*) FROM target.sent GROUP BY key HAVING count(*) > 1").fetchall()
     checks.report(not twice, "no_external_sent_twice", f"keys sent more than once: {twice[:10]}")
     bad = db.execute("SELECT op_key, count(*) FROM orders WHERE tenant = 'loc' GROUP BY op_key"
                      " HAVING count(*) > 1").fetchall()
@@ -377,13 +394,13 @@ def verify(checks, args, told, kills, totals):
             gone.append(f"{key}: told {status} with {token}, now attempt {row[2]} {row[1]}")
     checks.report(not gone and told["S"], "no_settle_lost", f"{len(gone)} of {len(told['S'])} settles: {gone[:5]}")
     wrong = []
-    for key, token in db.execute("SELECT key, token FROM sent"):
+    for key, token in db.execute("SELECT key, token FROM target.sent"):
         row = rows.get(("ext", key))
         if row is None or row[0] != token or row[1] in ("released", "failed"):
             wrong.append(f"{key} sent with {token}: now {row}")
     checks.report(not wrong, "sent_never_released", f"{len(wrong)} sends: {wrong[:5]}")
     guard = [x for x in told["X"] if "unclaimed insert" in x]
-    checks.report(not guard and totals["refused"] > 0, "guard_refused_unclaimed",
+    checks.report(not guard and (totals["refused"] > 0 or args.verify_only), "guard_refused_unclaimed",
                   f"{totals['refused']} refused; {guard[:5]}")
     other = [x for x in told["X"] if "unclaimed insert" not in x]
     checks.report(not other, "answers", f"{len(other)} broken answers or stopped workers: {other[:5]}")
@@ -394,8 +411,9 @@ def verify(checks, args, told, kills, totals):
     db.close()
     code, broken = ledger_check(args.db, args.ext)
     checks.report(code in (0, 1) and not broken, "ledger_check", f"exit {code}: {broken}")
-    idle = [k for k in KINDS if k not in ("busy", "late", "raced") and totals[k] == 0]
-    checks.report(not idle and kills > 0, "mixed_load", f"{kills} kills; no {', '.join(idle)}")
+    if not args.verify_only:
+        idle = [k for k in KINDS if k not in ("purged", "busy", "late", "raced") and totals[k] == 0]
+        checks.report(not idle and kills > 0, "mixed_load", f"{kills} kills; no {', '.join(idle)}")
     print("   soak: ledger rows by tenant and status: "
           + ", ".join(f"{t}/{s}={n}" for t, s, n in by_status) + f"; scratch rows left: {scratch_rows}")
 
@@ -410,6 +428,7 @@ def main():
     ap.add_argument("--interval", type=float, default=float(env("SOAK_INTERVAL", "5")))
     ap.add_argument("--kill-every", type=float, default=float(env("SOAK_KILL_EVERY", "2")))
     ap.add_argument("--seed", type=int, default=int(env("SOAK_SEED", str(int(time.time()) % 100000))))
+    ap.add_argument("--verify-only", action="store_true", help="only the end checks, on an earlier run's files")
     args = ap.parse_args()
     checks = Checks("soak")
     if args.ext is None:
@@ -417,6 +436,13 @@ def main():
         if args.ext is None:
             checks.skip("run", why)
             return 0
+    logs = [f"{args.db}.worker{w}.log" for w in range(args.workers)]
+    if args.verify_only:
+        if not os.path.exists(args.db):
+            print(f"soak: --verify-only: no database {args.db}", file=sys.stderr)
+            return 64
+        verify(checks, args, read_logs(logs), 0, dict.fromkeys(KINDS, 0))
+        return checks.status()
     for name, v in (("--seconds", args.seconds), ("--interval", args.interval), ("--kill-every", args.kill_every)):
         if not v > 0:
             print(f"soak: {name} must be a number above 0, got {v}", file=sys.stderr)
@@ -429,7 +455,6 @@ def main():
           f" seed {args.seed} (SOAK_SEED={args.seed} reproduces the kill order)")
     setup(args.db, args.ext)
     shared = multiprocessing.RawArray("q", args.workers * FIELDS)
-    logs = [f"{args.db}.worker{w}.log" for w in range(args.workers)]
     for p in logs:
         if os.path.exists(p):
             os.remove(p)

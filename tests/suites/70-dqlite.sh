@@ -304,37 +304,55 @@ elections=0
 phase kill t "$seconds" 4000 nemesis_kill
 echo "   dqlite: kill: 3 rounds, $elections elections seen"
 
-# --- 3. a stream of claims while the leader is paused --------------------------
-# SIGSTOP until the others have elected a leader (so past the election
-# timeout), a little longer, then SIGCONT: the old leader resumes with its
-# clients' transactions in flight and a term that is no longer current.
-nemesis_pause() {
-  local r leader victim newleader t0 t_elect stale done=0 out
+# nemesis_rounds NAME WHAT BEGIN END: DQLITE_ROUNDS rounds of: find the
+# leader, BEGIN the nemesis on it, wait until the other nodes have elected a
+# leader among themselves (so past the election timeout), a moment more, END
+# it (END sets $note: what the old leader then said), wait for three voters.
+nemesis_rounds() {
+  local name=$1 what=$2 begin=$3 end=$4 r leader newleader t0 t_elect done=0 out
   for r in $(seq "$rounds"); do
     sleep "1.$((RANDOM % 10))"
-    leader=$("$bin" leader -cluster "$cluster" 2>&1) || { fail "pause$r" "no leader before the pause: $leader"; break; }
-    victim=${pid_of[$leader]}
+    leader=$("$bin" leader -cluster "$cluster" 2>&1) || { fail "$name$r" "no leader before the round: $leader"; break; }
     t0=$(date +%s%N)
-    kill -STOP "$victim"
+    "$begin" "$leader" || fail "$name$r.begin" "$what: could not begin"
     if ! newleader=$(new_leader "$leader"); then
-      kill -CONT "$victim"
-      fail "pause$r.new_leader" "no new leader while $leader was stopped: $newleader"
+      "$end" "$leader"
+      fail "$name$r.new_leader" "no new leader while the leader $leader was $what: $newleader"
       break
     fi
     elections=$((elections + 1))
     t_elect=$(ms_since "$t0")
     sleep "0.$((RANDOM % 10))"
-    kill -CONT "$victim"
-    stale=$("$bin" seen -node "$leader" 2>&1)
-    echo "   dqlite: pause $r: SIGSTOP to the leader $leader; $newleader elected after $t_elect ms;" \
-      "SIGCONT after $(ms_since "$t0") ms; on resuming the old leader named ${stale:-no leader} as leader"
+    "$end" "$leader" || fail "$name$r.end" "$what: could not end"
+    echo "   dqlite: $name $r: the leader $leader $what; $newleader elected after $t_elect ms;" \
+      "ended after $(ms_since "$t0") ms; $note"
     if ! out=$("$bin" wait -cluster "$cluster" -voters 3 -timeout 30s 2>&1); then
-      fail "pause$r.rejoin" "$out"
+      fail "$name$r.rejoin" "$out"
       break
     fi
     done=$((done + 1))
   done
-  [ "$done" = "$rounds" ] && echo "PASS dqlite.pause.leader_stopped_${rounds}_times_and_resumed"
+  [ "$done" = "$rounds" ]
+}
+# seen ADDRESS: whom the node names as leader ("named L as leader", "named no leader").
+seen() {
+  local l
+  l=$("$bin" seen -node "$1" 2>/dev/null)
+  if [ -n "$l" ]; then echo "named $l as leader"; else echo "named no leader"; fi
+}
+
+# --- 3. a stream of claims while the leader is paused --------------------------
+# SIGSTOP until the others have elected a leader, a little longer, then
+# SIGCONT: the old leader resumes with its clients' transactions in flight
+# and a term that is no longer current.
+pause_begin() { kill -STOP "${pid_of[$1]}"; }
+pause_end() {
+  kill -CONT "${pid_of[$1]}" || return 1
+  note="on resuming it $(seen "$1")"
+}
+nemesis_pause() {
+  nemesis_rounds pause "stopped by SIGSTOP" pause_begin pause_end &&
+    echo "PASS dqlite.pause.leader_stopped_${rounds}_times_and_resumed"
 }
 elections=0
 phase pause t-pause 600 $((rounds * 200)) nemesis_pause
@@ -346,37 +364,23 @@ route() {
   local ip_n=${addrs[$2]%:*} ip_m=${addrs[$3]%:*}
   ip -n "${netns[$2]}" route "$1" blackhole "$ip_m/32" && ip -n "${netns[$3]}" route "$1" blackhole "$ip_n/32"
 }
-nemesis_partition() {
-  local r leader l newleader t0 t_elect stale done=0 out m
-  for r in $(seq "$rounds"); do
-    sleep "1.$((RANDOM % 10))"
-    leader=$("$bin" leader -cluster "$cluster" 2>&1) || { fail "partition$r" "no leader before the cut: $leader"; break; }
-    l=$(node_index "$leader")
-    t0=$(date +%s%N)
-    for m in 0 1 2; do
-      [ "$m" = "$l" ] || route add "$l" "$m" || fail "partition$r.cut" "ip route add blackhole failed"
-    done
-    if ! newleader=$(new_leader "$leader"); then
-      for m in 0 1 2; do [ "$m" = "$l" ] || route del "$l" "$m"; done
-      fail "partition$r.new_leader" "no new leader while $leader was cut off: $newleader"
-      break
-    fi
-    elections=$((elections + 1))
-    t_elect=$(ms_since "$t0")
-    stale=$("$bin" seen -node "$leader" 2>&1)
-    sleep "0.$((RANDOM % 10))"
-    for m in 0 1 2; do
-      [ "$m" = "$l" ] || route del "$l" "$m" || fail "partition$r.heal" "ip route del blackhole failed"
-    done
-    echo "   dqlite: partition $r: the leader $leader cut off; $newleader elected after $t_elect ms" \
-      "(the cut-off node then named ${stale:-no leader} as leader); healed after $(ms_since "$t0") ms"
-    if ! out=$("$bin" wait -cluster "$cluster" -voters 3 -timeout 30s 2>&1); then
-      fail "partition$r.rejoin" "$out"
-      break
-    fi
-    done=$((done + 1))
+# routes VERB ADDRESS: blackhole routes between that node and each other one.
+routes() {
+  local l m st=0
+  l=$(node_index "$2")
+  for m in 0 1 2; do
+    [ "$m" = "$l" ] || route "$1" "$l" "$m" || st=1
   done
-  [ "$done" = "$rounds" ] && echo "PASS dqlite.partition.leader_cut_off_${rounds}_times_and_healed"
+  return $st
+}
+cut_begin() { routes add "$1"; }
+cut_end() {
+  note="before the heal it $(seen "$1")"
+  routes del "$1"
+}
+nemesis_partition() {
+  nemesis_rounds partition "cut off from the other nodes" cut_begin cut_end &&
+    echo "PASS dqlite.partition.leader_cut_off_${rounds}_times_and_healed"
 }
 if [ "${#netns[@]}" = 3 ]; then
   elections=0
