@@ -43,7 +43,7 @@
 # second run would test the same code). DQLITE_SEED reproduces the nemesis
 # moments and the clients' key orders; DQLITE_SECONDS sets the kill stream
 # (default 24), DQLITE_ROUNDS the pauses and the partitions (default 2
-# each); a longer run: DQLITE_SECONDS=120 DQLITE_ROUNDS=20.
+# each; about 110 s in all); a longer run: DQLITE_SECONDS=120 DQLITE_ROUNDS=20.
 # Every client runs under timeout, and the nodes are stopped on exit.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
