@@ -13,6 +13,10 @@
 #                       BENCH_MAX_ROWS=5000000 adds the 5M-row growth step.
 #                       The bench program is also built by `make test` (never
 #                       run there: speed is not a test), so it cannot rot.
+#   make soak           mixed load with kills for SOAK_SECONDS (default 60),
+#                       throughput and memory per interval, invariants at the
+#                       end (tests/python/soak.py; not in make test, whose
+#                       71-soak runs a five-second smoke of it)
 #   make valgrind       every suite with its C programs under valgrind
 #                       (memory errors and definite/indirect leaks fail)
 #   make lint           clang-format drift, cppcheck, a -Werror build in build/lint
@@ -24,7 +28,7 @@
 
 T := tests/c
 
-.PHONY: test-programs compat static fuzz model-long dqlite bench valgrind lint format
+.PHONY: test-programs compat static fuzz model-long dqlite bench soak valgrind lint format
 test-programs:
 
 # --- the SQL runner -----------------------------------------------------------
@@ -296,3 +300,10 @@ lint:
 
 format:
 	clang-format -i $(LINT_C)
+
+# --- soak ---------------------------------------------------------------------
+
+# SOAK_SECONDS, SOAK_WORKERS, SOAK_INTERVAL, SOAK_KILL_EVERY, SOAK_SEED tune it.
+soak: $(EXT)
+	mkdir -p $(BUILD)/soak
+	EXT=$(EXT) /usr/bin/python3 tests/python/soak.py --db $(BUILD)/soak/soak.db

@@ -12,7 +12,10 @@ import (
 	"github.com/canonical/go-dqlite/client"
 )
 
-func runCheckAll(cluster string) error {
+func runCheckAll(cluster, prefix string) error {
+	if prefix != "" {
+		prefix += "."
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cli, err := client.FindLeader(ctx, store(cluster), client.WithLogFunc(quiet))
@@ -31,7 +34,7 @@ func runCheckAll(cluster string) error {
 	digests := map[string]uint64{}
 	checked := 0
 	for _, nd := range nodes {
-		name := fmt.Sprintf("node%d", index[nd.Address])
+		name := fmt.Sprintf("%snode%d", prefix, index[nd.Address])
 		if err := leadOn(ctx, cluster, nd.ID); err != nil {
 			fail(name+".leads", "transfer leadership to %d (%s): %v", nd.ID, nd.Address, err)
 			continue
@@ -53,8 +56,8 @@ func runCheckAll(cluster string) error {
 		db.Close()
 		checked++
 	}
-	check("every_node_checked", checked == len(nodes) && len(nodes) == 3, "checked %d of %d nodes", checked, len(nodes))
-	check("nodes_agree", len(digests) == 1, "the nodes hold %d different ledgers", len(digests))
+	check(prefix+"every_node_checked", checked == len(nodes) && len(nodes) == 3, "checked %d of %d nodes", checked, len(nodes))
+	check(prefix+"nodes_agree", len(digests) == 1, "the nodes hold %d different ledgers", len(digests))
 	return nil
 }
 

@@ -126,6 +126,12 @@ func leaderAddress(cluster string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cli, err := client.FindLeader(ctx, store(cluster), client.WithLogFunc(quiet))
+	return leaderOf(ctx, cli, err)
+}
+
+// leaderOf asks the node a client is connected to (when err is nil) for the
+// leader's address, and closes the client.
+func leaderOf(ctx context.Context, cli *client.Client, err error) (string, error) {
 	if err != nil {
 		return "", err
 	}
@@ -181,4 +187,37 @@ func runWaitVoters(cluster string, n int, timeout time.Duration) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("wait-voters: fewer than %d voters answering after %s (last: %s)", n, timeout, last)
+}
+
+// leaderSeenBy asks one node which leader it knows (empty: none).
+func leaderSeenBy(address string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cli, err := client.New(ctx, address, client.WithLogFunc(quiet))
+	return leaderOf(ctx, cli, err)
+}
+
+// runNewLeader waits until one of nodes names a leader other than old,
+// and that leader names itself, then prints its address. It asks the nodes
+// one by one, never through old: a paused or cut-off old leader would hold
+// the question until the attempt timed out.
+func runNewLeader(nodes, old string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last []string
+	for time.Now().Before(deadline) {
+		last = last[:0]
+		for _, a := range strings.Split(nodes, ",") {
+			l, err := leaderSeenBy(a)
+			last = append(last, fmt.Sprintf("%s sees %q (%v)", a, l, err))
+			if err != nil || l == "" || l == old || !strings.Contains(","+nodes+",", ","+l+",") {
+				continue
+			}
+			if self, err := leaderSeenBy(l); err == nil && self == l {
+				fmt.Println(l)
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("new-leader: no leader other than %s within %s (%s)", old, timeout, strings.Join(last, "; "))
 }

@@ -3,7 +3,7 @@
 // registers the idempotency extension for every SQLite connection before
 // the node opens its first one.
 //
-//	idemdq node -dir DIR -address 127.0.0.1:PORT [-join ADDR,ADDR] -ext build/idempotency.so
+//	idemdq node -dir DIR -address HOST:PORT (loopback or private) [-join ADDR,ADDR] -ext build/idempotency.so
 //
 // Prints "ready id=N address=A" once the node is part of the cluster,
 // then serves until SIGTERM or SIGINT (hand over leadership, close).
@@ -55,6 +55,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -94,8 +95,10 @@ func runNode(args []string) error {
 	if *dir == "" || *address == "" || *ext == "" {
 		return fmt.Errorf("node: -dir, -address and -ext are required")
 	}
-	if !strings.HasPrefix(*address, "127.0.0.1:") {
-		return fmt.Errorf("node: address %q is not on 127.0.0.1; this program binds loopback only", *address)
+	if host, _, err := net.SplitHostPort(*address); err != nil {
+		return fmt.Errorf("node: address %q: %v", *address, err)
+	} else if ip := net.ParseIP(host); ip == nil || !(ip.IsLoopback() || ip.IsPrivate()) {
+		return fmt.Errorf("node: address %q is neither loopback nor private; this program binds test networks only", *address)
 	}
 	version, err := registerExtension(*ext)
 	if err != nil {

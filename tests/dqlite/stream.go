@@ -1,5 +1,7 @@
 // stream: one client claiming keys from a pool shared with the other
-// clients, inside transactions, while the leader is killed. It writes one
+// clients, inside transactions, while a nemesis works on the leader (kills
+// it, pauses it, cuts it off), until -seconds pass or the -stop file
+// appears. It writes one
 // line per thing it was told, for verify:
 //
 //	committed KEY TOKEN      admitted, and COMMIT returned without error
@@ -17,13 +19,23 @@ import (
 	"time"
 )
 
-// streamArgs is the request bound to pool key i: every client sends the
+// streamArgs is the request bound to pool key i of a tenant (one tenant
+// per nemesis, so each starts from fresh keys): every client sends the
 // same request for the same key, so a key is never a mismatch.
-func streamArgs(i int) []interface{} {
-	return []interface{}{"ledger", "t", "c", "pay", fmt.Sprintf(`{"n":%d}`, i), "external", fmt.Sprintf("k-%d", i)}
+func streamArgs(tenant string, i int) []interface{} {
+	return []interface{}{"ledger", tenant, "c", "pay", fmt.Sprintf(`{"n":%d}`, i), "external", fmt.Sprintf("k-%d", i)}
 }
 
-func runStream(cluster string, id int, d time.Duration, keys int, logPath string, seed int64) error {
+// stopped reports whether the file that ends the stream exists.
+func stopped(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func runStream(cluster, tenant string, id int, d time.Duration, keys int, logPath, stop string, seed int64) error {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return err
@@ -38,9 +50,9 @@ func runStream(cluster string, id int, d time.Duration, keys int, logPath string
 	defer db.Close()
 	rng := rand.New(rand.NewSource(seed))
 	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) && !stopped(stop) {
 		i := rng.Intn(keys)
-		a := streamArgs(i)
+		a := streamArgs(tenant, i)
 		key := a[6].(string)
 		out, committed, err := inTx(db, claimSQL, a...)
 		switch {

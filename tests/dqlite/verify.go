@@ -20,9 +20,9 @@ type row struct {
 	attempt               int
 }
 
-// readRows reads the stream ledger's rows (tenant 't') from the leader.
-func readRows(ctx context.Context, db *sql.DB) (map[string]row, error) {
-	rs, err := db.QueryContext(ctx, "SELECT key, token, status, attempt, coalesce(result, '') FROM ledger WHERE tenant = 't'")
+// readRows reads the rows of one stream's tenant from the leader.
+func readRows(ctx context.Context, db *sql.DB, tenant string) (map[string]row, error) {
+	rs, err := db.QueryContext(ctx, "SELECT key, token, status, attempt, coalesce(result, '') FROM ledger WHERE tenant = ?", tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,10 @@ func digest(ctx context.Context, db *sql.DB) (string, int, error) {
 	return fmt.Sprintf("%x", h.Sum(nil))[:16], n, rs.Err()
 }
 
-func runVerify(cluster, logs string) error {
+func runVerify(cluster, tenant, name, logs string) error {
+	if name != "" {
+		name += "."
+	}
 	committed := map[string]string{} // key -> token the client was told is committed
 	settled := map[string]bool{}
 	var twice []string
@@ -78,7 +81,11 @@ func runVerify(cluster, logs string) error {
 				continue
 			}
 			kind := fields[0]
-			if kind != "decision" {
+			switch kind {
+			case "decision":
+			case "error": // error claim ERR, error settle ERR
+				counts["error "+fields[1]]++
+			default:
 				counts[kind]++
 			}
 			switch kind {
@@ -101,10 +108,17 @@ func runVerify(cluster, logs string) error {
 	}
 	sort.Strings(summary)
 	fmt.Printf("   clients were told: %s\n", strings.Join(summary, " "))
-	check("stream_claimed_something", len(committed) >= 20 && counts["decision in_progress"]+counts["decision replay"] > 0,
+	attempted := counts["committed"] + counts["commit-error"] + counts["error claim"]
+	for k, v := range counts {
+		if strings.HasPrefix(k, "decision ") {
+			attempted += v
+		}
+	}
+	fmt.Printf("   %sclaims: attempted=%d committed=%d commit-errors=%d\n", name, attempted, counts["committed"], counts["commit-error"])
+	check(name+"stream_claimed_something", len(committed) >= 20 && counts["decision in_progress"]+counts["decision replay"] > 0,
 		"only %d committed claims and %d in_progress/replay decisions: the stream did not exercise the ledger",
 		len(committed), counts["decision in_progress"]+counts["decision replay"])
-	check("no_key_admitted_twice", len(twice) == 0, "keys committed to two callers: %v", twice)
+	check(name+"no_key_admitted_twice", len(twice) == 0, "keys committed to two callers: %v", twice)
 
 	db, err := openDB(cluster)
 	if err != nil {
@@ -113,9 +127,9 @@ func runVerify(cluster, logs string) error {
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rows, err := readRows(ctx, db)
+	rows, err := readRows(ctx, db, tenant)
 	if err != nil {
-		fail("read_ledger", "%v", err)
+		fail(name+"read_ledger", "%v", err)
 		return nil
 	}
 	var missing, badAttempt, badSettle []string
@@ -133,11 +147,11 @@ func runVerify(cluster, logs string) error {
 			badAttempt = append(badAttempt, fmt.Sprintf("%s:%d", k, r.attempt))
 		}
 	}
-	check("committed_claims_survive", len(missing) == 0,
+	check(name+"committed_claims_survive", len(missing) == 0,
 		"%d of %d claims told committed are missing or carry another token on the new leader: %v",
 		len(missing), len(committed), missing)
-	check("settles_survive", len(badSettle) == 0, "settled keys not succeeded: %v", badSettle)
-	check("one_attempt_per_key", len(badAttempt) == 0, "keys admitted more than once (attempt > 1): %v", badAttempt)
+	check(name+"settles_survive", len(badSettle) == 0, "settled keys not succeeded: %v", badSettle)
+	check(name+"one_attempt_per_key", len(badAttempt) == 0, "keys admitted more than once (attempt > 1): %v", badAttempt)
 	fmt.Printf("   ledger: %d rows, %d told committed, %d unacknowledged claims (COMMIT failed but the claim landed)\n",
 		len(rows), len(committed), len(rows)-len(committed))
 
@@ -157,7 +171,7 @@ func runVerify(cluster, logs string) error {
 		}
 		var i int
 		fmt.Sscanf(k, "k-%d", &i)
-		d, _, err := inTx(db, claimSQL, streamArgs(i)...)
+		d, _, err := inTx(db, claimSQL, streamArgs(tenant, i)...)
 		res, _ := json.Marshal(d["result"])
 		if err != nil || d.str("decision") != "replay" || d["idempotent"] != true || !strings.HasPrefix(string(res), `{"by":`) {
 			errs = append(errs, fmt.Sprintf("replay %s: %v %v", k, d, err))
@@ -165,7 +179,7 @@ func runVerify(cluster, logs string) error {
 		}
 		nReplay++
 	}
-	check("settle_and_replay_after_failover", len(errs) == 0 && nReplay == len(committed),
+	check(name+"settle_and_replay_after_failover", len(errs) == 0 && nReplay == len(committed),
 		"%d errors: %v", len(errs), errs)
 	fmt.Printf("   after the failovers: %d claims settled with their tokens, %d keys replayed\n", nSettled, nReplay)
 	return nil
