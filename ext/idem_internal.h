@@ -739,6 +739,9 @@ void ledger_finalize_all(IdemLedger *p);
 int ledger_step_done(sqlite3_stmt *pS);
 /* synchronous >= FULL on a file database: a power loss keeps the claim. */
 int ledger_durable(IdemLedger *p);
+/* Unix milliseconds from the VFS clock of the ledger's database. */
+sqlite3_int64 ledger_now(IdemLedger *p);
+/* How a non-INTEGER argument is named in an error (sqlite3_malloc). */
 char *ledger_arg_got(sqlite3_value *v);
 /* Parse a token argument; SQLITE_CONSTRAINT with the error when malformed. */
 int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
@@ -776,9 +779,6 @@ void ledger_row_free(LedgerRow *r);
 int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound);
 
 /* ledger_state.c: the claim/settle/resolve state machine --------------*/
-
-/* Unix milliseconds from the VFS clock of the ledger's database. */
-sqlite3_int64 ledger_now(IdemLedger *p);
 
 /* A row's effective status (stored status seen at time now). */
 #define EFF_CLAIMED 1 /* claimed, lease live */

@@ -28,29 +28,6 @@ SQLITE_EXTENSION_INIT3
   "that request may have reached the target system, the outcome is theirs " \
   "to report, and nothing is retried here"
 
-/* Unix milliseconds from the VFS of the ledger's database: the clock
-** behind SQL 'now'. No SQL function sets it; tests use a test VFS. */
-sqlite3_int64 ledger_now(IdemLedger *p) {
-  sqlite3_vfs *pVfs = p->pClockVfs;
-  sqlite3_int64 t = 0;
-  if (pVfs == 0) {
-    /* a schema's VFS is fixed while it is attached, and so is the ledger */
-    if (sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs) != SQLITE_OK ||
-        pVfs == 0) {
-      pVfs = sqlite3_vfs_find(0);
-    }
-    p->pClockVfs = pVfs;
-  }
-  if (pVfs->iVersion >= 2 && pVfs->xCurrentTimeInt64) {
-    pVfs->xCurrentTimeInt64(pVfs, &t);
-  } else {
-    double r = 0;
-    pVfs->xCurrentTime(pVfs, &r);
-    t = (sqlite3_int64)(r * 86400000.0);
-  }
-  return t - (sqlite3_int64)210866760000000LL;
-}
-
 /* ------------------------------------------------------------------ */
 /* Members (recorded by the guards' triggers in <name>_members)         */
 /* ------------------------------------------------------------------ */

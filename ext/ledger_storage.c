@@ -1872,3 +1872,74 @@ done:
   sqlite3_free(t.zWhy);
   return rc;
 }
+
+/* ------------------------------------------------------------------ */
+/* The clock and the argument readers every operation uses             */
+/* ------------------------------------------------------------------ */
+
+/* Unix milliseconds from the VFS of the ledger's database: the clock
+** behind SQL 'now'. No SQL function sets it; tests use a test VFS. */
+sqlite3_int64 ledger_now(IdemLedger *p) {
+  sqlite3_vfs *pVfs = p->pClockVfs;
+  sqlite3_int64 t = 0;
+  if (pVfs == 0) {
+    /* a schema's VFS is fixed while it is attached, and so is the ledger */
+    if (sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs) != SQLITE_OK ||
+        pVfs == 0) {
+      pVfs = sqlite3_vfs_find(0);
+    }
+    p->pClockVfs = pVfs;
+  }
+  if (pVfs->iVersion >= 2 && pVfs->xCurrentTimeInt64) {
+    pVfs->xCurrentTimeInt64(pVfs, &t);
+  } else {
+    double r = 0;
+    pVfs->xCurrentTime(pVfs, &r);
+    t = (sqlite3_int64)(r * 86400000.0);
+  }
+  return t - (sqlite3_int64)210866760000000LL;
+}
+
+/*
+** How an argument that should have been an INTEGER is named in an error:
+** the integer, the text in JSON quotes, or its type (REAL, BLOB, NULL).
+** sqlite3_malloc; NULL on OOM.
+*/
+char *ledger_arg_got(sqlite3_value *v) {
+  static const char *azType[] = {"", "INTEGER", "REAL", "TEXT", "BLOB", "NULL"};
+  if (sqlite3_value_type(v) == SQLITE_INTEGER) {
+    return sqlite3_mprintf("%lld", sqlite3_value_int64(v));
+  } else if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    const char *z = (const char *)sqlite3_value_text(v);
+    return z ? idem_json_string(z) : 0;
+  }
+  return sqlite3_mprintf("%s", azType[sqlite3_value_type(v)]);
+}
+
+/*
+** The token argument v of zFunc: SQLITE_OK with *pId and *pRnd set (and
+** *pzToken, when given, its text); SQLITE_CONSTRAINT with *pzErr naming
+** what was given (a text longer than a token by its length) when it is not
+** 32 lowercase hex digits; SQLITE_NOMEM.
+*/
+int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
+                     const char **pzToken, char **pzErr) {
+  const char *zToken = 0;
+  char *zGot;
+  if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    zToken = (const char *)sqlite3_value_text(v);
+    if (zToken == 0) return SQLITE_NOMEM;
+  }
+  if (pzToken) *pzToken = zToken;
+  if (ledger_token_parse(zToken, pId, pRnd)) return SQLITE_OK;
+  if (sqlite3_value_type(v) == SQLITE_TEXT && sqlite3_value_bytes(v) > 64) {
+    zGot = sqlite3_mprintf("a TEXT of %d bytes", sqlite3_value_bytes(v));
+  } else {
+    zGot = ledger_arg_got(v);
+  }
+  if (zGot == 0) return SQLITE_NOMEM;
+  *pzErr = sqlite3_mprintf(
+      "%s: token must be the 32 lowercase hex digits idem_claim returned, got %s", zFunc, zGot);
+  sqlite3_free(zGot);
+  return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+}
