@@ -47,7 +47,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
 
   if (p == 0) return;
   /* a ledger missing a shadow table takes no new guard */
-  rc = idem_ledger_usable(p, zFunc, &zErr);
+  rc = ledger_usable(p, zFunc, &zErr);
   if (rc) goto done;
   for (i = 1; i < argc; i++) {
     int t = sqlite3_value_type(argv[i]);

@@ -498,11 +498,23 @@ int idem_utf8_invalid_at(const char *z);
 #define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
 #define IDEM_N_OPT 6
 
+/* The calls of ledger and guard functions running on a connection (the
+** registry keeps it, each ledger points at it): depth, and a number that
+** changes on every idem_conn_enter and idem_conn_leave. Two reads under
+** one number, with depth above 0, are in one call, with no other ledger
+** or guard function between them. */
+typedef struct LedgerCalls LedgerCalls;
+struct LedgerCalls {
+  int nDepth;
+  unsigned iCall;
+};
+
 typedef struct IdemLedger IdemLedger;
 struct IdemLedger {
   sqlite3_vtab base;
   sqlite3 *db;
   void *pConn;                    /* the connection's registry (IdemConn) */
+  LedgerCalls *pCalls;            /* the registry's calls (ledger_temp_version) */
   char *zDb, *zName;              /* one allocation: zName follows zDb */
   int nRef;                       /* 1 while connected, +1 per cached reference */
   int bDead;                      /* disconnected; statements finalized */
@@ -538,11 +550,6 @@ int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
 ** disconnected meanwhile is finished when the outermost call leaves. */
 void idem_conn_enter(void *pConn);
 void idem_conn_leave(void *pConn);
-/* A number that changes on every idem_conn_enter and idem_conn_leave;
-** 0 outside every ledger and guard function. Two reads under one nonzero
-** number are in one call, with no other ledger or guard function between
-** them. */
-unsigned idem_conn_call(void *pConn);
 
 /*
 ** Resolve function argument iArg (a ledger name) like a table name:
@@ -562,9 +569,12 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
 ** ledger_write_first for the guard functions. */
 int idem_ledger_write_lock(IdemLedger *p, const char *zFunc, char **pzErr);
 
-/* SQLITE_OK when ledger p has all its shadow tables, else an error
-** "<zFunc>: ledger L is missing its shadow table ..." in *pzErr. */
-int idem_ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
+
+/* ledger_storage.c: SQLITE_OK when p has all its shadow tables (checked
+** again each call: call it when the schema changed); else an error
+** "<zFunc>: ledger ... is missing ..." and p stays refused until it is
+** reconnected. */
+int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
 ** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
@@ -778,6 +788,18 @@ void ledger_row_free(LedgerRow *r);
 /* Run row query pS (bound by the caller), load its row; pS is reset. */
 int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound);
 
+/* The shadow tables every ledger needs: their suffixes, in bit order. */
+#define LEDGER_N_SHADOW 3
+#define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
+extern const char *const ledger_shadow_suffix[LEDGER_N_SHADOW];
+/* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
+int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
+/* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
+char *ledger_shadow_message(const char *zName, int mMissing);
+/* Append " table <name>_rows" or " tables <name>_rows, <name>_meta" for
+** the tables in mask m to s; returns how many. */
+int ledger_shadow_list(sqlite3_str *s, const char *zName, int m);
+
 /* ledger_state.c: the claim/settle/resolve state machine --------------*/
 
 /* A row's effective status (stored status seen at time now). */
@@ -868,21 +890,25 @@ struct LedgerLastList {
   LedgerLastClaim *a;
   int n, nAlloc;
 };
-/* The connection's list (ledger.c owns it). */
-LedgerLastList *ledger_last_list(IdemLedger *p);
 /* At each INSERT row: start a new list for p when a new statement runs,
 ** and make room for one more claim (so that adding it cannot fail). */
-int ledger_last_begin(IdemLedger *p);
+int ledger_last_begin(LedgerLastList *l, IdemLedger *p);
 /* Remember an admitted INSERT row (after its write; never fails). */
-void ledger_last_add(IdemLedger *p, const char *zKey, const char *zTenant, const char *zToken,
-                     sqlite3_int64 id, sqlite3_int64 attempt, const char *zEffect);
+void ledger_last_add(LedgerLastList *l, IdemLedger *p, const char *zKey, const char *zTenant,
+                     const char *zToken, sqlite3_int64 id, sqlite3_int64 attempt,
+                     const char *zEffect);
 void ledger_last_free(LedgerLastList *pList);
 /* The idem_last_claim answer (claims still in the database), or NULL. */
-int ledger_last_answer(IdemLedger *p, char **pz);
-void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+int ledger_last_answer(LedgerLastList *l, IdemLedger *p, char **pz);
 
 /* ledger_renew.c: idem_renew(ledger, token [, seconds]) --------------*/
-void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+/* The seconds argument v: an INTEGER in the lease_seconds range of CREATE
+** into *pSec, or SQLITE_CONSTRAINT with *pzErr. */
+int ledger_renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr);
+/* Renew the claim token pToken holds by nSec seconds: SQLITE_OK with
+** *pLease the new lease_until, or an error with *pzErr. */
+int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
+                 sqlite3_int64 *pLease, char **pzErr);
 
 /* ledger_retention.c: retention_seconds --------------------------------*/
 
@@ -899,11 +925,6 @@ int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* ledger_lifecycle.c: adoption and missing shadow tables --------------*/
 
-#define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
-/* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
-int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
-/* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
-char *ledger_shadow_message(const char *zName, int mMissing);
 /*
 ** xCreate: when all three shadow tables of argv[2] exist in argv[1], check
 ** L_meta and the options given (argv, parsed into aVal) against it and
@@ -912,10 +933,6 @@ char *ledger_shadow_message(const char *zName, int mMissing);
 */
 int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
                  int *piFormat, int *pbAdopted, char **pzErr);
-/* SQLITE_OK when p has all its shadow tables (checked again each call:
-** call it when the schema changed); else an error "<zFunc>: ledger ...
-** is missing ..." and p stays refused until it is reconnected. */
-int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
 /* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
 ** tables that exist. */
 int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);

@@ -59,12 +59,9 @@ struct IdemConn {
   ConnCache aCache[N_CACHE];
   int iNext;           /* next cache slot to replace */
   LedgerLastList last; /* idem_last_claim (ledger_last.c) */
-  int nDepth;          /* ledger and guard functions running (nested) */
-  unsigned iCall;      /* idem_conn_call(): bumped by every enter */
+  LedgerCalls calls;   /* ledger and guard functions running (nested) */
   IdemLedger *pDead;   /* disconnected while one ran: finalized after */
 };
-
-LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)->last; }
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
@@ -92,20 +89,15 @@ static void ledger_unref(IdemLedger *p) {
 ** are finalized then, before sqlite3_close could find them.
 */
 void idem_conn_enter(void *pConnArg) {
-  IdemConn *pConn = (IdemConn *)pConnArg;
-  pConn->nDepth++;
-  if (++pConn->iCall == 0) pConn->iCall = 1;
-}
-
-unsigned idem_conn_call(void *pConnArg) {
-  IdemConn *pConn = (IdemConn *)pConnArg;
-  return pConn->nDepth > 0 ? pConn->iCall : 0;
+  LedgerCalls *c = &((IdemConn *)pConnArg)->calls;
+  c->nDepth++;
+  if (++c->iCall == 0) c->iCall = 1;
 }
 
 void idem_conn_leave(void *pConnArg) {
   IdemConn *pConn = (IdemConn *)pConnArg;
-  if (++pConn->iCall == 0) pConn->iCall = 1;
-  if (--pConn->nDepth > 0) return;
+  if (++pConn->calls.iCall == 0) pConn->calls.iCall = 1;
+  if (--pConn->calls.nDepth > 0) return;
   while (pConn->pDead) {
     IdemLedger *p = pConn->pDead;
     pConn->pDead = p->pNext;
@@ -466,6 +458,44 @@ IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, cons
 /* The functions' entry points                                         */
 /* ------------------------------------------------------------------ */
 
+/* idem_renew(ledger, token [, seconds]) (ledger_renew.c) */
+static void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const char *zFunc = "idem_renew";
+  IdemLedger *p;
+  sqlite3_int64 nSec, lease = 0;
+  char *zErr = 0;
+  int rc = SQLITE_OK;
+  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
+  if (p == 0) return;
+  nSec = p->aOpt[IDEM_OPT_LEASE];
+  if (argc > 2) rc = ledger_renew_seconds(zFunc, argv[2], &nSec, &zErr);
+  if (rc == SQLITE_OK) rc = ledger_renew(p, zFunc, argv[1], nSec, &lease, &zErr);
+  if (rc) {
+    if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
+    idem_result_error(ctx, rc, zErr);
+    return;
+  }
+  sqlite3_result_int64(ctx, lease);
+}
+
+/* idem_last_claim(ledger) (ledger_last.c) */
+static void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  IdemLedger *p;
+  char *zJson = 0;
+  int rc;
+  (void)argc;
+  p = idem_ledger_resolve_read(ctx, 0, argv[0], "idem_last_claim");
+  if (p == 0) return;
+  rc = ledger_last_answer(&((IdemConn *)p->pConn)->last, p, &zJson);
+  if (rc) {
+    idem_result_error(ctx, rc,
+                      rc == SQLITE_NOMEM ? 0 : idem_db_error(p->db, "idem_last_claim", rc));
+    return;
+  }
+  if (zJson) sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
+  else sqlite3_result_null(ctx);
+}
+
 /*
 ** require_transaction=1: refuse a claim made while no transaction is open.
 ** A replicated engine that routes a bare SELECT as a read (dqlite's query
@@ -751,6 +781,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   memcpy(p->zName, argv[2], nName + 1);
   p->db = db;
   p->pConn = pConn;
+  p->pCalls = &pConn->calls;
   p->nRef = 1;
   memcpy(p->aOpt, aVal, sizeof(aVal));
   memcpy(p->zId, zId, sizeof(zId));
@@ -854,7 +885,7 @@ static int xDisconnect(sqlite3_vtab *pVtab) {
   sqlite3_free(pVtab->zErrMsg);
   pVtab->zErrMsg = 0;
   p->bDead = 1;
-  if (pConn->nDepth > 0) {
+  if (pConn->calls.nDepth > 0) {
     /* inside one of our calls (see idem_conn_enter): finished by its leave */
     p->pNext = pConn->pDead;
     pConn->pDead = p;
@@ -911,11 +942,10 @@ static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
 */
 #define IDEM_SHADOW_TRIGGERS_REFUSED 3044000
 static int xShadowName(const char *zSuffix) {
-  static const char *const azShadow[] = {"rows", "meta", "guards"};
-  size_t i;
+  int i;
   if (sqlite3_libversion_number() >= IDEM_SHADOW_TRIGGERS_REFUSED) return 0;
-  for (i = 0; i < sizeof(azShadow) / sizeof(azShadow[0]); i++) {
-    if (sqlite3_stricmp(zSuffix, azShadow[i]) == 0) return 1;
+  for (i = 0; i < LEDGER_N_SHADOW; i++) {
+    if (sqlite3_stricmp(zSuffix, ledger_shadow_suffix[i]) == 0) return 1;
   }
   return 0;
 }
@@ -1223,7 +1253,7 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
   }
   /* INSERT: a claim. A new statement starts a new idem_last_claim list */
-  rc = ledger_last_begin(p);
+  rc = ledger_last_begin(&((IdemConn *)p->pConn)->last, p);
   if (rc) return vtab_error(pVtab, rc, 0);
   /* the INSERT is a write statement: its write lock first, through the
   ** busy handler, before any read of the claim */
@@ -1271,7 +1301,7 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
       /* the row is written: nothing may fail from here on (the room
       ** was made by ledger_last_begin) */
-      ledger_last_add(p, q.zKey, q.zTenant, d.zToken, d.id, d.attempt, q.zEffect);
+      ledger_last_add(&((IdemConn *)p->pConn)->last, p, q.zKey, q.zTenant, d.zToken, d.id, d.attempt, q.zEffect);
       *pRowid = d.id;
     } else if (rc == SQLITE_OK) {
       zErr = sqlite3_mprintf("idempotency: key \"%s\" of tenant \"%s\" in ledger %s is taken: %s",

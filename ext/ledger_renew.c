@@ -26,7 +26,7 @@ SQLITE_EXTENSION_INIT3
 ** The seconds argument: an INTEGER in the lease_seconds range of CREATE.
 ** SQLITE_OK with *pSec set, or SQLITE_CONSTRAINT with *pzErr.
 */
-static int renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr) {
+int ledger_renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr) {
   const LedgerOption *o = &ledger_options[IDEM_OPT_LEASE];
   char *zGot;
   if (sqlite3_value_type(v) == SQLITE_INTEGER) {
@@ -61,7 +61,7 @@ static char *renew_why_not(const LedgerRow *r, int eEff) {
 ** busy handler; only when it changed nothing is the row read, to say why.
 ** SQLITE_OK with *pLease = the new lease_until, or an error with *pzErr.
 */
-static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
+int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
                         sqlite3_int64 *pLease, char **pzErr) {
   sqlite3_stmt *pGet = 0, *pUpd = 0;
   const char *zToken = 0;
@@ -137,23 +137,4 @@ done:
   sqlite3_free(zWhy);
   ledger_row_free(&r);
   return rc;
-}
-
-void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  static const char *zFunc = "idem_renew";
-  IdemLedger *p;
-  sqlite3_int64 nSec, lease = 0;
-  char *zErr = 0;
-  int rc = SQLITE_OK;
-  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
-  if (p == 0) return;
-  nSec = p->aOpt[IDEM_OPT_LEASE];
-  if (argc > 2) rc = renew_seconds(zFunc, argv[2], &nSec, &zErr);
-  if (rc == SQLITE_OK) rc = ledger_renew(p, zFunc, argv[1], nSec, &lease, &zErr);
-  if (rc) {
-    if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
-    idem_result_error(ctx, rc, zErr);
-    return;
-  }
-  sqlite3_result_int64(ctx, lease);
 }

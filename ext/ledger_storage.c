@@ -1205,7 +1205,7 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
 
 int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
   sqlite3_stmt *pT = 0;
-  unsigned iCall = idem_conn_call(p->pConn);
+  unsigned iCall = p->pCalls->nDepth > 0 ? p->pCalls->iCall : 0;
   int rc;
   if (bReuse && iCall != 0 && p->iTempStamp == iCall) {
     *pV = p->iTempNow;
@@ -1942,4 +1942,78 @@ int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sq
       "%s: token must be the 32 lowercase hex digits idem_claim returned, got %s", zFunc, zGot);
   sqlite3_free(zGot);
   return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+}
+
+/* ------------------------------------------------------------------ */
+/* Which shadow tables exist                                           */
+/* ------------------------------------------------------------------ */
+
+/* The suffixes of the shadow tables SQLite is told of (xShadowName) and
+** that every ledger needs, in LEDGER_SHADOW_* bit order. */
+const char *const ledger_shadow_suffix[LEDGER_N_SHADOW] = {"rows", "meta", "guards"};
+
+int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing) {
+  sqlite3_stmt *pS = 0;
+  int rc, i;
+  char *zSql = sqlite3_mprintf(
+      "SELECT lower(name) FROM \"%w\".sqlite_schema WHERE type='table' AND lower(name) IN "
+      "(lower('%q_rows'),lower('%q_meta'),lower('%q_guards'))",
+      zDb, zName, zName, zName);
+  *pmMissing = LEDGER_SHADOW_ALL;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pS, 0);
+    size_t n = z ? strlen(z) : 0;
+    for (i = 0; i < 3; i++) {
+      size_t nSuffix = strlen(ledger_shadow_suffix[i]);
+      if (n > nSuffix && z[n - nSuffix - 1] == '_' && strcmp(z + n - nSuffix, ledger_shadow_suffix[i]) == 0) {
+        *pmMissing &= ~(1 << i);
+      }
+    }
+  }
+  sqlite3_finalize(pS);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int ledger_shadow_list(sqlite3_str *s, const char *zName, int m) {
+  int i, n = 0;
+  sqlite3_str_appendall(s, (m & (m - 1)) ? " tables" : " table");
+  for (i = 0; i < 3; i++) {
+    if ((m & (1 << i)) == 0) continue;
+    sqlite3_str_appendf(s, "%s %s_%s", n++ ? "," : "", zName, ledger_shadow_suffix[i]);
+  }
+  return n;
+}
+
+char *ledger_shadow_message(const char *zName, int mMissing) {
+  sqlite3_str *s = sqlite3_str_new(0);
+  sqlite3_str_appendf(s, "ledger %s is missing its shadow", zName);
+  ledger_shadow_list(s, zName, mMissing);
+  sqlite3_str_appendall(s,
+                        "; every operation on it is refused until that is restored from a "
+                        "backup and the database reopened, or the ledger is dropped with DROP "
+                        "TABLE");
+  return sqlite3_str_finish(s);
+}
+
+int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr) {
+  int mMissing = 0, rc;
+  /* called when the schema changed or p is broken: a shadow table may have
+  ** been dropped (or one more of them) */
+  rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
+  if (rc) return rc;
+  if (mMissing == 0 && p->zBroken == 0) return SQLITE_OK;
+  if (mMissing) {
+    /* the message names what is missing now; once broken, p stays refused
+    ** until it is reconnected, as its options may not have been read */
+    char *zNew = ledger_shadow_message(p->zName, mMissing);
+    if (zNew == 0) return SQLITE_NOMEM;
+    sqlite3_free(p->zBroken);
+    p->zBroken = zNew;
+  }
+  *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zBroken);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
