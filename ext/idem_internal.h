@@ -800,6 +800,13 @@ char *ledger_shadow_message(const char *zName, int mMissing);
 ** the tables in mask m to s; returns how many. */
 int ledger_shadow_list(sqlite3_str *s, const char *zName, int m);
 
+/* Read what a connected ledger keeps in its file: which shadow tables
+** exist, and the format, identity and options in <name>_meta. */
+int ledger_read_file(IdemLedger *p, char **pzErr);
+/* ledger_read_file at the first use of a ledger connected without
+** reading its file (p->bUnread); else nothing. */
+int ledger_ready(IdemLedger *p, char **pzErr);
+
 /* ledger_state.c: the claim/settle/resolve state machine --------------*/
 
 /* A row's effective status (stored status seen at time now). */
@@ -940,6 +947,29 @@ int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
 ** the rows) comes from a shadow table dropped since, *pzWhy says so and
 ** SQLITE_OK is returned; otherwise rc. */
 int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
+
+/* ledger_conn.c: the connection's registry and name resolution -------*/
+
+typedef struct IdemConn IdemConn;
+/* A new, empty registry (sqlite3_malloc; NULL on OOM), and its destructor
+** (the module's client-data destructor: the connection is closing). */
+IdemConn *ledger_conn_new(void);
+void ledger_conn_free(void *pConn);
+/* Add connected ledger p to the registry; take it out at xDisconnect (it
+** is finished now, or after the outermost running function returns). */
+void ledger_conn_add(IdemConn *pConn, IdemLedger *p);
+void ledger_conn_disconnect(IdemLedger *p);
+/* Drop one reference to p; the last frees it. */
+void ledger_conn_unref(IdemLedger *p);
+/* The connection's last-claim list (ledger_last.c reads and writes it). */
+LedgerLastList *ledger_conn_last(IdemLedger *p);
+/* The connected ledger text zName (nName bytes) names, resolved like a
+** table name: SQLITE_OK with *pp, or an error with *pzErr ("<zFunc>: ..."). */
+int ledger_conn_lookup(IdemConn *pConn, sqlite3 *db, const char *zName, int nName,
+                       const char *zFunc, IdemLedger **pp, char **pzErr);
+/* idem_ledger_find_by_id over registry pConn of db. */
+IdemLedger *ledger_conn_find_by_id(IdemConn *pConn, sqlite3 *db, const char *zName,
+                                   const char *zId, int *pRc);
 
 #endif /* IDEM_LEDGER_INTERNAL */
 

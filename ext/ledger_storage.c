@@ -2017,3 +2017,46 @@ int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr) {
   *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zBroken);
   return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
+
+/*
+** Read what a connected ledger keeps in its file: which shadow tables
+** exist, and the format, identity and options in <name>_meta (aOpt holds
+** the options CREATE's arguments gave until then). A ledger missing a
+** shadow table stays connected (so DROP TABLE works) but refuses every
+** operation. Returns SQLITE_OK or an error with *pzErr.
+*/
+int ledger_read_file(IdemLedger *p, char **pzErr) {
+  int rc, mMissing = 0;
+  rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
+  if (rc) return rc;
+  if (mMissing & 2) {
+    p->zId[0] = 0; /* no identity: no guard can name it */
+  } else {
+    rc = ledger_read_meta(p->db, p->zDb, p->zName, p->aOpt, p->zId, &p->iFormat, pzErr);
+    if (rc) return rc;
+  }
+  sqlite3_free(p->zBroken);
+  p->zBroken = 0;
+  if (mMissing) {
+    p->zBroken = ledger_shadow_message(p->zName, mMissing);
+    if (p->zBroken == 0) return SQLITE_NOMEM;
+  }
+  p->bUnread = 0;
+  return SQLITE_OK;
+}
+
+/*
+** A ledger connected inside a transaction that held no lock on its schema
+** reads its file at its first use (ledger_read_file), not in xConnect: a
+** read there would open a read transaction inside the caller's deferred
+** BEGIN, and SQLite does not upgrade a read transaction to a write
+** through the busy handler, so the statement's own write (an INSERT's, or
+** a function's first write) would fail at once under contention instead
+** of waiting for busy_timeout. At the first use the lock is there: the
+** statement took it (xFilter, xUpdate, xRename, xDestroy run after its
+** OP_Transaction), or the function took the write lock first
+** (idem_ledger_resolve). Returns SQLITE_OK or an error with *pzErr.
+*/
+int ledger_ready(IdemLedger *p, char **pzErr) {
+  return p->bUnread ? ledger_read_file(p, pzErr) : SQLITE_OK;
+}
