@@ -3,7 +3,7 @@
 **
 ** A purpose-built strict I-JSON parser and JCS printer. It does not
 ** include SQLite: the SQL functions idem_canonical(), idem_fingerprint()
-** and idem_key() (grammar.c, idempotency.c) sit on top of it, and the C
+** and idem_key() (keyfuncs.c, over grammar.c) sit on top of it, and the C
 ** unit tests and the fuzz target link it alone.
 **
 ** How it works: the input is parsed once into a flat array of nodes.
@@ -32,6 +32,7 @@
 ** is not a key and a target's 64-bit id must come back digit for digit.
 */
 #include "idem_internal.h"
+#include "idem_num.h"
 
 #include <math.h>
 #include <stdarg.h>

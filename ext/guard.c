@@ -148,7 +148,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   bSave = 1;
   /* the write lock before the guards table is read: a read first would
   ** not wait for it (its upgrade to a write skips the busy handler) */
-  rc = idem_ledger_write_lock(p, zFunc, &zErr);
+  rc = ledger_write_first(p, zFunc, &zErr);
   if (rc) goto done;
   {
     /* one guard per table, under its current name or the one it was
@@ -232,7 +232,7 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   ** statement writes the rows table, which a broken ledger may lack: then
   ** the lock comes with the first write below) */
   if (table_exists(db, p->zDb, p->zName, "rows")) {
-    rc = idem_ledger_write_lock(p, zFunc, &zErr);
+    rc = ledger_write_first(p, zFunc, &zErr);
     if (rc) goto done;
   }
   /* the guard of the table by its current name (it may have been renamed

@@ -229,16 +229,12 @@ void idem_json_bool(IdemJson *j, const char *zName, int b) {
   if (member(j, zName)) put(j, b ? "true" : "false", b ? 4 : 5);
 }
 
-void idem_json_null(IdemJson *j, const char *zName) {
-  if (member(j, zName)) put(j, "null", 4);
-}
-
 void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral) {
   if (member(j, zName)) put(j, zJsonLiteral, strlen(zJsonLiteral));
 }
 
-void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
-                           int eKind, IdemJsonSeen *pSeen) {
+void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
+                      int eKind, IdemJsonSeen *pSeen) {
   IdemJcsError err;
   size_t n;
   int rc;
@@ -281,11 +277,6 @@ void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, co
       }
     }
   }
-}
-
-void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
-                      int eKind) {
-  idem_json_stored_seen(j, zName, zJson, zIfNull, eKind, 0);
 }
 
 void idem_json_refuse(IdemJson *j, const char *zName) {

@@ -117,10 +117,6 @@ static IdemLedger *ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value 
   return p;
 }
 
-int idem_ledger_write_lock(IdemLedger *p, const char *zFunc, char **pzErr) {
-  return ledger_write_first(p, zFunc, pzErr);
-}
-
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                 const char *zFunc) {
   return ledger_resolve(ctx, iArg, pName, zFunc, 1);
@@ -941,22 +937,37 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
   return SQLITE_OK;
 }
 
+// clang-format off
 static sqlite3_module ledgerModule = {
-    3, /* iVersion: xShadowName */
-    xCreate,     xConnect, xBestIndex, xDisconnect, xDestroy, xOpen,   xClose,
-    xFilter,     xNext,    xEof,       xColumn,     xRowid,   xUpdate, 0, /* xBegin */
-    0,                                                                    /* xSync */
-    0,                                                                    /* xCommit */
-    0,                                                                    /* xRollback */
-    0,                                                                    /* xFindFunction */
-    xRename,     0,                                                       /* xSavepoint */
-    0,                                                                    /* xRelease */
-    0,                                                                    /* xRollbackTo */
-    xShadowName,
+  /* iVersion      */ 3, /* xShadowName */
+  /* xCreate       */ xCreate,
+  /* xConnect      */ xConnect,
+  /* xBestIndex    */ xBestIndex,
+  /* xDisconnect   */ xDisconnect,
+  /* xDestroy      */ xDestroy,
+  /* xOpen         */ xOpen,
+  /* xClose        */ xClose,
+  /* xFilter       */ xFilter,
+  /* xNext         */ xNext,
+  /* xEof          */ xEof,
+  /* xColumn       */ xColumn,
+  /* xRowid        */ xRowid,
+  /* xUpdate       */ xUpdate,
+  /* xBegin        */ 0,
+  /* xSync         */ 0,
+  /* xCommit       */ 0,
+  /* xRollback     */ 0,
+  /* xFindFunction */ 0,
+  /* xRename       */ xRename,
+  /* xSavepoint    */ 0,
+  /* xRelease      */ 0,
+  /* xRollbackTo   */ 0,
+  /* xShadowName   */ xShadowName,
 #if SQLITE_VERSION_NUMBER >= 3044000
-    0, /* xIntegrity: iVersion 3, never called */
+  /* xIntegrity    */ 0, /* iVersion 3: never called */
 #endif
 };
+// clang-format on
 
 /* Functions that write are DIRECTONLY and not innocuous: a view or a
 ** trigger in a database file cannot reach them. idem_last_claim only reads
