@@ -280,49 +280,15 @@ int idem_utf8_invalid_at(const char *z);
 #define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
 #define IDEM_N_OPT 6
 
-/* The calls of ledger and guard functions running on a connection (the
-** registry keeps it, each ledger points at it): depth, and a number that
-** changes on every idem_conn_enter and idem_conn_leave. Two reads under
-** one number, with depth above 0, are in one call, with no other ledger
-** or guard function between them. */
-typedef struct LedgerCalls LedgerCalls;
-struct LedgerCalls {
-  int nDepth;
-  unsigned iCall;
-};
-
+/* A ledger: opaque outside the ledger's files (IDEM_LEDGER_INTERNAL). */
 typedef struct IdemLedger IdemLedger;
-struct IdemLedger {
-  sqlite3_vtab base;
-  sqlite3 *db;
-  void *pConn;                    /* the connection's registry (IdemConn) */
-  LedgerCalls *pCalls;            /* the registry's calls (ledger_temp_version) */
-  char *zDb, *zName;              /* one allocation: zName follows zDb */
-  int nRef;                       /* 1 while connected, +1 per cached reference */
-  int bDead;                      /* disconnected; statements finalized */
-  IdemLedger *pNext;              /* registry list */
-  sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
-  sqlite3_stmt *aStmt[32];
-  unsigned mBusy; /* aStmt slots lent to an open cursor */
-  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
-  int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
-  int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
-  sqlite3_vfs *pClockVfs;       /* the VFS ledger_now() reads; NULL until first read */
-  unsigned int uDurableVersion; /* the data version iDurable was read at */
-  int bChecked, iSchemaVersion, iTempSchemaVersion;
-  int bUnread;               /* connected, its file not read yet (ledger.c: ledger_ready) */
-  int iTempNow;              /* temp's schema version as last read ... */
-  unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
-  sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
-  int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
-  char *zForeign;            /* why operations are refused, or NULL */
-  char zId[17];              /* random identity, kept in <name>_meta: guards name it */
-  /* retention_seconds (ledger_retention.c): where the next walk over old
-  ** rows starts (its statements are ST_RET_SCAN and ST_RET_DELETE) */
-  sqlite3_int64 iRetCursor;
-  char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
-  IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
-};
+
+/* ledger_storage.c: what a ledger shows to guard.c. */
+sqlite3 *ledger_db(const IdemLedger *p);
+const char *ledger_schema(const IdemLedger *p);             /* its schema ("main", ...) */
+const char *ledger_name(const IdemLedger *p);               /* its table name */
+const char *ledger_identity(const IdemLedger *p);           /* the random id in <name>_meta */
+sqlite3_int64 ledger_option(const IdemLedger *p, int iOpt); /* IDEM_OPT_* */
 
 /* Register the module and the ledger functions; *ppConn receives the
 ** connection's registry, which guard functions take as user data. */
@@ -351,7 +317,6 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
 ** busy handler; after a read of the same transaction SQLite cannot wait:
 ** SQLITE_BUSY and *pzErr says to use BEGIN IMMEDIATE. */
 int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
-
 
 /* ledger_storage.c: SQLITE_OK when p has all its shadow tables (checked
 ** again each call: call it when the schema changed); else an error
@@ -403,6 +368,50 @@ void idem_unregister_guard(sqlite3 *db);
 /* Inside the ledger: ledger.c, ledger_storage.c, ledger_state.c       */
 /* ------------------------------------------------------------------ */
 #if defined(IDEM_LEDGER_INTERNAL)
+
+/* The ledger's fields, read and written only by the ledger's files. */
+/* The calls of ledger and guard functions running on a connection (the
+** registry keeps it, each ledger points at it): depth, and a number that
+** changes on every idem_conn_enter and idem_conn_leave. Two reads under
+** one number, with depth above 0, are in one call, with no other ledger
+** or guard function between them. */
+typedef struct LedgerCalls LedgerCalls;
+struct LedgerCalls {
+  int nDepth;
+  unsigned iCall;
+};
+
+struct IdemLedger {
+  sqlite3_vtab base;
+  sqlite3 *db;
+  void *pConn;                    /* the connection's registry (IdemConn) */
+  LedgerCalls *pCalls;            /* the registry's calls (ledger_temp_version) */
+  char *zDb, *zName;              /* one allocation: zName follows zDb */
+  int nRef;                       /* 1 while connected, +1 per cached reference */
+  int bDead;                      /* disconnected; statements finalized */
+  IdemLedger *pNext;              /* registry list */
+  sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
+  sqlite3_stmt *aStmt[32];
+  unsigned mBusy; /* aStmt slots lent to an open cursor */
+  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
+  int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
+  int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
+  sqlite3_vfs *pClockVfs;       /* the VFS ledger_now() reads; NULL until first read */
+  unsigned int uDurableVersion; /* the data version iDurable was read at */
+  int bChecked, iSchemaVersion, iTempSchemaVersion;
+  int bUnread;               /* connected, its file not read yet (ledger.c: ledger_ready) */
+  int iTempNow;              /* temp's schema version as last read ... */
+  unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
+  sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
+  int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
+  char *zForeign;            /* why operations are refused, or NULL */
+  char zId[17];              /* random identity, kept in <name>_meta: guards name it */
+  /* retention_seconds (ledger_retention.c): where the next walk over old
+  ** rows starts (its statements are ST_RET_SCAN and ST_RET_DELETE) */
+  sqlite3_int64 iRetCursor;
+  char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
+  IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
+};
 
 /* ledger_storage.c: the shadow-table format ---------------------------*/
 
@@ -746,8 +755,8 @@ LedgerLastList *ledger_conn_last(IdemLedger *p);
 int ledger_conn_lookup(IdemConn *pConn, sqlite3 *db, const char *zName, int nName,
                        const char *zFunc, IdemLedger **pp, char **pzErr);
 /* idem_ledger_find_by_id over registry pConn of db. */
-IdemLedger *ledger_conn_find_by_id(IdemConn *pConn, sqlite3 *db, const char *zName,
-                                   const char *zId, int *pRc);
+IdemLedger *ledger_conn_find_by_id(IdemConn *pConn, sqlite3 *db, const char *zName, const char *zId,
+                                   int *pRc);
 
 #endif /* IDEM_LEDGER_INTERNAL */
 

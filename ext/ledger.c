@@ -74,8 +74,8 @@ static IdemLedger *ledger_lookup(sqlite3_context *ctx, int iArg, sqlite3_value *
     return 0;
   }
   if (pRef && !pRef->p->bDead && strcmp(pRef->zArg, zName) == 0) return pRef->p;
-  rc = ledger_conn_lookup(pConn, sqlite3_context_db_handle(ctx), zName,
-                          sqlite3_value_bytes(pName), zFunc, &p, &zErr);
+  rc = ledger_conn_lookup(pConn, sqlite3_context_db_handle(ctx), zName, sqlite3_value_bytes(pName),
+                          zFunc, &p, &zErr);
   if (rc) {
     idem_result_error(ctx, rc, zErr);
     return 0;
@@ -919,7 +919,8 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
       /* the row is written: nothing may fail from here on (the room
       ** was made by ledger_last_begin) */
-      ledger_last_add(ledger_conn_last(p), p, q.zKey, q.zTenant, d.zToken, d.id, d.attempt, q.zEffect);
+      ledger_last_add(ledger_conn_last(p), p, q.zKey, q.zTenant, d.zToken, d.id, d.attempt,
+                      q.zEffect);
       *pRowid = d.id;
     } else if (rc == SQLITE_OK) {
       zErr = sqlite3_mprintf("idempotency: key \"%s\" of tenant \"%s\" in ledger %s is taken: %s",

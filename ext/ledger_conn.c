@@ -319,8 +319,8 @@ int ledger_conn_lookup(IdemConn *pConn, sqlite3 *db, const char *zName, int nNam
   return SQLITE_OK;
 }
 
-IdemLedger *ledger_conn_find_by_id(IdemConn *pConn, sqlite3 *db, const char *zName,
-                                   const char *zId, int *pRc) {
+IdemLedger *ledger_conn_find_by_id(IdemConn *pConn, sqlite3 *db, const char *zName, const char *zId,
+                                   int *pRc) {
   IdemLedger *p;
   int rc, iPass;
   for (iPass = 0; iPass < 2; iPass++) {

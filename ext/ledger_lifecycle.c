@@ -47,8 +47,8 @@ int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *
     sqlite3_str_appendf(s, "idempotency: cannot create ledger %s: its shadow", zName);
     nLeft = ledger_shadow_list(s, zName, LEDGER_SHADOW_ALL & ~mMissing);
     sqlite3_str_appendall(s, nLeft > 1 ? " exist but" : " exists but");
-    sqlite3_str_appendall(s,
-                          ledger_shadow_list(s, zName, mMissing) > 1 ? " are missing" : " is missing");
+    sqlite3_str_appendall(
+        s, ledger_shadow_list(s, zName, mMissing) > 1 ? " are missing" : " is missing");
     sqlite3_str_appendall(s,
                           "; restore what is missing from a backup, or drop what is left to "
                           "start an empty ledger");

@@ -62,7 +62,7 @@ static char *renew_why_not(const LedgerRow *r, int eEff) {
 ** SQLITE_OK with *pLease = the new lease_until, or an error with *pzErr.
 */
 int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
-                        sqlite3_int64 *pLease, char **pzErr) {
+                 sqlite3_int64 *pLease, char **pzErr) {
   sqlite3_stmt *pGet = 0, *pUpd = 0;
   const char *zToken = 0;
   sqlite3_int64 iId = 0, iRnd = 0;

@@ -308,11 +308,10 @@ static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, in
   if (r->mNulJson & (ok ? LEDGER_NUL_RESULT : LEDGER_NUL_ERROR)) {
     idem_json_refuse(&j, ok ? "result" : "error");
   }
-  idem_json_stored(&j, ok ? "result" : "error", ok ? r->zResult : r->zError, "null",
-                        IDEM_JSON_ANY, &p->aSeen[IDEM_JSON_ANY]);
+  idem_json_stored(&j, ok ? "result" : "error", ok ? r->zResult : r->zError, "null", IDEM_JSON_ANY,
+                   &p->aSeen[IDEM_JSON_ANY]);
   if (r->mNulJson & LEDGER_NUL_MEMBERS) idem_json_refuse(&j, "members");
-  idem_json_stored(&j, "members", r->zMembers, "[]", IDEM_JSON_ARRAY,
-                        &p->aSeen[IDEM_JSON_ARRAY]);
+  idem_json_stored(&j, "members", r->zMembers, "[]", IDEM_JSON_ARRAY, &p->aSeen[IDEM_JSON_ARRAY]);
   rc = answer_finish(&j, p, zFunc, r->zKey, &d->zJson, pzErr);
   if (rc || bNoWhy) return rc;
   d->zWhy = sqlite3_mprintf("it %s at attempt %lld", ok ? "succeeded" : "failed", r->attempt);

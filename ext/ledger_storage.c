@@ -1969,7 +1969,8 @@ int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *
     size_t n = z ? strlen(z) : 0;
     for (i = 0; i < 3; i++) {
       size_t nSuffix = strlen(ledger_shadow_suffix[i]);
-      if (n > nSuffix && z[n - nSuffix - 1] == '_' && strcmp(z + n - nSuffix, ledger_shadow_suffix[i]) == 0) {
+      if (n > nSuffix && z[n - nSuffix - 1] == '_' &&
+          strcmp(z + n - nSuffix, ledger_shadow_suffix[i]) == 0) {
         *pmMissing &= ~(1 << i);
       }
     }
@@ -2060,3 +2061,13 @@ int ledger_read_file(IdemLedger *p, char **pzErr) {
 int ledger_ready(IdemLedger *p, char **pzErr) {
   return p->bUnread ? ledger_read_file(p, pzErr) : SQLITE_OK;
 }
+
+/* ------------------------------------------------------------------ */
+/* What a ledger shows to the files outside the ledger                 */
+/* ------------------------------------------------------------------ */
+
+sqlite3 *ledger_db(const IdemLedger *p) { return p->db; }
+const char *ledger_schema(const IdemLedger *p) { return p->zDb; }
+const char *ledger_name(const IdemLedger *p) { return p->zName; }
+const char *ledger_identity(const IdemLedger *p) { return p->zId; }
+sqlite3_int64 ledger_option(const IdemLedger *p, int iOpt) { return p->aOpt[iOpt]; }
