@@ -35,6 +35,30 @@ static int column_exists(sqlite3 *db, const char *zDb, const char *zTable, const
   return sqlite3_table_column_metadata(db, zDb, zTable, zCol, 0, 0, 0, 0, 0) == SQLITE_OK;
 }
 
+/* The savepoint commands that undo a guard function's writes. */
+static const char *const azGuardUndo[2] = {"ROLLBACK TO idem_guard", "RELEASE idem_guard"};
+static const char *const azUnguardUndo[2] = {"ROLLBACK TO idem_unguard", "RELEASE idem_unguard"};
+
+/* The end of idem_guard and idem_unguard: undo the writes (azUndo, when
+** the savepoint was not released), then answer 1, or the error rc with
+** zErr (the connection's message for rc when zErr is NULL), reported
+** with the code rcShown. */
+static void guard_answer(sqlite3_context *ctx, sqlite3 *db, const char *zFunc,
+                         const char *const *azUndo, int rc, int rcShown, char *zErr) {
+  if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
+    zErr = idem_db_error(db, zFunc, rc);
+  }
+  if (azUndo) {
+    sqlite3_exec(db, azUndo[0], 0, 0, 0);
+    sqlite3_exec(db, azUndo[1], 0, 0, 0);
+  }
+  if (rc) {
+    idem_result_error(ctx, rcShown, zErr);
+    return;
+  }
+  sqlite3_result_int(ctx, 1);
+}
+
 static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_guard";
   sqlite3 *db = sqlite3_context_db_handle(ctx);
@@ -194,18 +218,8 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
 done:
   sqlite3_finalize(pS);
   sqlite3_free(zSql);
-  if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
-    zErr = idem_db_error(db, zFunc, rc);
-  }
-  if (bSave) {
-    sqlite3_exec(db, "ROLLBACK TO idem_guard", 0, 0, 0);
-    sqlite3_exec(db, "RELEASE idem_guard", 0, 0, 0);
-  }
-  if (rc) {
-    idem_result_error(ctx, rc == SQLITE_MISUSE ? SQLITE_ERROR : rc, zErr);
-    return;
-  }
-  sqlite3_result_int(ctx, 1);
+  guard_answer(ctx, db, zFunc, bSave ? azGuardUndo : 0, rc, rc == SQLITE_MISUSE ? SQLITE_ERROR : rc,
+               zErr);
 }
 
 static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -323,18 +337,7 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
 done:
   sqlite3_finalize(pS);
   sqlite3_free(zBase);
-  if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
-    zErr = idem_db_error(db, zFunc, rc);
-  }
-  if (bSave) {
-    sqlite3_exec(db, "ROLLBACK TO idem_unguard", 0, 0, 0);
-    sqlite3_exec(db, "RELEASE idem_unguard", 0, 0, 0);
-  }
-  if (rc) {
-    idem_result_error(ctx, rc, zErr);
-    return;
-  }
-  sqlite3_result_int(ctx, 1);
+  guard_answer(ctx, db, zFunc, bSave ? azUnguardUndo : 0, rc, rc, zErr);
 }
 
 /* The current name of the table guarded under the name zBase (a copy
