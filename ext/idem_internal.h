@@ -217,16 +217,26 @@ void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
 ** nothing, so a builder is used without checking each call; idem_json_finish
 ** says what happened.
 */
+#define IDEM_JSON_MAX_DEPTH 4 /* levels inside the outermost value */
 typedef struct IdemJson IdemJson;
 struct IdemJson {
-  char *z;           /* aInline, or sqlite3_malloc'd once it outgrows it */
-  size_t n, nAlloc;  /* bytes written; room (one kept for the final NUL) */
-  int nMember;       /* members written so far */
+  char *z;                              /* aInline, or sqlite3_malloc'd once it outgrows it */
+  size_t n, nAlloc;                     /* bytes written; room (one kept for the final NUL) */
+  int nMember;                          /* members (or elements) of the open level written so far */
+  int iDepth;                           /* levels opened by idem_json_open, not closed yet */
+  int aMember[IDEM_JSON_MAX_DEPTH];     /* nMember of each enclosing level */
+  char zClose[IDEM_JSON_MAX_DEPTH + 1]; /* what closes each level, outermost first */
   int rc;            /* SQLITE_OK, SQLITE_NOMEM, or SQLITE_CORRUPT for bad stored JSON */
   const char *zBad;  /* the member whose stored JSON was refused */
   char aInline[512]; /* most answers fit: no allocation until finish */
 };
 void idem_json_begin(IdemJson *j);
+/* Begin an answer that is an array: its elements are added with zName NULL. */
+void idem_json_begin_array(IdemJson *j);
+/* Member zName (NULL: the next element of an array) opens an array (c '[')
+** or an object (c '{'), closed by idem_json_close. */
+void idem_json_open(IdemJson *j, const char *zName, char c);
+void idem_json_close(IdemJson *j);
 void idem_json_text(IdemJson *j, const char *zName, const char *zValue); /* escaped string */
 void idem_json_int(IdemJson *j, const char *zName, sqlite3_int64 v);
 void idem_json_bool(IdemJson *j, const char *zName, int b);

@@ -135,7 +135,6 @@ int ledger_last_answer(LedgerLastList *l, IdemLedger *p, char **pz) {
   int aKeep[64], *pKeep = aKeep;
   const LedgerLastClaim *pLast = 0;
   IdemJson j;
-  sqlite3_str *s = 0;
   *pz = 0;
   if (l->n == 0) return SQLITE_OK;
   if (l->n > (int)(sizeof(aKeep) / sizeof(aKeep[0]))) {
@@ -145,36 +144,27 @@ int ledger_last_answer(LedgerLastList *l, IdemLedger *p, char **pz) {
   for (i = 0; rc == SQLITE_OK && i < l->n; i++) {
     pKeep[i] = 0;
     if (last_is_of(&l->a[i], p)) rc = last_exists(p, &l->a[i], &pKeep[i]);
-    if (rc == SQLITE_OK && pKeep[i]) n++;
+    if (rc == SQLITE_OK && pKeep[i]) {
+      n++;
+      pLast = &l->a[i];
+      if (!pLast->bCommitted) bAll = 0;
+    }
   }
   if (rc || n == 0) goto done;
-  s = sqlite3_str_new(p->db);
-  sqlite3_str_appendchar(s, 1, '[');
-  for (i = 0; i < l->n; i++) {
-    IdemJson jc;
-    char *zC;
-    if (!pKeep[i]) continue;
-    pLast = &l->a[i];
-    if (!pLast->bCommitted) bAll = 0;
-    idem_json_begin(&jc);
-    last_member(&jc, pLast);
-    zC = idem_json_finish(&jc, &rc);
-    if (zC == 0) goto done;
-    sqlite3_str_appendf(s, "%s%s", sqlite3_str_length(s) > 1 ? "," : "", zC);
-    sqlite3_free(zC);
-  }
-  sqlite3_str_appendchar(s, 1, ']');
-  rc = sqlite3_str_errcode(s);
-  if (rc) goto done;
   idem_json_begin(&j);
   last_member(&j, pLast);
   /* known committed: made outside a transaction, or asked outside one */
   idem_json_bool(&j, "committed", bAll || bAuto);
-  /* built just now from the claims above, each one escaped */
-  idem_json_literal(&j, "claims", sqlite3_str_value(s));
+  idem_json_open(&j, "claims", '[');
+  for (i = 0; i < l->n; i++) {
+    if (!pKeep[i]) continue;
+    idem_json_open(&j, 0, '{');
+    last_member(&j, &l->a[i]);
+    idem_json_close(&j);
+  }
+  idem_json_close(&j);
   *pz = idem_json_finish(&j, &rc);
 done:
-  sqlite3_free(sqlite3_str_finish(s));
   if (pKeep != aKeep) sqlite3_free(pKeep);
   return rc;
 }

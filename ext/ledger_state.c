@@ -58,22 +58,19 @@ static int has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, i
 static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt,
                           const char *zTenant, const char *zKey, char **pz, int *pnMember) {
   sqlite3_stmt *pM = 0, *pG = 0, *pRow = 0;
-  sqlite3_str *s = sqlite3_str_new(p->db);
+  IdemJson j;
   sqlite3_int64 iGuard = -1;
-  char *zQ = 0; /* the current guard's table, as a JSON string; NULL: dropped */
-  int rc, n = 0, nListed = 0;
+  char *zTable = 0; /* the current guard's table; NULL: dropped */
+  int rc, n = 0;
   *pz = 0;
   *pnMember = 0;
   rc = ledger_stmt(p, ST_MEMBERS, &pM);
   if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_GUARDS, &pG);
-  if (rc) {
-    sqlite3_free(sqlite3_str_finish(s));
-    return rc;
-  }
+  if (rc) return rc;
   p->iTempStamp = 0; /* sqlite_schema is read: temp's version is read again */
   sqlite3_bind_int64(pM, 1, id);
   sqlite3_bind_int64(pM, 2, attempt);
-  sqlite3_str_appendchar(s, 1, '[');
+  idem_json_begin_array(&j);
   while (rc == SQLITE_OK && sqlite3_step(pM) == SQLITE_ROW) {
     sqlite3_int64 g = sqlite3_column_int64(pM, 0);
     n++;
@@ -81,8 +78,8 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
       /* the guard's table by its current name (ST_GUARDS is in id order),
       ** and the lookup of a row of it with the claim's key and tenant */
       iGuard = g;
-      sqlite3_free(zQ);
-      zQ = 0;
+      sqlite3_free(zTable);
+      zTable = 0;
       sqlite3_finalize(pRow);
       pRow = 0;
       sqlite3_bind_text(pG, 1, p->zName, -1, SQLITE_STATIC);
@@ -93,7 +90,7 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
         char *zSql;
         if (sqlite3_column_int64(pG, 0) != g) continue;
         if (zTbl == 0 || zKeyCol == 0) break; /* its table was dropped */
-        zQ = idem_json_string(zTbl);
+        zTable = sqlite3_mprintf("%s", zTbl);
         zSql = zTenCol ? sqlite3_mprintf(
                              "SELECT 1 FROM \"%w\".\"%w\" WHERE rowid=?1 AND \"%w\"=?2"
                              " COLLATE BINARY AND \"%w\"=?3 COLLATE BINARY",
@@ -102,7 +99,7 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
                              "SELECT 1 FROM \"%w\".\"%w\" WHERE rowid=?1 AND \"%w\"=?2"
                              " COLLATE BINARY AND ?3 IS NOT NULL",
                              p->zDb, zTbl, zKeyCol);
-        rc = zQ && zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pRow, 0) : SQLITE_NOMEM;
+        rc = zTable && zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pRow, 0) : SQLITE_NOMEM;
         sqlite3_free(zSql);
         if (rc == SQLITE_OK) {
           sqlite3_bind_text(pRow, 2, zKey, -1, SQLITE_STATIC);
@@ -113,29 +110,30 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
       if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
       else sqlite3_reset(pG);
     }
-    if (rc == SQLITE_OK && zQ && pRow) {
+    if (rc == SQLITE_OK && zTable && pRow) {
       sqlite3_int64 rid = sqlite3_column_int64(pM, 1);
       int bThere;
       sqlite3_bind_int64(pRow, 1, rid);
       bThere = sqlite3_step(pRow) == SQLITE_ROW;
       rc = sqlite3_reset(pRow);
       if (rc == SQLITE_OK && bThere) {
-        sqlite3_str_appendf(s, "%s{\"table\":%s,\"rowid\":%lld}", nListed++ ? "," : "", zQ, rid);
+        idem_json_open(&j, 0, '{');
+        idem_json_text(&j, "table", zTable);
+        idem_json_int(&j, "rowid", rid);
+        idem_json_close(&j);
       }
     }
   }
   if (rc == SQLITE_OK) rc = sqlite3_reset(pM);
   else sqlite3_reset(pM);
   sqlite3_finalize(pRow);
-  sqlite3_free(zQ);
-  sqlite3_str_appendchar(s, 1, ']');
-  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(s);
+  sqlite3_free(zTable);
   if (rc == SQLITE_OK) {
-    *pz = sqlite3_str_finish(s);
-    if (*pz == 0) rc = SQLITE_NOMEM;
-    *pnMember = n;
+    *pz = idem_json_finish(&j, &rc);
+    if (rc == SQLITE_OK) *pnMember = n;
   } else {
-    sqlite3_free(sqlite3_str_finish(s));
+    int rcJ;
+    sqlite3_free(idem_json_finish(&j, &rcJ)); /* rc says what went wrong */
   }
   return rc;
 }
@@ -440,6 +438,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   sqlite3_int64 rnd = 0;
   char zToken[33];
   char *zTaken = 0;
+  char *zErr = 0; /* a poison call's error (JSON) */
   int rc, bFound = 0, eEff = 0;
   LedgerRow r;
 
@@ -512,11 +511,17 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   }
   if (strcmp(r.zStatus, "claimed") == 0 && r.expirations + 1 >= p->aOpt[IDEM_OPT_ATTEMPTS]) {
     /* a poison call: this expiry is its max_attempts-th; stop retrying it */
-    char zErr[200];
-    sqlite3_snprintf(sizeof(zErr), zErr,
-                     "{\"reason\":\"max_attempts\",\"attempts\":%lld,\"message\":\"%lld "
-                     "attempts expired without a settle; the call is not retried\"}",
-                     r.attempt, r.expirations + 1);
+    char zMsg[100];
+    IdemJson jErr;
+    sqlite3_snprintf(sizeof(zMsg), zMsg,
+                     "%lld attempts expired without a settle; the call is not retried",
+                     r.expirations + 1);
+    idem_json_begin(&jErr);
+    idem_json_text(&jErr, "reason", "max_attempts");
+    idem_json_int(&jErr, "attempts", r.attempt);
+    idem_json_text(&jErr, "message", zMsg);
+    zErr = idem_json_finish(&jErr, &rc);
+    if (rc) goto done;
     r.zStatus = "failed";
     r.zError = zErr;
     r.zMembers = "[]";
@@ -558,6 +563,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
 done:
   ledger_row_free(&r);
   sqlite3_free(zTaken);
+  sqlite3_free(zErr);
   if (rc != SQLITE_OK) {
     sqlite3_free(d->zJson);
     sqlite3_free(d->zWhy);
