@@ -9,7 +9,7 @@ BUILD=${BUILD:-build}
 EXT=${EXT:-$BUILD/idempotency.so}
 steps=${MODEL_STEPS:-1000000}
 seed=${MODEL_SEED:-$(date +%s)}
-avoid=${MODEL_AVOID-lowrowid,rowidupdate,plainmembers,sentorder,bigint,insertpoison}
+avoid=${MODEL_AVOID-sentorder}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/model-long.XXXXXX")
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then rmdir "$dir"; dir=$(mktemp -d /dev/shm/model-long.XXXXXX); fi
 trap 'rm -rf "$dir"' EXIT
