@@ -199,6 +199,10 @@ int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v
 */
 int idem_utf16_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char **pzErr);
 
+/* The name of SQLite type t (SQLITE_INTEGER ...) as errors show it:
+** INTEGER, REAL, TEXT, BLOB, NULL. */
+const char *idem_type_name(int t);
+
 /* "<zFunc>: <message>" for an SQLite error rc: the connection's message
 ** when it describes rc, else SQLite's text for rc (sqlite3_malloc). */
 char *idem_db_error(sqlite3 *db, const char *zFunc, int rc);

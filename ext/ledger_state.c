@@ -352,16 +352,6 @@ static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char 
   return rc;
 }
 
-static const char *value_type_name(sqlite3_value *v) {
-  switch (sqlite3_value_type(v)) {
-    case SQLITE_NULL: return "NULL";
-    case SQLITE_INTEGER: return "INTEGER";
-    case SQLITE_FLOAT: return "REAL";
-    case SQLITE_BLOB: return "BLOB";
-    default: return "TEXT";
-  }
-}
-
 /* Bind the same-row compare-and-set arguments. */
 static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
   sqlite3_bind_int64(pS, i, r->id);
@@ -630,7 +620,7 @@ int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, s
       char *zQ = bText ? idem_json_string(z) : 0;
       if (bText && zQ == 0) return SQLITE_NOMEM;
       *pzErr = sqlite3_mprintf("%s: effect must be 'local' or 'external', got %s", zFunc,
-                               zQ ? zQ : value_type_name(pEffect));
+                               zQ ? zQ : idem_type_name(sqlite3_value_type(pEffect)));
       sqlite3_free(zQ);
       return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     }
@@ -1052,7 +1042,7 @@ static int detail_stored_form(const char *zFunc, sqlite3_value *pDetail, IdemBuf
   int rc;
   if (sqlite3_value_type(pDetail) != SQLITE_TEXT) {
     *pzErr = sqlite3_mprintf("%s: detail must be TEXT holding JSON, got %s", zFunc,
-                             value_type_name(pDetail));
+                             idem_type_name(sqlite3_value_type(pDetail)));
     return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   z = (const char *)sqlite3_value_text(pDetail);
@@ -1078,7 +1068,7 @@ static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus
     if (bText && zQ == 0) return SQLITE_NOMEM;
     *pzErr = sqlite3_mprintf("%s: status must be one of %s%s%s%s%s; got %s", zFunc, az[0], ", ",
                              az[1], az[3] ? ", released or " : " or ", az[3] ? az[3] : az[2],
-                             zQ ? zQ : value_type_name(pStatus));
+                             zQ ? zQ : idem_type_name(sqlite3_value_type(pStatus)));
     sqlite3_free(zQ);
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }

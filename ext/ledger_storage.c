@@ -1906,14 +1906,13 @@ sqlite3_int64 ledger_now(IdemLedger *p) {
 ** sqlite3_malloc; NULL on OOM.
 */
 char *ledger_arg_got(sqlite3_value *v) {
-  static const char *azType[] = {"", "INTEGER", "REAL", "TEXT", "BLOB", "NULL"};
   if (sqlite3_value_type(v) == SQLITE_INTEGER) {
     return sqlite3_mprintf("%lld", sqlite3_value_int64(v));
   } else if (sqlite3_value_type(v) == SQLITE_TEXT) {
     const char *z = (const char *)sqlite3_value_text(v);
     return z ? idem_json_string(z) : 0;
   }
-  return sqlite3_mprintf("%s", azType[sqlite3_value_type(v)]);
+  return sqlite3_mprintf("%s", idem_type_name(sqlite3_value_type(v)));
 }
 
 /*
