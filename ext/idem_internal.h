@@ -50,7 +50,7 @@ struct IdemJcsError {
 };
 
 /* ------------------------------------------------------------------ */
-/* canonical.c: RFC 8785 (JCS) canonicaliser, strict I-JSON input      */
+/* Interface to code in canonical.c: RFC 8785, strict I-JSON          */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -103,7 +103,7 @@ int idem_buf_sink(void *pBuf, const char *p, size_t n);
 void idem_buf_free(IdemBuf *p);
 
 /* ------------------------------------------------------------------ */
-/* grammar.c: key grammar and key derivation (no SQLite)               */
+/* Interface to code in grammar.c: the key grammar and derivation     */
 /* ------------------------------------------------------------------ */
 
 #define IDEM_KEY_MAX_CHARS 128
@@ -163,7 +163,10 @@ void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_
 /* idem_sqlite_mem: IdemMem over sqlite3_malloc64/realloc64/free. */
 extern const IdemMem idem_sqlite_mem;
 
-/* keyfuncs.c: the pure SQL functions and helpers the ledger reuses. */
+/* ------------------------------------------------------------------ */
+/* Interface to code in keyfuncs.c: SQL functions and helpers         */
+/* ------------------------------------------------------------------ */
+
 void idem_version_func(sqlite3_context *, int, sqlite3_value **);
 void idem_valid_key_func(sqlite3_context *, int, sqlite3_value **);
 void idem_check_key_func(sqlite3_context *, int, sqlite3_value **);
@@ -211,7 +214,7 @@ char *idem_db_error(sqlite3 *db, const char *zFunc, int rc);
 void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
 
 /* ------------------------------------------------------------------ */
-/* json_writer.c: the one builder every JSON answer goes through       */
+/* Interface to code in json_writer.c: the one JSON builder           */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -297,59 +300,24 @@ int idem_utf8_invalid_at(const char *z);
 /* A ledger: opaque outside the ledger's files (IDEM_LEDGER_INTERNAL). */
 typedef struct IdemLedger IdemLedger;
 
-/* ledger_storage.c: what a ledger shows to guard.c. */
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_storage.c                              */
+/* ------------------------------------------------------------------ */
+
+/* What a ledger shows to guard.c. */
 sqlite3 *ledger_db(const IdemLedger *p);
 const char *ledger_schema(const IdemLedger *p);             /* its schema ("main", ...) */
 const char *ledger_name(const IdemLedger *p);               /* its table name */
 const char *ledger_identity(const IdemLedger *p);           /* the random id in <name>_meta */
 sqlite3_int64 ledger_option(const IdemLedger *p, int iOpt); /* IDEM_OPT_* */
 
-/* Register the module and the ledger functions; *ppConn receives the
-** connection's registry, which guard functions take as user data. */
-int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
-
-/* Bracket every ledger and guard function (user data pConn): a ledger
-** disconnected meanwhile is finished when the outermost call leaves. */
-void idem_conn_enter(void *pConn);
-void idem_conn_leave(void *pConn);
-
-/*
-** Resolve function argument iArg (a ledger name) like a table name:
-** "schema.ledger" (either part may be double-quoted) in that schema, an
-** unqualified name in temp, main, then attached schemas; it must be a
-** table USING idempotency. Cached per statement and per connection.
-** Inside a transaction it first takes the write lock on the ledger's
-** schema through the busy handler (every caller writes), before anything
-** of that schema is read. On failure the error is reported on ctx
-** (messages start with zFunc) and NULL is returned.
-*/
-IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
-                                const char *zFunc);
-
-/* ledger_state.c: inside a transaction that holds no write lock on p's
-** schema yet, take it first (a statement that writes nothing), through the
-** busy handler; after a read of the same transaction SQLite cannot wait:
-** SQLITE_BUSY and *pzErr says to use BEGIN IMMEDIATE. */
-int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
-
-/* ledger_storage.c: SQLITE_OK when p has all its shadow tables (checked
+/* SQLITE_OK when p has all its shadow tables (checked
 ** again each call: call it when the schema changed); else an error
 ** "<zFunc>: ledger ... is missing ..." and p stays refused until it is
 ** reconnected. */
 int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
 
-/* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
-** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
-int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
-                           sqlite3_value *pToken, char **pzWhy);
-
-/* The ledger named zName whose identity is zId, searched in every schema
-** (guards call it: a same-named ledger elsewhere must not answer for
-** theirs). NULL with *pRc SQLITE_OK when there is none. */
-IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, const char *zId,
-                                   int *pRc);
-
-/* ledger_storage.c: the guards' triggers (they write the ledger's
+/* The guards' triggers (they write the ledger's
 ** <name>_members, so the storage owns their text; guard.c installs them) */
 #define IDEM_GUARD_N_TRIGGER 3
 /* insert, member, update */
@@ -368,19 +336,71 @@ int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const c
 int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase,
                        char **pzTable);
 
-/* guard.c */
-/* Register the guard functions with user data pConn (the ledger registry)
-** and hand the ledger its rename hook. */
-int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_state.c                                */
+/* ------------------------------------------------------------------ */
+
+/* Inside a transaction that holds no write lock on p's
+** schema yet, take it first (a statement that writes nothing), through the
+** busy handler; after a read of the same transaction SQLite cannot wait:
+** SQLITE_BUSY and *pzErr says to use BEGIN IMMEDIATE. */
+int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
+
+/* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
+** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
+int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
+                           sqlite3_value *pToken, char **pzWhy);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_conn.c                                 */
+/* ------------------------------------------------------------------ */
+
+/* Bracket every ledger and guard function (user data pConn): a ledger
+** disconnected meanwhile is finished when the outermost call leaves. */
+void idem_conn_enter(void *pConn);
+void idem_conn_leave(void *pConn);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger.c                                      */
+/* ------------------------------------------------------------------ */
+
+/* Register the module and the ledger functions; *ppConn receives the
+** connection's registry, which guard functions take as user data. */
+int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
 
 /* Remove what registration added (after a failed init: SQLite unloads the
 ** library, so nothing of it may stay registered). */
 void idem_unregister_ledger(sqlite3 *db);
-void idem_unregister_guard(sqlite3 *db);
+
+/*
+** Resolve function argument iArg (a ledger name) like a table name:
+** "schema.ledger" (either part may be double-quoted) in that schema, an
+** unqualified name in temp, main, then attached schemas; it must be a
+** table USING idempotency. Cached per statement and per connection.
+** Inside a transaction it first takes the write lock on the ledger's
+** schema through the busy handler (every caller writes), before anything
+** of that schema is read. On failure the error is reported on ctx
+** (messages start with zFunc) and NULL is returned.
+*/
+IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                const char *zFunc);
+
+/* The ledger named zName whose identity is zId, searched in every schema
+** (guards call it: a same-named ledger elsewhere must not answer for
+** theirs). NULL with *pRc SQLITE_OK when there is none. */
+IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, const char *zId,
+                                   int *pRc);
 
 /* ------------------------------------------------------------------ */
-/* Inside the ledger: ledger.c, ledger_storage.c, ledger_state.c       */
+/* Interface to code in guard.c                                       */
 /* ------------------------------------------------------------------ */
+
+/* Register the guard functions with user data pConn (the ledger registry). */
+int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
+
+/* Remove what idem_register_guard added. */
+void idem_unregister_guard(sqlite3 *db);
+
 #if defined(IDEM_LEDGER_INTERNAL)
 
 /* The ledger's fields, read and written only by the ledger's files. */
@@ -427,7 +447,9 @@ struct IdemLedger {
   IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
 };
 
-/* ledger_storage.c: the shadow-table format ---------------------------*/
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_storage.c: the shadow-table format     */
+/* ------------------------------------------------------------------ */
 
 #define LEDGER_FORMAT 3
 
@@ -613,7 +635,44 @@ int ledger_read_file(IdemLedger *p, char **pzErr);
 ** reading its file (p->bUnread); else nothing. */
 int ledger_ready(IdemLedger *p, char **pzErr);
 
-/* ledger_state.c: the claim/settle/resolve state machine --------------*/
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_lifecycle.c: adoption and missing shadow tables */
+/* ------------------------------------------------------------------ */
+
+/*
+** xCreate: when all three shadow tables of argv[2] exist in argv[1], check
+** L_meta and the options given (argv, parsed into aVal) against it and
+** adopt them: *pbAdopted = 1, aVal, zId and *piFormat the stored ones. When none
+** exists, *pbAdopted = 0 (create them). Anything else is an error.
+*/
+int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
+                 int *piFormat, int *pbAdopted, char **pzErr);
+/* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
+** tables that exist. */
+int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
+/* For idem_ledger_live_claim: when p is broken, or rc (an error reading
+** the rows) comes from a shadow table dropped since, *pzWhy says so and
+** SQLITE_OK is returned; otherwise rc. */
+int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_retention.c: retention_seconds         */
+/* ------------------------------------------------------------------ */
+
+/*
+** After an admitted claim (inside its savepoint or INSERT statement):
+** purge a bounded batch of terminal rows whose updated_at is older than
+** the ledger's retention_seconds (nothing when it is 0). Returns
+** SQLITE_OK, or an error (with *pzErr when there is a message) that
+** fails the claim.
+*/
+int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
+/* Rows read (and at most deleted) per retention step: ST_RET_SCAN's LIMIT. */
+#define RETENTION_SCAN 16
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_state.c: the claim/settle/resolve state machine */
+/* ------------------------------------------------------------------ */
 
 /* A row's effective status (stored status seen at time now). */
 #define EFF_CLAIMED 1 /* claimed, lease live */
@@ -684,7 +743,20 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
                    sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
                    char **pzJson, char **pzErr);
 
-/* ledger_last.c: idem_last_claim(ledger) ------------------------------*/
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_renew.c: idem_renew(ledger, token [, seconds]) */
+/* ------------------------------------------------------------------ */
+/* The seconds argument v: an INTEGER in the lease_seconds range of CREATE
+** into *pSec, or SQLITE_CONSTRAINT with *pzErr. */
+int ledger_renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr);
+/* Renew the claim token pToken holds by nSec seconds: SQLITE_OK with
+** *pLease the new lease_until, or an error with *pzErr. */
+int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
+                 sqlite3_int64 *pLease, char **pzErr);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_last.c: idem_last_claim(ledger)        */
+/* ------------------------------------------------------------------ */
 /* idem_ledger_resolve for a function that only reads (idem_last_claim):
 ** no write lock is taken. */
 IdemLedger *idem_ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
@@ -709,47 +781,9 @@ void ledger_last_free(LedgerLastList *pList);
 /* The idem_last_claim answer (claims still in the database), or NULL. */
 int ledger_last_answer(LedgerLastList *l, IdemLedger *p, char **pz);
 
-/* ledger_renew.c: idem_renew(ledger, token [, seconds]) --------------*/
-/* The seconds argument v: an INTEGER in the lease_seconds range of CREATE
-** into *pSec, or SQLITE_CONSTRAINT with *pzErr. */
-int ledger_renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr);
-/* Renew the claim token pToken holds by nSec seconds: SQLITE_OK with
-** *pLease the new lease_until, or an error with *pzErr. */
-int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
-                 sqlite3_int64 *pLease, char **pzErr);
-
-/* ledger_retention.c: retention_seconds --------------------------------*/
-
-/*
-** After an admitted claim (inside its savepoint or INSERT statement):
-** purge a bounded batch of terminal rows whose updated_at is older than
-** the ledger's retention_seconds (nothing when it is 0). Returns
-** SQLITE_OK, or an error (with *pzErr when there is a message) that
-** fails the claim.
-*/
-int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
-/* Rows read (and at most deleted) per retention step: ST_RET_SCAN's LIMIT. */
-#define RETENTION_SCAN 16
-
-/* ledger_lifecycle.c: adoption and missing shadow tables --------------*/
-
-/*
-** xCreate: when all three shadow tables of argv[2] exist in argv[1], check
-** L_meta and the options given (argv, parsed into aVal) against it and
-** adopt them: *pbAdopted = 1, aVal, zId and *piFormat the stored ones. When none
-** exists, *pbAdopted = 0 (create them). Anything else is an error.
-*/
-int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
-                 int *piFormat, int *pbAdopted, char **pzErr);
-/* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
-** tables that exist. */
-int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
-/* For idem_ledger_live_claim: when p is broken, or rc (an error reading
-** the rows) comes from a shadow table dropped since, *pzWhy says so and
-** SQLITE_OK is returned; otherwise rc. */
-int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
-
-/* ledger_conn.c: the connection's registry and name resolution -------*/
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_conn.c: the connection's registry and name resolution */
+/* ------------------------------------------------------------------ */
 
 typedef struct IdemConn IdemConn;
 /* A new, empty registry (sqlite3_malloc; NULL on OOM), and its destructor

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* ------------------------------------------------------------------ */
-/* shortest.c: exact double <-> decimal conversion (no SQLite)          */
+/* Interface to code in shortest.c: exact double <-> decimal          */
 /* ------------------------------------------------------------------ */
 
 /*
