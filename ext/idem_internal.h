@@ -147,7 +147,7 @@ void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_
 /* ------------------------------------------------------------------ */
 /* IDEM_GUARDED(f) defines f_guarded, which runs the SQL function f between
 ** idem_conn_enter and idem_conn_leave (its user data is the IdemConn), so a
-** ledger disconnected while f runs is finished after it (ledger.c). Only
+** ledger disconnected while f runs is finished after it (ledger_conn.c). Only
 ** files of the SQL layer expand it; it stands outside the section below so
 ** that static analysis without sqlite3ext.h still knows the macro. */
 #define IDEM_GUARDED(f)                                                           \
@@ -433,7 +433,7 @@ struct IdemLedger {
   sqlite3_vfs *pClockVfs;       /* the VFS ledger_now() reads; NULL until first read */
   unsigned int uDurableVersion; /* the data version iDurable was read at */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
-  int bUnread;               /* connected, its file not read yet (ledger.c: ledger_ready) */
+  int bUnread;               /* connected, its file not read yet (ledger_ready) */
   int iTempNow;              /* temp's schema version as last read ... */
   unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
   sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */

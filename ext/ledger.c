@@ -10,16 +10,17 @@
 **   idem_resolve(ledger, tenant, key, status, detail)
 **   idem_purge(ledger, older_than_seconds)
 **   idem_renew(ledger, token [, seconds])                (ledger_renew.c)
-**   idem_last_claim(ledger)
+**   idem_last_claim(ledger)                              (ledger_last.c)
 **   INSERT INTO L(tenant, conversation, tool, args[, effect][, key])   -- a claim
 **   SELECT ... FROM L [WHERE tenant=? AND key=?]                       -- effective state
 **   DELETE FROM L WHERE ...                                            -- terminal rows only
 **
-** This file holds the module's methods, the connection's registry of
-** ledgers and the resolution of a ledger name given to a function, and the
-** functions' entry points. The shadow-table format is in
-** ledger_storage.c, the claim/settle/resolve state machine in
-** ledger_state.c, and every JSON answer is built by json_writer.c.
+** This file holds the module's methods and every ledger SQL function's
+** wrapper: it is the only file that sees sqlite3_vtab, and sqlite3_context
+** for the ledger. The connection's registry and the resolution of a ledger
+** name are in ledger_conn.c, the shadow tables in ledger_storage.c, the
+** claim/settle/resolve state machine in ledger_state.c, and every JSON
+** answer is built by json_writer.c (docs/design.md, "The layers").
 **
 ** Every writing function is SQLITE_DIRECTONLY and the module sets
 ** SQLITE_VTAB_DIRECTONLY: a view or trigger planted in a file cannot claim,
