@@ -420,43 +420,119 @@ static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now, sq
 ** and every result is built before the one write that makes it true, so
 ** nothing can fail after the write.
 */
-int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
-                        int bCommitted, LedgerDecision *d, char **pzErr) {
-  sqlite3_stmt *pGet = 0, *pUpd = 0;
-  sqlite3_int64 now = ledger_now(p);
-  sqlite3_int64 lease = now + p->aOpt[IDEM_OPT_LEASE] * 1000;
+/* Read the row that holds q's key into r (*pbFound): under (tenant, key),
+** and with single_tenant under the key alone, where another tenant's row
+** decides a mismatch (*pbDecided). */
+static int claim_find_row(IdemLedger *p, const LedgerReq *q, LedgerRow *r, int *pbFound,
+                          LedgerDecision *d, int *pbDecided) {
+  sqlite3_stmt *pGet = 0;
+  int rc = ledger_stmt(p, ST_GET, &pGet);
+  *pbDecided = 0;
+  if (rc) return rc;
+  sqlite3_bind_text(pGet, 1, q->zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pGet, 2, q->zKey, -1, SQLITE_STATIC);
+  rc = ledger_row_fetch(pGet, r, pbFound);
+  if (rc || *pbFound || !p->aOpt[IDEM_OPT_SINGLE]) return rc;
+  /* single_tenant: the key may be held under another tenant */
+  rc = ledger_stmt(p, ST_GET_KEY, &pGet);
+  if (rc) return rc;
+  sqlite3_bind_text(pGet, 1, q->zKey, -1, SQLITE_STATIC);
+  rc = ledger_row_fetch(pGet, r, pbFound);
+  if (rc || !*pbFound) return rc;
+  *pbDecided = 1;
+  return build_simple(p, r, DEC_MISMATCH, "tenant", q->bNoWhy, d);
+}
+
+/* A poison call: this expiry of claimed row r is its max_attempts-th. The
+** answer is a failed replay with the max_attempts error, and (but for an
+** INSERT INTO the ledger, bWrite 3, which is refused) the row is settled
+** failed with it. */
+static int claim_poison(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
+                        LedgerRow *r, sqlite3_int64 now, LedgerDecision *d, char **pzErr) {
+  sqlite3_stmt *pUpd = 0;
+  char zMsg[100];
+  char *zErr;
+  IdemJson jErr;
+  int rc;
+  sqlite3_snprintf(sizeof(zMsg), zMsg,
+                   "%lld attempts expired without a settle; the call is not retried",
+                   r->expirations + 1);
+  idem_json_begin(&jErr);
+  idem_json_text(&jErr, "reason", "max_attempts");
+  idem_json_int(&jErr, "attempts", r->attempt);
+  idem_json_text(&jErr, "message", zMsg);
+  zErr = idem_json_finish(&jErr, &rc);
+  if (rc) return rc;
+  r->zStatus = "failed";
+  r->zError = zErr;
+  r->zMembers = "[]";
+  r->mNulJson = 0; /* the row's own error and members are not answered */
+  rc = build_replay(p, zFunc, r, q->bNoWhy, d, pzErr);
+  r->zStatus = "claimed";
+  r->zError = 0;
+  if (rc == SQLITE_OK && bWrite != 3) rc = ledger_stmt(p, ST_SETTLE, &pUpd);
+  if (rc == SQLITE_OK && pUpd) {
+    sqlite3_bind_text(pUpd, 1, "failed", -1, SQLITE_STATIC);
+    sqlite3_bind_null(pUpd, 2);
+    sqlite3_bind_text(pUpd, 3, zErr, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(pUpd, 4, "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(pUpd, 5, now);
+    bind_cas(pUpd, 6, r);
+    rc = ledger_step_done(pUpd);
+    sqlite3_clear_bindings(pUpd);
+    if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "poison update", pzErr);
+  }
+  sqlite3_free(zErr);
+  return rc;
+}
+
+/* Claim row r again (released, or an expired local claim with no rows):
+** a new token and attempt; a take-over counts an expiry. */
+static int claim_again(IdemLedger *p, const char *zFunc, const LedgerReq *q, const LedgerRow *r,
+                       sqlite3_int64 now, sqlite3_int64 lease, int bCommitted, LedgerDecision *d,
+                       char **pzErr) {
+  sqlite3_stmt *pUpd = 0;
   sqlite3_int64 rnd = 0;
   char zToken[33];
+  int rc;
+  sqlite3_randomness(sizeof(rnd), &rnd);
+  ledger_token_hex(r->id, rnd, zToken);
+  rc = build_admitted(p, q, zToken, r->attempt + 1, lease, bCommitted, d);
+  if (rc) return rc;
+  rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
+  if (rc) return rc;
+  sqlite3_bind_int64(pUpd, 1, rnd);
+  sqlite3_bind_int64(pUpd, 2, now);
+  sqlite3_bind_int64(pUpd, 3, lease);
+  /* a take-over counts an expiry; a re-claim after a release does not */
+  sqlite3_bind_int(pUpd, 4, strcmp(r->zStatus, "claimed") == 0);
+  bind_cas(pUpd, 5, r);
+  rc = ledger_step_done(pUpd);
+  sqlite3_clear_bindings(pUpd);
+  if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "re-claim update", pzErr);
+  if (rc == SQLITE_OK) d->id = r->id;
+  return rc;
+}
+
+int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
+                        int bCommitted, LedgerDecision *d, char **pzErr) {
+  sqlite3_int64 now = ledger_now(p);
+  sqlite3_int64 lease = now + p->aOpt[IDEM_OPT_LEASE] * 1000;
   char *zTaken = 0;
-  char *zErr = 0; /* a poison call's error (JSON) */
-  int rc, bFound = 0, eEff = 0;
+  int rc, bFound = 0, bDecided = 0, eEff = 0, bDiff = 0;
+  const char *zField;
   LedgerRow r;
 
   memset(d, 0, sizeof(*d));
   memset(&r, 0, sizeof(r));
+  /* 1. the write pass of a new key: the insert is the first statement */
   if (bWrite == 1 || bWrite == 3) {
     rc = claim_insert(p, q, now, lease, bCommitted, d, &zTaken);
     if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
   }
-
-  rc = ledger_stmt(p, ST_GET, &pGet);
-  if (rc) goto done;
-  sqlite3_bind_text(pGet, 1, q->zTenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(pGet, 2, q->zKey, -1, SQLITE_STATIC);
-  rc = ledger_row_fetch(pGet, &r, &bFound);
-  if (rc) goto done;
-  if (!bFound && p->aOpt[IDEM_OPT_SINGLE]) {
-    /* single_tenant: the key may be held under another tenant */
-    rc = ledger_stmt(p, ST_GET_KEY, &pGet);
-    if (rc) goto done;
-    sqlite3_bind_text(pGet, 1, q->zKey, -1, SQLITE_STATIC);
-    rc = ledger_row_fetch(pGet, &r, &bFound);
-    if (rc) goto done;
-    if (bFound) {
-      rc = build_simple(p, &r, DEC_MISMATCH, "tenant", q->bNoWhy, d);
-      goto done;
-    }
-  }
+  /* 2. the row that holds the key */
+  rc = claim_find_row(p, q, &r, &bFound, d, &bDecided);
+  if (rc || bDecided) goto done;
   if (!bFound) {
     if (bWrite) {
       /* the insert was refused, yet no row holds the key */
@@ -472,88 +548,34 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     }
     goto done;
   }
-  {
-    int bDiff;
-    const char *zField = request_diff(&r, q, &bDiff);
-    if (bDiff) {
-      rc = build_simple(p, &r, DEC_MISMATCH, zField, q->bNoWhy, d);
-      goto done;
-    }
+  /* 3. the same request? */
+  zField = request_diff(&r, q, &bDiff);
+  if (bDiff) {
+    rc = build_simple(p, &r, DEC_MISMATCH, zField, q->bNoWhy, d);
+    goto done;
   }
+  /* 4. what its effective status decides */
   rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.id, r.attempt, now, &eEff, 0, 0);
   if (rc) goto done;
-  if (eEff == EFF_SUCCEEDED || eEff == EFF_FAILED) {
-    rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr);
-    goto done;
+  switch (eEff) {
+    case EFF_SUCCEEDED:
+    case EFF_FAILED: rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr); goto done;
+    case EFF_UNKNOWN: rc = build_simple(p, &r, DEC_UNKNOWN, 0, q->bNoWhy, d); goto done;
+    case EFF_CLAIMED: rc = build_simple(p, &r, DEC_IN_PROGRESS, 0, q->bNoWhy, d); goto done;
+    default: break;
   }
-  if (eEff == EFF_UNKNOWN) {
-    rc = build_simple(p, &r, DEC_UNKNOWN, 0, q->bNoWhy, d);
-    goto done;
-  }
-  if (eEff == EFF_CLAIMED) {
-    rc = build_simple(p, &r, DEC_IN_PROGRESS, 0, q->bNoWhy, d);
-    goto done;
-  }
-  /* released, or an expired local claim with no rows: claim it again */
+  /* 5. released, or an expired local claim with no rows: claim it again */
   if (!bWrite) {
     d->eDec = DEC_ADMITTED; /* needs the write pass */
-    goto done;
+  } else if (strcmp(r.zStatus, "claimed") == 0 && r.expirations + 1 >= p->aOpt[IDEM_OPT_ATTEMPTS]) {
+    rc = claim_poison(p, zFunc, q, bWrite, &r, now, d, pzErr); /* stop retrying it */
+  } else {
+    rc = claim_again(p, zFunc, q, &r, now, lease, bCommitted, d, pzErr);
   }
-  if (strcmp(r.zStatus, "claimed") == 0 && r.expirations + 1 >= p->aOpt[IDEM_OPT_ATTEMPTS]) {
-    /* a poison call: this expiry is its max_attempts-th; stop retrying it */
-    char zMsg[100];
-    IdemJson jErr;
-    sqlite3_snprintf(sizeof(zMsg), zMsg,
-                     "%lld attempts expired without a settle; the call is not retried",
-                     r.expirations + 1);
-    idem_json_begin(&jErr);
-    idem_json_text(&jErr, "reason", "max_attempts");
-    idem_json_int(&jErr, "attempts", r.attempt);
-    idem_json_text(&jErr, "message", zMsg);
-    zErr = idem_json_finish(&jErr, &rc);
-    if (rc) goto done;
-    r.zStatus = "failed";
-    r.zError = zErr;
-    r.zMembers = "[]";
-    r.mNulJson = 0; /* the row's own error and members are not answered */
-    rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr);
-    r.zStatus = "claimed";
-    if (rc) goto done;
-    if (bWrite == 3) goto done; /* INSERT INTO the ledger: refused, so nothing is written */
-    rc = ledger_stmt(p, ST_SETTLE, &pUpd);
-    if (rc) goto done;
-    sqlite3_bind_text(pUpd, 1, "failed", -1, SQLITE_STATIC);
-    sqlite3_bind_null(pUpd, 2);
-    sqlite3_bind_text(pUpd, 3, zErr, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(pUpd, 4, "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(pUpd, 5, now);
-    bind_cas(pUpd, 6, &r);
-    rc = ledger_step_done(pUpd);
-    sqlite3_clear_bindings(pUpd);
-    if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "poison update", pzErr);
-    goto done;
-  }
-  sqlite3_randomness(sizeof(rnd), &rnd);
-  ledger_token_hex(r.id, rnd, zToken);
-  rc = build_admitted(p, q, zToken, r.attempt + 1, lease, bCommitted, d);
-  if (rc) goto done;
-  rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
-  if (rc) goto done;
-  sqlite3_bind_int64(pUpd, 1, rnd);
-  sqlite3_bind_int64(pUpd, 2, now);
-  sqlite3_bind_int64(pUpd, 3, lease);
-  /* a take-over counts an expiry; a re-claim after a release does not */
-  sqlite3_bind_int(pUpd, 4, strcmp(r.zStatus, "claimed") == 0);
-  bind_cas(pUpd, 5, &r);
-  rc = ledger_step_done(pUpd);
-  sqlite3_clear_bindings(pUpd);
-  if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "re-claim update", pzErr);
-  if (rc == SQLITE_OK) d->id = r.id;
 
 done:
   ledger_row_free(&r);
   sqlite3_free(zTaken);
-  sqlite3_free(zErr);
   if (rc != SQLITE_OK) {
     sqlite3_free(d->zJson);
     sqlite3_free(d->zWhy);
