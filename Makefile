@@ -7,6 +7,8 @@
 #   make valgrind   the C suites under valgrind (no leaks allowed)
 #   make fuzz       a short libFuzzer run of each target (clang)
 #   make bench      ratios against plain SQLite, measured in one run
+#   make bench-peers  the same tool calls through Ledger.call and its peers (Redis, Postgres, DBOS), one run
+#     (optional: needs redis-server, postgresql and npm ci in bench/peers; says so and skips without them)
 #   make lint       clang-format drift, cppcheck, -Werror build
 #   make install    PREFIX=/usr/local DESTDIR= (LIBDIR, INCLUDEDIR); make uninstall
 #   make dist       build/dist/: manylinux wheels, sdist, npm packages (x86_64, arm64), SHA256SUMS
@@ -55,6 +57,10 @@ $(BUILD):
 	mkdir -p $(BUILD)
 
 -include tests/*.mk
+
+.PHONY: bench-peers
+bench-peers: $(EXT)
+	@bash bench/peers/run.sh $(EXT)
 
 test: all test-programs
 	@bash tests/run.sh
