@@ -29,7 +29,15 @@
 **                 primary-key SELECT of the stored row
 **   5. race       1, 2 and 4 processes claiming (and settling) the same
 **                 keys, keys settled per second, ledger vs bare (WAL,
-**                 synchronous=NORMAL, busy_timeout)
+**                 synchronous=NORMAL, busy_timeout). The parent makes the
+**                 file, its journal mode and its table before forking, so
+**                 no racer changes the file's setup; a racer that fails
+**                 ends the section with its error (the parent stops the
+**                 others), and every wait is bounded: BENCH_RACE_TIMEOUT
+**                 (300) seconds a run, busy_timeout, and an alarm() in each
+**                 racer. BENCH_RACE_FAIL=setup (or claim) makes the last
+**                 racer of the first 2-process run fail before the start
+**                 signal (or after half its claims), to show exactly that
 **   6. retention  claims on a ledger with retention_seconds and many expired
 **                 terminal rows vs one without; skipped, with the reason,
 **                 when the extension refuses the option
@@ -40,6 +48,14 @@
 **                 rows in a ledger of BENCH_ATTENTION_ROWS (5,000,000)
 **                 settled rows vs the same query as a scan, and a claim
 **                 with its settle on a ledger with that index vs without
+**   9. memory     what a connection with one ledger costs by SQLite's own
+**                 accounting (sqlite3_memory_used, and sqlite3_db_status
+**                 CACHE_USED, SCHEMA_USED, STMT_USED): open, after CREATE,
+**                 after the first claim, then every tenth of
+**                 BENCH_MEMORY_CLAIMS (1,000,000) claims, each settled, in
+**                 transactions of 10,000; the heap outside the page cache
+**                 must not grow, and the page cache stays within
+**                 cache_size (targets)
 **
 ** A summary lists every target with its measured ratio and met / MISSED.
 **
@@ -55,8 +71,9 @@
 **
 ** Environment: BENCH_ROUNDS, BENCH_ROUND_MS, BENCH_LEDGER_ROUNDS,
 ** BENCH_AUTOCOMMIT_CALLS (200 per round), BENCH_RACE_KEYS (3000),
-** BENCH_RACE_ROUNDS (5), BENCH_RETENTION_ROWS (100000), BENCH_MAX_ROWS,
-** BENCH_ATTENTION_ROWS (5000000),
+** BENCH_RACE_ROUNDS (5), BENCH_RACE_TIMEOUT (300), BENCH_RACE_FAIL,
+** BENCH_RETENTION_ROWS (100000), BENCH_MAX_ROWS,
+** BENCH_ATTENTION_ROWS (5000000), BENCH_MEMORY_CLAIMS (1000000),
 ** BENCH_SECTIONS (a list of section names; default all), BENCH_STRICT=1
 ** (exit 3 when a target is missed), TMPDIR (where the database files go).
 **
@@ -67,10 +84,13 @@
 #include <sqlite3.h>
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -234,8 +254,13 @@ static void remove_db(const char *zName) {
 }
 
 static const char zWalFull[] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;";
+/* busy_timeout first: a journal-mode change takes locks, and without a
+** busy handler a second connection's open would fail at once */
 static const char zWalNormal[] =
-    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=10000;";
+    "PRAGMA busy_timeout=10000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
+/* A racing process's open: the parent made the file and set WAL (a
+** persistent mode) before forking, so a racer changes no journal mode */
+static const char zRacer[] = "PRAGMA busy_timeout=10000; PRAGMA synchronous=NORMAL;";
 
 /* ------------------------------------------------------------------ */
 /* Fixtures                                                            */
@@ -1150,7 +1175,7 @@ static void bench_claim(void) {
   }
   printf("targets (careful = the careful table with the ledger's own spelling)\n");
   printf("  claim, one txn / careful      %6.2fx  %s\n", aTxn[iClaim] / aTxn[iRef],
-         target("claim, one txn / careful", aTxn[iClaim] / aTxn[iRef], 1.3, 0));
+         target("claim, one txn / careful", aTxn[iClaim] / aTxn[iRef], 1.4, 0));
   printf("  claim, one txn / bare         %6.2fx  %s\n", aTxn[iClaim] / aTxn[iBare],
          target("claim, one txn / bare", aTxn[iClaim] / aTxn[iBare], 2.0, 0));
   printf("  claim, autocommit / bare      %6.2fx  %s\n", aAuto[iClaim] / aAuto[iBare],
@@ -1253,11 +1278,25 @@ static void bench_replay(void) {
 /* 5. race                                                             */
 /* ------------------------------------------------------------------ */
 
+/* BENCH_RACE_FAIL: which racer fails on purpose, to show that a failed
+** racer ends the section (with its error) instead of leaving the others
+** waiting: the last process of the first run of 2 or more processes,
+** before the start signal (setup) or after half its claims (claim) */
+#define RACE_FAIL_SETUP 1
+#define RACE_FAIL_CLAIM 2
+static int race_fail_mode(void) {
+  const char *z = getenv("BENCH_RACE_FAIL");
+  if (z == 0 || *z == 0) return 0;
+  if (strcmp(z, "setup") == 0) return RACE_FAIL_SETUP;
+  if (strcmp(z, "claim") == 0) return RACE_FAIL_CLAIM;
+  die("BENCH_RACE_FAIL must be 'setup' or 'claim', got", z);
+}
+
 /* One racing process: claims every key of [0,nKeys) in its own shuffled
 ** order, each claim in autocommit, and settles what it was admitted to.
 ** Reports the number of keys it was admitted to on fdOut. */
-static void race_child(int bLedger, int iChild, int nKeys, int iRun, int fdReady, int fdGo,
-                       int fdOut) {
+static void race_child(int bLedger, int iChild, int nKeys, int iRun, int eFail, int fdReady,
+                       int fdGo, int fdOut) {
   char zName[64], zConv[24], zKey[40], zToken[80], aToken[72];
   sqlite3 *db;
   sqlite3_stmt *pClaim, *pSettle;
@@ -1274,7 +1313,9 @@ static void race_child(int bLedger, int iChild, int nKeys, int iRun, int fdReady
     aOrder[k] = t;
   }
   snprintf(zName, sizeof(zName), "race-%d", iRun);
-  db = open_db(zName, 0, zWalNormal);
+  if (eFail == RACE_FAIL_SETUP)
+    die("race setup", "BENCH_RACE_FAIL=setup: this racer fails on purpose");
+  db = open_db(zName, 0, zRacer);
   if (bLedger) {
     pClaim = prepare_db(db, "SELECT idem_claim('L','t',?1,'tool',?2)");
     pSettle = prepare_db(db, "SELECT idem_settle('L',?1,'succeeded','{\"ok\":true}')");
@@ -1287,9 +1328,13 @@ static void race_child(int bLedger, int iChild, int nKeys, int iRun, int fdReady
                          " updated_at=?2 WHERE tenant='t' AND \"key\"=?1");
   }
   if (write(fdReady, &c, 1) != 1) die("race", "pipe");
-  if (read(fdGo, &c, 1) < 0) die("race", "pipe");
+  /* one byte is the start; end of file is a parent that is gone */
+  if (read(fdGo, &c, 1) != 1) die("race", "no start signal (the parent is gone)");
   for (i = 0; i < nKeys; i++) {
     int k = aOrder[i], m = fmt_conv('r', k, zConv), rc, bAdmitted = 0;
+    if (eFail == RACE_FAIL_CLAIM && i == nKeys / 2) {
+      die("race claim", "BENCH_RACE_FAIL=claim: this racer fails on purpose");
+    }
     if (bLedger) {
       sqlite3_bind_text(pClaim, 1, zConv, m, SQLITE_STATIC);
       sqlite3_bind_text(pClaim, 2, pFix->z, pFix->n, SQLITE_STATIC);
@@ -1349,16 +1394,76 @@ static void race_child(int bLedger, int iChild, int nKeys, int iRun, int fdReady
   }
 }
 
-/* nProc processes race over nKeys keys; returns keys settled per second. */
-static double race_run(int bLedger, int nProc, int nKeys, int iRun) {
-  int aReady[2], aGo[2], aOut[2], i, nAdmitted = 0, st;
+/* How a racer ended, for the message of a failed run. */
+static void race_status(int st, char *z, size_t n) {
+  if (WIFEXITED(st)) snprintf(z, n, "exited with status %d", WEXITSTATUS(st));
+  else if (WIFSIGNALED(st)) snprintf(z, n, "was killed by signal %d", WTERMSIG(st));
+  else snprintf(z, n, "stopped (status %d)", st);
+}
+
+/* A racer failed, or the run passed its deadline: stop the racers still
+** running, reap them, and end the bench with zWhy. */
+static void race_abort(const pid_t *aPid, const int *aDone, int nProc, const char *zWhy) {
+  int i, st;
+  for (i = 0; i < nProc; i++) {
+    if (!aDone[i]) kill(aPid[i], SIGKILL);
+  }
+  for (i = 0; i < nProc; i++) {
+    if (!aDone[i]) waitpid(aPid[i], &st, 0); /* killed: returns at once */
+  }
+  die("race", zWhy);
+}
+
+/* Reap the racers that have ended, without waiting; a racer that ended
+** before the start (bStarted 0) or with an error ends the run. Returns
+** the number still running. */
+static int race_reap(const pid_t *aPid, int *aDone, int nProc, int bStarted, const char *zWhat,
+                     int iRun) {
+  int i, st, nLive = 0;
+  pid_t pid;
+  char zHow[64], zWhy[256];
+  while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+    for (i = 0; i < nProc && aPid[i] != pid; i++) {
+    }
+    if (i == nProc) continue; /* not a racer */
+    aDone[i] = 1;
+    if (!bStarted || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      race_status(st, zHow, sizeof(zHow));
+      snprintf(zWhy, sizeof(zWhy),
+               "racing process %d of %d (%s, run %d) %s%s; the other racers were stopped", i + 1,
+               nProc, zWhat, iRun, zHow, bStarted ? "" : " before the start");
+      race_abort(aPid, aDone, nProc, zWhy);
+    }
+  }
+  if (pid < 0 && errno != ECHILD && errno != EINTR) die("race: waitpid", strerror(errno));
+  for (i = 0; i < nProc; i++) nLive += !aDone[i];
+  return nLive;
+}
+
+/* nProc processes race over nKeys keys; returns keys settled per second.
+** Every wait is bounded: the run's deadline (BENCH_RACE_TIMEOUT seconds),
+** busy_timeout in each racer, and an alarm() that ends a racer left behind. */
+static double race_run(int bLedger, int nProc, int nKeys, int iRun, int eFail) {
+  int aReady[2], aGo[2], aOut[2], i, nAdmitted = 0, nReady = 0, aDone[16];
+  int nTimeout = env_int("BENCH_RACE_TIMEOUT", 300, 1, 86400);
+  const char *zWhat = bLedger ? "ledger" : "bare";
   pid_t aPid[16];
-  double t0, t1;
-  char zName[64], c;
+  double t0, t1, tEnd;
+  char zName[64], zGo[16], zWhy[256];
   sqlite3 *db;
+  sigset_t chld, old;
   snprintf(zName, sizeof(zName), "race-%d", iRun);
   remove_db(zName);
+  /* the file, its journal mode (persistent) and its tables exist before
+  ** any racer opens it: no two processes set up the same fresh file */
   db = open_db(zName, 0, zWalNormal);
+  {
+    sqlite3_stmt *p = prepare_db(db, "PRAGMA journal_mode");
+    if (sqlite3_step(p) != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(p, 0), "wal")) {
+      die("race", "the race file is not in WAL mode");
+    }
+    sqlite3_finalize(p);
+  }
   if (bLedger) {
     exec_db(db, "CREATE VIRTUAL TABLE L USING idempotency");
   } else {
@@ -1368,33 +1473,72 @@ static double race_run(int bLedger, int nProc, int nKeys, int iRun) {
   }
   sqlite3_close(db);
   if (pipe(aReady) || pipe(aGo) || pipe(aOut)) die("race", strerror(errno));
+  /* SIGCHLD is blocked so that the parent can wait for it with a bound */
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (sigprocmask(SIG_BLOCK, &chld, &old)) die("race: sigprocmask", strerror(errno));
   fflush(stdout);
   fflush(stderr);
   for (i = 0; i < nProc; i++) {
+    aDone[i] = 0;
     aPid[i] = fork();
     if (aPid[i] < 0) die("fork", strerror(errno));
     if (aPid[i] == 0) {
+      sigprocmask(SIG_SETMASK, &old, 0);
+      alarm((unsigned)nTimeout + 10); /* left behind by a parent that is gone */
       close(aReady[0]);
       close(aGo[1]);
       close(aOut[0]);
-      race_child(bLedger, i, nKeys, iRun, aReady[1], aGo[0], aOut[1]);
+      race_child(bLedger, i, nKeys, iRun, i == nProc - 1 ? eFail : 0, aReady[1], aGo[0], aOut[1]);
       _exit(0);
     }
   }
   close(aReady[1]);
   close(aGo[0]);
   close(aOut[1]);
-  for (i = 0; i < nProc; i++) {
-    if (read(aReady[0], &c, 1) != 1) die("race", "a process failed before the start");
+  tEnd = now_us() + nTimeout * 1e6;
+  while (nReady < nProc) {
+    struct pollfd pfd;
+    char ac[16];
+    ssize_t n;
+    race_reap(aPid, aDone, nProc, 0, zWhat, iRun);
+    if (now_us() > tEnd) {
+      snprintf(zWhy, sizeof(zWhy), "%d of %d racers (%s, run %d) not ready after %d s",
+               nProc - nReady, nProc, zWhat, iRun, nTimeout);
+      race_abort(aPid, aDone, nProc, zWhy);
+    }
+    pfd.fd = aReady[0];
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    if (poll(&pfd, 1, 20) <= 0) continue;
+    n = read(aReady[0], ac,
+             sizeof(ac) < (size_t)(nProc - nReady) ? sizeof(ac) : (size_t)(nProc - nReady));
+    if (n > 0) nReady += (int)n;
   }
+  memset(zGo, 'g', sizeof(zGo));
   t0 = now_us();
-  close(aGo[1]); /* every child's read returns: go */
-  for (i = 0; i < nProc; i++) {
-    if (waitpid(aPid[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-      die("race", "a racing process failed");
+  /* one byte to each racer: go */
+  if (write(aGo[1], zGo, (size_t)nProc) != (ssize_t)nProc) {
+    race_abort(aPid, aDone, nProc, "the start signal could not be written");
+  }
+  while (race_reap(aPid, aDone, nProc, 1, zWhat, iRun) > 0) {
+    struct timespec ts;
+    double tLeft = tEnd - now_us();
+    if (tLeft <= 0) {
+      snprintf(zWhy, sizeof(zWhy), "racers (%s, run %d) still running after %d s", zWhat, iRun,
+               nTimeout);
+      race_abort(aPid, aDone, nProc, zWhy);
+    }
+    if (tLeft > 1e6) tLeft = 1e6;
+    ts.tv_sec = (time_t)(tLeft / 1e6);
+    ts.tv_nsec = (long)((tLeft - (double)ts.tv_sec * 1e6) * 1e3);
+    if (sigtimedwait(&chld, 0, &ts) < 0 && errno != EAGAIN && errno != EINTR) {
+      die("race: sigtimedwait", strerror(errno));
     }
   }
   t1 = now_us();
+  sigprocmask(SIG_SETMASK, &old, 0);
+  close(aGo[1]);
   for (i = 0; i < nProc; i++) {
     int n = 0;
     if (read(aOut[0], &n, sizeof(n)) != (ssize_t)sizeof(n)) die("race", "missing report");
@@ -1421,16 +1565,18 @@ static void bench_race(void) {
   int nKeys = env_int("BENCH_RACE_KEYS", 3000, 100, 1000000);
   int nRound = env_int("BENCH_RACE_ROUNDS", 5, 1, MAX_ROUND);
   double aL[3][MAX_ROUND], aB[3][MAX_ROUND];
-  int p, r, iRun = 0;
+  int p, r, iRun = 0, eFail = race_fail_mode();
   for (r = 0; r < nRound; r++) {
     for (p = 0; p < 3; p++) {
+      /* the failure asked for, in the first run of 2 or more processes */
+      int f = r == 0 && aProc[p] == 2 ? eFail : 0;
       /* alternate which goes first */
       if (r % 2 == 0) {
-        aL[p][r] = race_run(1, aProc[p], nKeys, iRun++);
-        aB[p][r] = race_run(0, aProc[p], nKeys, iRun++);
+        aL[p][r] = race_run(1, aProc[p], nKeys, iRun++, f);
+        aB[p][r] = race_run(0, aProc[p], nKeys, iRun++, 0);
       } else {
-        aB[p][r] = race_run(0, aProc[p], nKeys, iRun++);
-        aL[p][r] = race_run(1, aProc[p], nKeys, iRun++);
+        aB[p][r] = race_run(0, aProc[p], nKeys, iRun++, f);
+        aL[p][r] = race_run(1, aProc[p], nKeys, iRun++, 0);
       }
     }
   }
@@ -1767,6 +1913,116 @@ static void bench_attention(void) {
 }
 
 /* ------------------------------------------------------------------ */
+/* 9. memory                                                           */
+/* ------------------------------------------------------------------ */
+
+/* SQLite's own accounting at one moment: the process's heap through
+** SQLite (sqlite3_status64 MEMORY_USED, the figure sqlite3_memory_used
+** returns) and the connection's page cache, schema and statements. */
+typedef struct MemPoint MemPoint;
+struct MemPoint {
+  sqlite3_int64 heap, cache, schema, stmt;
+};
+
+static void mem_point(sqlite3 *db, MemPoint *m) {
+  sqlite3_int64 hi = 0;
+  int v = 0, vhi = 0;
+  if (sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &m->heap, &hi, 0) != SQLITE_OK) {
+    die("memory", "sqlite3_status64 failed");
+  }
+  if (m->heap != sqlite3_memory_used()) die("memory", "sqlite3_memory_used disagrees");
+  m->cache = m->schema = m->stmt = 0;
+  if (db == 0) return;
+  if (sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_USED, &v, &vhi, 0)) die("memory", "db_status");
+  m->cache = v;
+  if (sqlite3_db_status(db, SQLITE_DBSTATUS_SCHEMA_USED, &v, &vhi, 0)) die("memory", "db_status");
+  m->schema = v;
+  if (sqlite3_db_status(db, SQLITE_DBSTATUS_STMT_USED, &v, &vhi, 0)) die("memory", "db_status");
+  m->stmt = v;
+}
+
+static void mem_row(const char *zWhen, const MemPoint *m, const MemPoint *pBase) {
+  printf("%-34s %10.1f %10.1f %10.1f %10.1f %12.1f\n", zWhen, (m->heap - pBase->heap) / 1024.0,
+         m->cache / 1024.0, m->schema / 1024.0, m->stmt / 1024.0,
+         (m->heap - pBase->heap - m->cache) / 1024.0);
+}
+
+/* What a connection with one ledger costs, and that it does not grow over
+** BENCH_MEMORY_CLAIMS (1,000,000) claims, each settled, in transactions of
+** 10,000 (WAL, synchronous=NORMAL, default cache_size). */
+static void bench_memory(void) {
+  int nClaims = env_int("BENCH_MEMORY_CLAIMS", 1000000, 1000, 100000000);
+  int nStep = nClaims / 10, nBatch = 10000, i;
+  sqlite3 *db;
+  Op op;
+  MemPoint base, mOpen, mLedger, mFirst, m, mMax;
+  sqlite3_int64 nCacheBound, nGrowth;
+  double t0 = now_us();
+
+  remove_db("memory");
+  mem_point(0, &base);
+  db = open_db("memory", 0, zWalNormal);
+  mem_point(db, &mOpen);
+  exec_db(db, "CREATE VIRTUAL TABLE L USING idempotency");
+  mem_point(db, &mLedger);
+  {
+    int64_t nPages = query_int(db, "PRAGMA cache_size");
+    int64_t nPage = query_int(db, "PRAGMA page_size");
+    /* what the cache may hold: cache_size pages, or -cache_size KiB */
+    nCacheBound = nPages < 0 ? -nPages * 1024 : nPages * nPage;
+  }
+  /* a claim and its settle in one statement: both functions' statements */
+  op_init(&op, "memory claim+settle", db,
+          "SELECT idem_settle('L', idem_claim('L','t',:conv,'tool',:args) ->> '$.token',"
+          " 'succeeded', '{\"ok\":true}')",
+          &aFix[FIX_SMALL], CHECK_ROW);
+  op_batch(&op, 1, 0);
+  mem_point(db, &mFirst);
+  printf(
+      "\n9. memory: a connection with one ledger, by SQLite's own accounting (KiB; heap is"
+      " sqlite3_memory_used\n   less its value before the open), then %d claims, each"
+      " settled, in transactions of %d\n",
+      nClaims, nBatch);
+  printf("%-34s %10s %10s %10s %10s %12s\n", "", "heap", "cache", "schema", "stmt", "heap - cache");
+  mem_row("connection open, extension loaded", &mOpen, &base);
+  mem_row("CREATE VIRTUAL TABLE", &mLedger, &base);
+  mem_row("after the first claim", &mFirst, &base);
+  mMax = mFirst;
+  for (i = 1; i < nClaims;) {
+    /* a batch ends at each tenth of nClaims, which is a sample */
+    int n = nBatch, nNext = (i / nStep + 1) * nStep - i;
+    char zWhen[48];
+    if (n > nNext) n = nNext;
+    if (n > nClaims - i) n = nClaims - i;
+    op_batch(&op, n, 1);
+    i += n;
+    mem_point(db, &m);
+    if (m.heap - m.cache > mMax.heap - mMax.cache) mMax = m;
+    if (i % nStep == 0 || i == nClaims) {
+      snprintf(zWhen, sizeof(zWhen), "after %d claims", i);
+      mem_row(zWhen, &m, &base);
+    }
+  }
+  op_free(&op);
+  nGrowth = (mMax.heap - mMax.cache) - (mFirst.heap - mFirst.cache);
+  printf(
+      "  (page cache bound %.0f KiB; the largest heap outside the page cache came %+.1f KiB"
+      " from the first claim's;\n   statements %+.1f KiB, schema %+.1f KiB at the end)\n",
+      nCacheBound / 1024.0, nGrowth / 1024.0, (m.stmt - mFirst.stmt) / 1024.0,
+      (m.schema - mFirst.schema) / 1024.0);
+  printf("  memory, at the end / after the first claim, outside the page cache: %.3fx  %s\n",
+         (double)(m.heap - m.cache) / (double)(mFirst.heap - mFirst.cache),
+         target("memory outside the page cache, end / 1st claim",
+                (double)(mMax.heap - mMax.cache) / (double)(mFirst.heap - mFirst.cache), 1.02, 0));
+  printf("  page cache at the end / its bound: %.3fx  %s\n", (double)m.cache / (double)nCacheBound,
+         target("page cache / its bound (cache_size)", (double)m.cache / (double)nCacheBound, 1.10,
+                0));
+  sqlite3_close(db);
+  remove_db("memory");
+  printf("  (%.1f s)\n", (now_us() - t0) / 1e6);
+}
+
+/* ------------------------------------------------------------------ */
 /* main                                                                */
 /* ------------------------------------------------------------------ */
 
@@ -1845,6 +2101,8 @@ int main(int argc, char **argv) {
   section_done("growth");
   if (section_on("attention")) bench_attention();
   section_done("attention");
+  if (section_on("memory")) bench_memory();
+  section_done("memory");
 
   if (aHarnessUs[0] >= 0 || aHarnessUs[1] >= 0) printf("\nharness: an empty call costs");
   if (aHarnessUs[0] >= 0) {

@@ -6,8 +6,11 @@
 **   bare, careful   plain INSERTs: UNIQUE(tenant,key) only; plus the four
 **                   grammar CHECKs (rtrim spelling: carefulglob for GLOB)
 **   notrig, rows    the same row (a derived-style key) into a copy of
-**                   <ledger>_rows without its triggers; into
-**                   <ledger>_rows itself (plain SQL)
+**                   <ledger>_rows without its triggers or its index of
+**                   open rows; into <ledger>_rows itself (plain SQL)
+**   openidx         the copy with the index of open rows
+**   instrig         the copy with that index and the insert trigger (the
+**                   fresh-claim rule); rows adds the AFTER INSERT id trigger
 **   ledger          SELECT idem_claim(...) of fresh keys
 **   replay, keysel  idem_claim of one settled key; idem_key + a SELECT
 **
@@ -70,17 +73,30 @@ int main(int argc, char **argv) {
     " conversation NOT NULL CHECK(" GLOBG("conversation") "), tool NOT NULL CHECK(" GLOBG("tool") "), args NOT NULL, UNIQUE(tenant,key));"
     "CREATE TABLE bare(tenant, key, conversation, tool, args, UNIQUE(tenant,key));", 0, 0, 0);
   {
-    /* a copy of the rows table's DDL without its triggers */
+    /* a copy of the rows table's DDL without its triggers, then (openidx,
+    ** instrig) its index of open rows, then (instrig) its insert trigger,
+    ** each renamed onto the copy */
     sqlite3_stmt *q;
+    int nPart = strcmp(mode, "instrig") == 0 ? 3 : strcmp(mode, "openidx") == 0 ? 2 : 1;
     sqlite3_prepare_v2(db,
-                       "SELECT replace(sql, 'CREATE TABLE \"L_rows\"', 'CREATE TABLE notrig') FROM "
-                       "sqlite_schema WHERE name='L_rows'",
+                       "SELECT replace(replace(replace(sql, 'CREATE TRIGGER \"L_rows_insert\"',"
+                       " 'CREATE TRIGGER \"notrig_insert\"'), '\"L_rows\"', 'notrig'),"
+                       " 'CREATE INDEX \"', 'CREATE INDEX \"notrig_') FROM sqlite_schema"
+                       " WHERE name='L_rows' OR (?1 >= 2 AND type='index' AND tbl_name='L_rows'"
+                       " AND sql IS NOT NULL) OR (?1 >= 3 AND name='L_rows_insert')"
+                       " ORDER BY type='trigger', type='index'",
                        -1, &q, 0);
-    if (sqlite3_step(q) == SQLITE_ROW)
-      sqlite3_exec(db, (const char *)sqlite3_column_text(q, 0), 0, 0, 0);
+    sqlite3_bind_int(q, 1, nPart);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+      if (sqlite3_exec(db, (const char *)sqlite3_column_text(q, 0), 0, 0, &err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+      }
+    }
     sqlite3_finalize(q);
   }
-  if (strcmp(mode, "rows") == 0 || strcmp(mode, "notrig") == 0) {
+  if (strcmp(mode, "rows") == 0 || strcmp(mode, "notrig") == 0 || strcmp(mode, "openidx") == 0 ||
+      strcmp(mode, "instrig") == 0) {
     char *z = sqlite3_mprintf(
         "INSERT INTO "
         "%s(tenant,\"key\",conversation,tool,args,effect,status,attempt,token,created_at,updated_"
@@ -130,7 +146,7 @@ int main(int argc, char **argv) {
     sqlite3_bind_text(p, 1, a, -1, SQLITE_TRANSIENT);
     if (strcmp(mode, "bare") == 0 || strcmp(mode, "careful") == 0 ||
         strcmp(mode, "carefulglob") == 0 || strcmp(mode, "notrig") == 0 ||
-        strcmp(mode, "rows") == 0) {
+        strcmp(mode, "openidx") == 0 || strcmp(mode, "instrig") == 0 || strcmp(mode, "rows") == 0) {
       char k[40];
       unsigned long long x = 0x9e3779b97f4a7c15ULL * (unsigned long long)(i + 1);
       snprintf(k, sizeof k, "idem1-%016llx%016llx", x, x ^ 0xabcdef1234567ULL);

@@ -95,19 +95,16 @@ static IdemLedger *ledger_lookup(sqlite3_context *ctx, int iArg, sqlite3_value *
 }
 
 /*
-** ledger_lookup, then, for a function that writes (bWrite) inside a
-** transaction, the write lock on the ledger's schema (ledger_write_first)
+** For a ledger ledger_lookup found: for a function that writes (bWrite)
+** inside a transaction, the write lock on the ledger's schema (ledger_write_first)
 ** before anything of that schema is read, and the ledger's file read when
 ** connecting it could not (ledger_ready). Outside a transaction every
 ** statement a function runs is its own transaction, and the functions
 ** order their reads and writes themselves.
 */
-static IdemLedger *ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
-                                  const char *zFunc, int bWrite) {
-  IdemLedger *p = ledger_lookup(ctx, iArg, pName, zFunc);
+static IdemLedger *ledger_use(sqlite3_context *ctx, IdemLedger *p, const char *zFunc, int bWrite) {
   char *zErr = 0;
   int rc = SQLITE_OK;
-  if (p == 0) return 0;
   if (bWrite && !sqlite3_get_autocommit(p->db)) rc = ledger_write_first(p, zFunc, &zErr);
   if (rc == SQLITE_OK) rc = ledger_ready(p, &zErr);
   if (rc) {
@@ -116,6 +113,12 @@ static IdemLedger *ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value 
     return 0;
   }
   return p;
+}
+
+static IdemLedger *ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                  const char *zFunc, int bWrite) {
+  IdemLedger *p = ledger_lookup(ctx, iArg, pName, zFunc);
+  return p ? ledger_use(ctx, p, zFunc, bWrite) : 0;
 }
 
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
@@ -206,20 +209,30 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   LedgerReq q;
   LedgerDecision d;
   char *zErr = 0;
-  int rc;
+  int rc, bParseFirst;
 
   memset(&d, 0, sizeof(d));
   memset(&q, 0, sizeof(q));
   q.args.pMem = &idem_sqlite_mem;
-  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
+  p = ledger_lookup(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
-  /* inside a transaction resolving took the write lock first */
+  /* Inside a transaction the write lock is taken before anything of the
+  ** ledger's schema is read (ledger_use). The request itself reads
+  ** nothing: when the ledger's file is already read (its options known),
+  ** the names are checked, the args made canonical and the key hashed
+  ** first, and the lock is taken after, so a transaction's first claim
+  ** does not hold it for that work (large args take long to
+  ** canonicalise). A ledger not read yet takes the lock first, as every
+  ** other function does. */
+  bParseFirst = !sqlite3_get_autocommit(p->db) && !p->bUnread;
+  if (!bParseFirst && ledger_use(ctx, p, zFunc, 1) == 0) return;
   rc = claim_transaction_check(p, argv[0], &zErr);
   if (rc == SQLITE_OK) {
     rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
                           argc > 6 ? argv[6] : 0, &q, &zErr);
     q.bNoWhy = 1; /* the answer says why; zWhy is for the INSERT path */
   }
+  if (rc == SQLITE_OK && bParseFirst) rc = ledger_write_first(p, zFunc, &zErr);
   /* outside a transaction the claim checks the triggers after its read pass */
   if (rc == SQLITE_OK && !sqlite3_get_autocommit(p->db)) {
     rc = ledger_check_triggers(p, zFunc, &zErr);
