@@ -37,7 +37,7 @@ LDLIBS_EXT := -lm $(EXTRA_LDFLAGS)
 
 EXT_SRC := $(wildcard ext/*.c)
 PURE_SRC := ext/canonical.c ext/grammar.c ext/shortest.c
-EXT_HDR := ext/idem_internal.h include/idempotency.h
+EXT_HDR := ext/idem_internal.h ext/idem_num.h include/idempotency.h
 EXT := $(BUILD)/idempotency.$(SO)
 
 export SHARED BUILD EXT

@@ -3,7 +3,7 @@
 **
 ** A purpose-built strict I-JSON parser and JCS printer. It does not
 ** include SQLite: the SQL functions idem_canonical(), idem_fingerprint()
-** and idem_key() (grammar.c, idempotency.c) sit on top of it, and the C
+** and idem_key() (keyfuncs.c, over grammar.c) sit on top of it, and the C
 ** unit tests and the fuzz target link it alone.
 **
 ** How it works: the input is parsed once into a flat array of nodes.
@@ -32,6 +32,7 @@
 ** is not a key and a target's 64-bit id must come back digit for digit.
 */
 #include "idem_internal.h"
+#include "idem_num.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -720,6 +721,47 @@ static int es_from_mantissa(const unsigned char *z, int neg, size_t intStart, si
   return (int)(o - zOut);
 }
 
+/*
+** Read the run of digits at z[i..n) into w, which keeps the first 19
+** significant digits of the number (nd counts them; the caller has put
+** the digits before this run in already): returns the index after the
+** run. *pnTaken gets how many digits of the run went into w, *pnDropped
+** how many did not; *pbMore is set when one of those is not 0. Up to 8
+** digits are taken a word at a time while 19 are not reached.
+*/
+IDEM_INLINE size_t read_digits(const unsigned char *z, size_t n, size_t i, uint64_t *pW, int *pNd,
+                               int *pbMore, long *pnTaken, long *pnDropped) {
+  uint64_t w = *pW;
+  int nd = *pNd;
+  long nTaken = 0, nDropped = 0;
+  uint32_t d8;
+  while (nd <= 11 && n - i >= 8) {
+    int r = digits8(z + i, &d8);
+    w = w * aPow10u64[r] + d8;
+    nd += r;
+    nTaken += r;
+    i += r;
+    if (r < 8) goto done; /* z[i] is not a digit */
+  }
+  while (i < n && z[i] >= '0' && z[i] <= '9') {
+    unsigned d = z[i++] - '0';
+    if (nd < 19) {
+      w = w * 10 + d;
+      nd++;
+      nTaken++;
+    } else {
+      nDropped++;
+      *pbMore |= d != 0;
+    }
+  }
+done:
+  *pW = w;
+  *pNd = nd;
+  *pnTaken = nTaken;
+  *pnDropped = nDropped;
+  return i;
+}
+
 /* Parse a number at p->i into node iNode, computing its canonical text.
 ** One pass over the literal collects its value as w x 10^dExp, w being
 ** the first 19 significant digits (bMore: non-zero digits follow). */
@@ -730,7 +772,6 @@ static int parse_number(Parser *p, uint32_t iNode) {
   int neg = 0, hasFrac = 0, hasExp = 0, nd = 0, bMore = 0, rc, len;
   long exp = 0, dExp = 0;
   uint64_t w = 0;
-  uint32_t d8;
   char zClip[44], *zOut;
   uint64_t s, c;
   int e10, q;
@@ -745,25 +786,9 @@ static int parse_number(Parser *p, uint32_t iNode) {
   if (i < n && z[i] == '0') {
     i++;
   } else if (i < n && z[i] >= '1' && z[i] <= '9') {
-    /* up to 8 digits a word while 19 are not reached (nd + r <= 19) */
-    while (nd <= 11 && n - i >= 8) {
-      int r = digits8(z + i, &d8);
-      w = w * aPow10u64[r] + d8;
-      nd += r;
-      i += r;
-      if (r < 8) goto int_done; /* z[i] is not a digit */
-    }
-    while (i < n && z[i] >= '0' && z[i] <= '9') {
-      unsigned d = z[i++] - '0';
-      if (nd < 19) {
-        w = w * 10 + d;
-        nd++;
-      } else {
-        dExp++;
-        bMore |= d != 0;
-      }
-    }
-  int_done:;
+    long nTaken = 0, nDropped = 0;
+    i = read_digits(z, n, i, &w, &nd, &bMore, &nTaken, &nDropped);
+    dExp += nDropped; /* each digit past the 19th moves the point */
   } else {
     p->i = i;
     return unexpected(p, "a digit");
@@ -775,25 +800,9 @@ static int parse_number(Parser *p, uint32_t iNode) {
       while (i < n && z[i] == '0') i++; /* not significant: only move the point */
       dExp -= (long)(i - fracStart);
     }
-    while (nd <= 11 && n - i >= 8) {
-      int r = digits8(z + i, &d8);
-      w = w * aPow10u64[r] + d8;
-      nd += r;
-      dExp -= r;
-      i += r;
-      if (r < 8) goto frac_done; /* z[i] is not a digit */
-    }
-    while (i < n && z[i] >= '0' && z[i] <= '9') {
-      unsigned d = z[i++] - '0';
-      if (nd < 19) {
-        w = w * 10 + d;
-        nd++;
-        dExp--;
-      } else {
-        bMore |= d != 0;
-      }
-    }
-  frac_done:
+    long nTaken = 0, nDropped = 0;
+    i = read_digits(z, n, i, &w, &nd, &bMore, &nTaken, &nDropped);
+    dExp -= nTaken; /* each digit kept after the point divides by 10 */
     if (i == fracStart) {
       p->i = i;
       return unexpected(p, "a digit after the decimal point");
@@ -836,18 +845,13 @@ static int parse_number(Parser *p, uint32_t iNode) {
                   "send it as a string",
                   clip(z + start, i - start, zClip), start);
     }
-    if (neg && w == 0) {
-      rc = idem_buf_sink(&p->aux, "0", 1);
-      if (rc) return rc;
-      pN->inAux = 1;
-      pN->off = (uint32_t)(p->aux.n - 1);
-      pN->n = 1;
+    if (!neg || w != 0) {
+      pN->inAux = 0;
+      pN->off = (uint32_t)start;
+      pN->n = (uint32_t)(i - start);
       return IDEM_JCS_OK;
     }
-    pN->inAux = 0;
-    pN->off = (uint32_t)start;
-    pN->n = (uint32_t)(i - start);
-    return IDEM_JCS_OK;
+    /* -0 is printed 0, below */
   }
 
   if (w == 0) {

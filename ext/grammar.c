@@ -9,7 +9,7 @@
 ** framing is unambiguous because no component may contain ':'.
 **
 ** The SQL functions that use these (idem_valid_key, idem_check_key,
-** idem_key, idem_fingerprint) live in idempotency.c.
+** idem_key, idem_fingerprint) live in keyfuncs.c.
 */
 #include "idem_internal.h"
 

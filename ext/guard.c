@@ -35,6 +35,30 @@ static int column_exists(sqlite3 *db, const char *zDb, const char *zTable, const
   return sqlite3_table_column_metadata(db, zDb, zTable, zCol, 0, 0, 0, 0, 0) == SQLITE_OK;
 }
 
+/* The savepoint commands that undo a guard function's writes. */
+static const char *const azGuardUndo[2] = {"ROLLBACK TO idem_guard", "RELEASE idem_guard"};
+static const char *const azUnguardUndo[2] = {"ROLLBACK TO idem_unguard", "RELEASE idem_unguard"};
+
+/* The end of idem_guard and idem_unguard: undo the writes (azUndo, when
+** the savepoint was not released), then answer 1, or the error rc with
+** zErr (the connection's message for rc when zErr is NULL), reported
+** with the code rcShown. */
+static void guard_answer(sqlite3_context *ctx, sqlite3 *db, const char *zFunc,
+                         const char *const *azUndo, int rc, int rcShown, char *zErr) {
+  if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
+    zErr = idem_db_error(db, zFunc, rc);
+  }
+  if (azUndo) {
+    sqlite3_exec(db, azUndo[0], 0, 0, 0);
+    sqlite3_exec(db, azUndo[1], 0, 0, 0);
+  }
+  if (rc) {
+    idem_result_error(ctx, rcShown, zErr);
+    return;
+  }
+  sqlite3_result_int(ctx, 1);
+}
+
 static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_guard";
   sqlite3 *db = sqlite3_context_db_handle(ctx);
@@ -47,7 +71,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
 
   if (p == 0) return;
   /* a ledger missing a shadow table takes no new guard */
-  rc = idem_ledger_usable(p, zFunc, &zErr);
+  rc = ledger_usable(p, zFunc, &zErr);
   if (rc) goto done;
   for (i = 1; i < argc; i++) {
     int t = sqlite3_value_type(argv[i]);
@@ -69,11 +93,11 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     rc = SQLITE_NOMEM;
     goto done;
   }
-  if (zTenCol == 0 && !p->aOpt[IDEM_OPT_SINGLE]) {
+  if (zTenCol == 0 && !ledger_option(p, IDEM_OPT_SINGLE)) {
     zErr = sqlite3_mprintf(
         "%s: tenant_column is NULL, but ledger %s was not created with "
         "single_tenant=1",
-        zFunc, p->zName);
+        zFunc, ledger_name(p));
     rc = SQLITE_MISUSE;
     goto done;
   }
@@ -81,7 +105,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   zSql = sqlite3_mprintf(
       "SELECT type, sql FROM \"%w\".sqlite_schema WHERE name=%Q COLLATE "
       "NOCASE AND type IN ('table','view')",
-      p->zDb, zTable);
+      ledger_schema(p), zTable);
   if (zSql == 0) {
     rc = SQLITE_NOMEM;
     goto done;
@@ -93,7 +117,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     rc = rc == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
     if (rc == SQLITE_OK) {
       zErr = sqlite3_mprintf("%s: no table \"%s\" in schema %s, the schema of ledger %s", zFunc,
-                             zTable, p->zDb, p->zName);
+                             zTable, ledger_schema(p), ledger_name(p));
       rc = SQLITE_ERROR;
     }
     goto done;
@@ -101,9 +125,9 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   {
     const char *zType = (const char *)sqlite3_column_text(pS, 0);
     const char *zTSql = (const char *)sqlite3_column_text(pS, 1);
-    size_t nL = strlen(p->zName);
+    size_t nL = strlen(ledger_name(p));
     int bShadow =
-        sqlite3_strnicmp(zTable, p->zName, (int)nL) == 0 &&
+        sqlite3_strnicmp(zTable, ledger_name(p), (int)nL) == 0 &&
         (sqlite3_stricmp(zTable + nL, "_rows") == 0 || sqlite3_stricmp(zTable + nL, "_meta") == 0 ||
          sqlite3_stricmp(zTable + nL, "_guards") == 0 ||
          sqlite3_stricmp(zTable + nL, "_members") == 0);
@@ -134,7 +158,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   pS = 0;
   for (i = 2; i < argc; i++) {
     const char *zCol = (const char *)sqlite3_value_text(argv[i]);
-    if (zCol && !column_exists(db, p->zDb, zTable, zCol)) {
+    if (zCol && !column_exists(db, ledger_schema(p), zTable, zCol)) {
       zErr = sqlite3_mprintf("%s: table \"%s\" has no column \"%s\" (%s)", zFunc, zTable, zCol,
                              azName[i - 1]);
       rc = SQLITE_ERROR;
@@ -148,7 +172,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   bSave = 1;
   /* the write lock before the guards table is read: a read first would
   ** not wait for it (its upgrade to a write skips the busy handler) */
-  rc = idem_ledger_write_lock(p, zFunc, &zErr);
+  rc = ledger_write_first(p, zFunc, &zErr);
   if (rc) goto done;
   {
     /* one guard per table, under its current name or the one it was
@@ -161,13 +185,14 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
         " AND t.name=g.tbl||'_idem_'||%Q||'_insert'"
         " WHERE g.tbl=%Q COLLATE NOCASE OR t.tbl_name=%Q COLLATE NOCASE),"
         " (SELECT coalesce(max(id),0)+1 FROM \"%w\".\"%w_guards\")",
-        p->zDb, p->zName, p->zDb, p->zName, zTable, zTable, p->zDb, p->zName);
+        ledger_schema(p), ledger_name(p), ledger_schema(p), ledger_name(p), zTable, zTable,
+        ledger_schema(p), ledger_name(p));
     rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
     if (rc) goto done;
     if (sqlite3_step(pS) == SQLITE_ROW) {
       if (sqlite3_column_int64(pS, 0) > 0) {
         zErr = sqlite3_mprintf("%s: table \"%s\" is already guarded by ledger %s", zFunc, zTable,
-                               p->zName);
+                               ledger_name(p));
         rc = SQLITE_CONSTRAINT;
         goto done;
       }
@@ -176,14 +201,14 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     rc = sqlite3_finalize(pS);
     pS = 0;
     if (rc) goto done;
-    rc = ledger_guard_create(db, p->zDb, p->zName, p->zId, gid, zTable, zTable, zKeyCol, zTenCol,
-                             zTokCol, 0);
+    rc = ledger_guard_create(db, ledger_schema(p), ledger_name(p), ledger_identity(p), gid, zTable,
+                             zTable, zKeyCol, zTenCol, zTokCol, 0);
     if (rc) goto done;
     sqlite3_free(zSql);
     zSql = sqlite3_mprintf(
         "INSERT INTO \"%w\".\"%w_guards\"(id,tbl,key_column,"
         "tenant_column,token_column) VALUES(%lld,%Q,%Q,%Q,%Q)",
-        p->zDb, p->zName, gid, zTable, zKeyCol, zTenCol, zTokCol);
+        ledger_schema(p), ledger_name(p), gid, zTable, zKeyCol, zTenCol, zTokCol);
     rc = zSql ? sqlite3_exec(db, zSql, 0, 0, 0) : SQLITE_NOMEM;
     if (rc) goto done;
   }
@@ -193,18 +218,8 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
 done:
   sqlite3_finalize(pS);
   sqlite3_free(zSql);
-  if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
-    zErr = idem_db_error(db, zFunc, rc);
-  }
-  if (bSave) {
-    sqlite3_exec(db, "ROLLBACK TO idem_guard", 0, 0, 0);
-    sqlite3_exec(db, "RELEASE idem_guard", 0, 0, 0);
-  }
-  if (rc) {
-    idem_result_error(ctx, rc == SQLITE_MISUSE ? SQLITE_ERROR : rc, zErr);
-    return;
-  }
-  sqlite3_result_int(ctx, 1);
+  guard_answer(ctx, db, zFunc, bSave ? azGuardUndo : 0, rc, rc == SQLITE_MISUSE ? SQLITE_ERROR : rc,
+               zErr);
 }
 
 static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -231,8 +246,8 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   /* it reads the guards before it writes: the write lock first (its
   ** statement writes the rows table, which a broken ledger may lack: then
   ** the lock comes with the first write below) */
-  if (table_exists(db, p->zDb, p->zName, "rows")) {
-    rc = idem_ledger_write_lock(p, zFunc, &zErr);
+  if (table_exists(db, ledger_schema(p), ledger_name(p), "rows")) {
+    rc = ledger_write_first(p, zFunc, &zErr);
     if (rc) goto done;
   }
   /* the guard of the table by its current name (it may have been renamed
@@ -242,7 +257,7 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
       " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
       " AND t.name=g.tbl||'_idem_'||%Q||'_insert'"
       " WHERE coalesce(t.tbl_name, g.tbl)=%Q COLLATE NOCASE",
-      p->zDb, p->zName, p->zDb, p->zName, zTable);
+      ledger_schema(p), ledger_name(p), ledger_schema(p), ledger_name(p), zTable);
   if (zSql == 0) {
     rc = SQLITE_NOMEM;
     goto done;
@@ -253,8 +268,8 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   if (sqlite3_step(pS) != SQLITE_ROW) {
     rc = sqlite3_reset(pS);
     if (rc == SQLITE_OK) {
-      zErr =
-          sqlite3_mprintf("%s: table \"%s\" is not guarded by ledger %s", zFunc, zTable, p->zName);
+      zErr = sqlite3_mprintf("%s: table \"%s\" is not guarded by ledger %s", zFunc, zTable,
+                             ledger_name(p));
       rc = SQLITE_ERROR;
     }
     goto done;
@@ -267,12 +282,13 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     rc = SQLITE_NOMEM;
     goto done;
   }
-  if (!table_exists(db, p->zDb, p->zName, "rows") ||
-      !table_exists(db, p->zDb, p->zName, "members")) {
+  if (!table_exists(db, ledger_schema(p), ledger_name(p), "rows") ||
+      !table_exists(db, ledger_schema(p), ledger_name(p), "members")) {
     /* a broken ledger (ledger_lifecycle.c): no claim of it can go on, and
     ** the guards table's delete trigger, which reads both, cannot run;
     ** the guards go so that DROP TABLE can remove the ledger */
-    zSql = sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_guards_delete\"", p->zDb, p->zName);
+    zSql = sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_guards_delete\"", ledger_schema(p),
+                           ledger_name(p));
     rc = zSql ? sqlite3_exec(db, zSql, 0, 0, 0) : SQLITE_NOMEM;
     sqlite3_free(zSql);
     zSql = sqlite3_mprintf("SELECT NULL WHERE 0");
@@ -283,7 +299,7 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
         "SELECT r.\"key\" FROM \"%w\".\"%w_members\" AS m JOIN \"%w\".\"%w_rows\" AS r"
         " ON r.id=m.claim WHERE m.guard=%lld AND (r.status='claimed' OR r.status='unknown')"
         " LIMIT 1",
-        p->zDb, p->zName, p->zDb, p->zName, iGuard);
+        ledger_schema(p), ledger_name(p), ledger_schema(p), ledger_name(p), iGuard);
   }
   if (rc == SQLITE_OK) rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
@@ -292,7 +308,7 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     zErr = sqlite3_mprintf(
         "%s: table \"%s\" has rows written under the open claim of key \"%s\" of ledger %s; "
         "settle or resolve it first",
-        zFunc, zTable, sqlite3_column_text(pS, 0), p->zName);
+        zFunc, zTable, sqlite3_column_text(pS, 0), ledger_name(p));
     rc = SQLITE_ERROR;
     goto done;
   }
@@ -300,10 +316,10 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   pS = 0;
   if (rc) goto done;
   /* the triggers first: the guards table's own trigger requires them gone */
-  rc = ledger_guard_drop(db, p->zDb, p->zName, zBase);
+  rc = ledger_guard_drop(db, ledger_schema(p), ledger_name(p), zBase);
   if (rc) goto done;
-  zSql =
-      sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", p->zDb, p->zName, iGuard);
+  zSql = sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", ledger_schema(p),
+                         ledger_name(p), iGuard);
   if (zSql == 0) {
     rc = SQLITE_NOMEM;
     goto done;
@@ -321,25 +337,16 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
 done:
   sqlite3_finalize(pS);
   sqlite3_free(zBase);
-  if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
-    zErr = idem_db_error(db, zFunc, rc);
-  }
-  if (bSave) {
-    sqlite3_exec(db, "ROLLBACK TO idem_unguard", 0, 0, 0);
-    sqlite3_exec(db, "RELEASE idem_unguard", 0, 0, 0);
-  }
-  if (rc) {
-    idem_result_error(ctx, rc, zErr);
-    return;
-  }
-  sqlite3_result_int(ctx, 1);
+  guard_answer(ctx, db, zFunc, bSave ? azUnguardUndo : 0, rc, rc, zErr);
 }
 
 /* The current name of the table guarded under the name zBase (a copy
 ** of zBase if it cannot be found). sqlite3_malloc; NULL on OOM. */
 static char *current_table(IdemLedger *p, const char *zBase) {
   char *zOut = 0;
-  if (ledger_guard_table(p->db, p->zDb, p->zName, zBase, &zOut) != SQLITE_OK || zOut == 0) {
+  if (ledger_guard_table(ledger_db(p), ledger_schema(p), ledger_name(p), zBase, &zOut) !=
+          SQLITE_OK ||
+      zOut == 0) {
     sqlite3_free(zOut);
     zOut = sqlite3_mprintf("%s", zBase);
   }
@@ -382,7 +389,7 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  if (p->aOpt[IDEM_OPT_SINGLE] == 0 && sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
+  if (ledger_option(p, IDEM_OPT_SINGLE) == 0 && sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
     zErr =
         sqlite3_mprintf("%s: insert into \"%s\" needs a tenant; got %s", zFunc, zTable,
                         sqlite3_value_type(argv[3]) == SQLITE_NULL ? "NULL" : "a non-text value");
@@ -407,7 +414,7 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
     zErr = zK && zCur ? sqlite3_mprintf(
                             "%s: insert into \"%s\" refused: key %s needs a live "
                             "claim of ledger %s; %s",
-                            zFunc, zCur, zK, p->zName, zWhy)
+                            zFunc, zCur, zK, ledger_name(p), zWhy)
                       : 0;
     sqlite3_free(zK);
     sqlite3_free(zCur);

@@ -1,7 +1,8 @@
 /*
 ** idem_internal.h: the one internal header of sqlite-idempotency.
 **
-** One section per source file in ext/. The pure helpers (canonical.c,
+** One section per source file in ext/ (the numbers of shortest.c are in
+** idem_num.h). The pure helpers (canonical.c,
 ** grammar.c) do not include SQLite, so C unit tests and fuzzers link them
 ** alone; their memory comes through an IdemMem table that the SQL layer
 ** points at sqlite3_malloc64/sqlite3_realloc64/sqlite3_free.
@@ -49,7 +50,7 @@ struct IdemJcsError {
 };
 
 /* ------------------------------------------------------------------ */
-/* canonical.c: RFC 8785 (JCS) canonicaliser, strict I-JSON input      */
+/* Interface to code in canonical.c: RFC 8785, strict I-JSON          */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -102,223 +103,7 @@ int idem_buf_sink(void *pBuf, const char *p, size_t n);
 void idem_buf_free(IdemBuf *p);
 
 /* ------------------------------------------------------------------ */
-/* shortest.c: exact double <-> decimal conversion (no SQLite)          */
-/* ------------------------------------------------------------------ */
-
-/*
-** The shortest decimal s x 10^(*pE10) that reads back as the finite,
-** positive double v, nearest to v when several are shortest, even on a
-** tie: the digits ECMAScript Number::toString prints. Returns s (at most
-** 17 digits; it may end in zeros, which the caller strips).
-*/
-uint64_t idem_shortest(double v, int *pE10);
-
-/*
-** The double nearest to the decimal w x 10^e, ties to even, into *pV; w
-** (non-zero) holds the first 19 significant digits, and bMore says that
-** non-zero digits follow them (then the value is above w x 10^e). Returns
-** 1, or 0 when w and e cannot decide (rare: within 2^-72 of a tie, a
-** subnormal result, e outside the table, or digits beyond the 19th that
-** matter); then call idem_strtod on the whole literal. May give an
-** infinity.
-*/
-int idem_decimal_to_double(uint64_t w, int e, int bMore, double *pV);
-
-/*
-** Both directions at once for the decimal w x 10^e, w (non-zero) being
-** all its significant digits: the shortest digits of the double nearest
-** to it, as idem_shortest gives them, into *pS and *pE10. Returns 1; 2
-** when the double overflows; 0 when w and e cannot decide the double
-** (idem_decimal_to_double's rare cases: call idem_strtod).
-*/
-int idem_decimal_shortest(uint64_t w, int e, uint64_t *pS, int *pE10);
-
-/*
-** strtod_l in the "C" locale (correctly rounded in glibc, musl and the
-** BSDs; no setlocale() of the host changes it): zLit is a NUL-terminated
-** JSON number. Returns IDEM_JCS_OK, or IDEM_JCS_NOMEM when the locale
-** object cannot be made.
-*/
-int idem_strtod(const char *zLit, double *pV);
-
-/* For the unit tests: the table of powers of ten and the fixed-point
-** logarithms behind both conversions. */
-#define IDEM_POW10_MIN (-342)
-#define IDEM_POW10_MAX 324
-extern const uint64_t idem_pow10_128[IDEM_POW10_MAX - IDEM_POW10_MIN + 1][2];
-int idem_flog10_pow2(int e);                /* floor(e log10 2), |e| <= 1100 */
-int idem_flog10_three_quarters_pow2(int e); /* floor(log10(3/4 2^e)) */
-int idem_flog2_pow10(int e);                /* floor(e log2 10), |e| <= 400 */
-
-/*
-** The parts of shortest.c that canonical.c runs inline for every number
-** with 16 or 17 significant digits (see shortest.c's header): the parse
-** by one 128-bit product, and the proof that the literal is already the
-** shortest. idem_schubfach is the shortest search for c 2^q itself.
-*/
-uint64_t idem_schubfach(uint64_t c, int q, int *pE10);
-
-/* The 128-bit product of a and b: returns the low half, *pHi the high. */
-static inline uint64_t idem_umul128(uint64_t a, uint64_t b, uint64_t *pHi) {
-#if defined(__SIZEOF_INT128__)
-  unsigned __int128 p = (unsigned __int128)a * b;
-  *pHi = (uint64_t)(p >> 64);
-  return (uint64_t)p;
-#else
-  uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
-  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
-  uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
-  *pHi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
-  return (mid << 32) | (uint32_t)p00;
-#endif
-}
-
-/* floor(x g / 2^64) for a 128-bit g = {hi, lo}: the high half into *pHi,
-** the low half returned (x g < 2^192, so the result fits 128 bits). */
-static inline uint64_t idem_mul_shift64(uint64_t x, const uint64_t *g, uint64_t *pHi) {
-  uint64_t tHi, bHi, bLo;
-  idem_umul128(x, g[1], &tHi);
-  bLo = idem_umul128(x, g[0], &bHi);
-  bLo += tHi;
-  *pHi = bHi + (bLo < tHi);
-  return bLo;
-}
-
-/* What idem_parse_mant learns, for idem_parse_exp and idem_literal_is_shortest. */
-typedef struct IdemParseInfo IdemParseInfo;
-struct IdemParseInfo {
-  const uint64_t *g; /* the table entry for 10^e */
-  uint64_t mHi, mLo; /* m = floor((w << lz) g / 2^64) */
-  uint64_t mant;     /* m's top 53 bits rounded: 2^52..2^53 inclusive */
-  int lz, sh;        /* w's shift; the bits of m below the significand */
-  int up;            /* m was rounded up to the double */
-};
-
-/*
-** The significand of the double nearest to w 10^e (w > 0, -342 <= e <=
-** 324) into pI: returns 1, or 0 when the product cannot decide it (see
-** shortest.c's header). With w shifted left until its top bit is set,
-** and g the table entry for 10^e, m = floor(w g / 2^64) is a 128-bit
-** number in [2^126, 2^128), and the exact w 10^e / 2^(r+64) lies in
-** (m - 1, m + 1). The significand is m's top 53 bits, rounded to nearest
-** by the sh = 74 or 75 bits below them (frac), ties to even; it may carry
-** out to 2^53 (idem_parse_exp renormalises).
-*/
-static inline int idem_parse_mant(uint64_t w, int e, IdemParseInfo *pI) {
-  const uint64_t *g;
-  uint64_t mHi, mLo, fracHi, halfHi;
-  int lz, sh;
-  if (e < IDEM_POW10_MIN || e > IDEM_POW10_MAX) return 0;
-  g = idem_pow10_128[e - IDEM_POW10_MIN];
-  lz = __builtin_clzll(w);
-  w <<= lz;
-  mLo = idem_mul_shift64(w, g, &mHi);
-  sh = (int)(mHi >> 63) + 74;
-  /* frac against half a unit: fracHi:mLo vs halfHi:0 */
-  fracHi = mHi & ((((uint64_t)1) << (sh - 64)) - 1);
-  halfHi = (uint64_t)1 << (sh - 65);
-  if ((fracHi == halfHi && mLo <= 1) || (fracHi == halfHi - 1 && mLo == ~(uint64_t)0)) {
-    return 0; /* frac is within one unit of half: too near a tie */
-  }
-  pI->up = fracHi >= halfHi; /* frac > half + 1, else frac < half - 1 */
-  pI->mant = (mHi >> (sh - 64)) + (uint64_t)pI->up;
-  pI->g = g;
-  pI->mHi = mHi;
-  pI->mLo = mLo;
-  pI->lz = lz;
-  pI->sh = sh;
-  return 1;
-}
-
-/* After idem_parse_mant(w, e, pI): the double as c 2^q (2^52 <= c <
-** 2^53, or q > 971 for an overflow, q < -1074 for a result that is
-** subnormal or zero, which this path does not round). */
-static inline void idem_parse_exp(const IdemParseInfo *pI, int e, uint64_t *pC, int *pQ) {
-  int e2 = pI->sh + 64 - pI->lz + (int)(((int64_t)e * 913124641741LL) >> 38) - 127;
-  uint64_t mant = pI->mant; /* floor(e log2 10) above, as flog2_pow10 */
-  if (mant == ((uint64_t)1 << 53)) {
-    mant >>= 1;
-    e2++;
-  }
-  *pC = mant;
-  *pQ = e2;
-}
-
-/* Both: the double nearest to w 10^e as c 2^q (see idem_parse_exp);
-** returns 1, or 0 when the product cannot decide it or the result is
-** subnormal or zero. */
-static inline int idem_parse_bits(uint64_t w, int e, uint64_t *pC, int *pQ, IdemParseInfo *pI) {
-  if (!idem_parse_mant(w, e, pI)) return 0;
-  idem_parse_exp(pI, e, pC, pQ);
-  return *pQ >= -1074;
-}
-
-/*
-** Whether w 10^e, the exact value of a literal of 16 or 17 significant
-** digits that idem_parse_mant read as the double v = c 2^q (normal and
-** finite; 2^52 < c < 2^53 before any renormalisation, pI->mant strictly
-** between), is the decimal ECMAScript prints for v: then the shortest
-** search is not needed. Returns 1 only when that is proven below; 0 says
-** nothing (the caller runs Schubfach).
-**
-** Work in the units of m (idem_parse_mant): the exact decimal D = w 10^e is
-** X, with m - 1 < X < m + 1; one unit of w (u = 10^e) is
-** U = 2^lz G / 2^64 for the exact G = 10^e / 2^r, g - 1 <= G < g; v is
-** V = c 2^sh, its ulp 2^sh, half a ulp H = 2^(sh-1). With f = m mod
-** 2^sh, v is below D by about a = f (rounded down: X - V in (a-1, a+1))
-** or above it by about a = 2^sh - f (rounded up: V - X in (a-1, a+1)).
-**
-** ECMAScript prints the fewest digits whose decimal rounds to v, and of
-** those the nearest to v (ties even). The decimals that round to v lie
-** in [V - H, V + H] (ends included or not with the parity of c: every
-** test below is strict with a margin, so that does not matter). D rounds
-** to v, so it is a candidate, and it is the one printed if:
-**  (1) no decimal with fewer digits rounds to v. Let N = 10^(nd-1) <= w
-**      (nd = 16 or 17). A decimal y >= N u with k < nd significant
-**      digits is s' 10^t with 10^(k+t) > y >= 10^(nd-1) u, so t > e: a
-**      multiple of 10u. The nearest multiples of 10u around D are
-**      D - d u and D + (10 - d) u, d being the last digit of w (d > 0);
-**      both are outside [V - H, V + H] when d U > (X - V) + H and
-**      (10 - d) U > H - (X - V). Nothing below N u rounds to v: since
-**      |D - v| <= H, v - H >= D - 2H, and 2H = ulp(v) <= 2^-52 v <
-**      2^-52 10^17 u (1 + 2^-53) < 23 u, so with w >= N + 32 the interval
-**      stays above (N + 9) u.
-**  (2) D is strictly the nearest to v of the decimals with nd digits:
-**      those at or above N u have unit u (D + j u, the nearest being D
-**      when |X - V| < U / 2) or are multiples of 10u (excluded by (1)).
-**
-** The tests run on 64-bit values in units of 2^s, s = sh - 56 (18 or
-** 19): F = floor(f / 2^s), A from F as a from f, H' = 2^55, and
-** UG = floor(g.hi 2^lz / 2^(64+s)) (lz <= 14 < s). Each is within 3
-** units of its exact counterpart (m against X: 1 unit of m; g against
-** G: below 2^lz units of m; the dropped bits: below 1 unit of 2^s), so
-** d UG is within 30 of d U / 2^s, and a margin of 64 units in each test
-** makes a pass imply the exact inequality. U / 2^s <= 2^56 c / w < 2^56
-** 2^53 / 10^15 < 10 2^56, so 10 UG, A + H' and the margins fit 64 bits.
-** At c = 2^52 the gap below v is half as wide and the tests do not
-** apply (the caller excludes it).
-*/
-static inline int idem_literal_is_shortest(uint64_t w, const IdemParseInfo *pI) {
-  const uint64_t N16 = 1000000000000000u, N17 = 10000000000000000u;
-  const uint64_t H = (uint64_t)1 << 55, M = 64;
-  uint64_t d, F, A, UG, lo, hi;
-  int s;
-  if (w - (N16 + 32) >= 10 * N17 - (N16 + 32) || w - N17 < 32) return 0;
-  d = w % 10;
-  if (d == 0) return 0;
-  s = pI->sh - 56;
-  F = ((pI->mHi & ((((uint64_t)1) << (pI->sh - 64)) - 1)) << (64 - s)) | (pI->mLo >> s);
-  A = pI->up ? ((uint64_t)1 << 56) - F : F;
-  UG = pI->g[0] >> (s - pI->lz);
-  if (2 * A + M >= UG) return 0; /* (2) */
-  lo = d * UG;                   /* (1): the multiples of 10u below and above */
-  hi = (10 - d) * UG;
-  if (pI->up) return lo + A > H + M && hi > H + A + M;
-  return lo > A + H + M && hi + A > H + M;
-}
-
-/* ------------------------------------------------------------------ */
-/* grammar.c: key grammar and key derivation (no SQLite)               */
+/* Interface to code in grammar.c: the key grammar and derivation     */
 /* ------------------------------------------------------------------ */
 
 #define IDEM_KEY_MAX_CHARS 128
@@ -362,7 +147,7 @@ void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_
 /* ------------------------------------------------------------------ */
 /* IDEM_GUARDED(f) defines f_guarded, which runs the SQL function f between
 ** idem_conn_enter and idem_conn_leave (its user data is the IdemConn), so a
-** ledger disconnected while f runs is finished after it (ledger.c). Only
+** ledger disconnected while f runs is finished after it (ledger_conn.c). Only
 ** files of the SQL layer expand it; it stands outside the section below so
 ** that static analysis without sqlite3ext.h still knows the macro. */
 #define IDEM_GUARDED(f)                                                           \
@@ -378,7 +163,10 @@ void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_
 /* idem_sqlite_mem: IdemMem over sqlite3_malloc64/realloc64/free. */
 extern const IdemMem idem_sqlite_mem;
 
-/* keyfuncs.c: the pure SQL functions and helpers the ledger reuses. */
+/* ------------------------------------------------------------------ */
+/* Interface to code in keyfuncs.c: SQL functions and helpers         */
+/* ------------------------------------------------------------------ */
+
 void idem_version_func(sqlite3_context *, int, sqlite3_value **);
 void idem_valid_key_func(sqlite3_context *, int, sqlite3_value **);
 void idem_check_key_func(sqlite3_context *, int, sqlite3_value **);
@@ -414,6 +202,10 @@ int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v
 */
 int idem_utf16_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char **pzErr);
 
+/* The name of SQLite type t (SQLITE_INTEGER ...) as errors show it:
+** INTEGER, REAL, TEXT, BLOB, NULL. */
+const char *idem_type_name(int t);
+
 /* "<zFunc>: <message>" for an SQLite error rc: the connection's message
 ** when it describes rc, else SQLite's text for rc (sqlite3_malloc). */
 char *idem_db_error(sqlite3 *db, const char *zFunc, int rc);
@@ -422,7 +214,7 @@ char *idem_db_error(sqlite3 *db, const char *zFunc, int rc);
 void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
 
 /* ------------------------------------------------------------------ */
-/* json_writer.c: the one builder every JSON answer goes through       */
+/* Interface to code in json_writer.c: the one JSON builder           */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -432,39 +224,46 @@ void idem_result_error(sqlite3_context *ctx, int rc, char *zErr);
 ** nothing, so a builder is used without checking each call; idem_json_finish
 ** says what happened.
 */
+#define IDEM_JSON_MAX_DEPTH 4 /* levels inside the outermost value */
 typedef struct IdemJson IdemJson;
 struct IdemJson {
-  char *z;           /* aInline, or sqlite3_malloc'd once it outgrows it */
-  size_t n, nAlloc;  /* bytes written; room (one kept for the final NUL) */
-  int nMember;       /* members written so far */
+  char *z;                              /* aInline, or sqlite3_malloc'd once it outgrows it */
+  size_t n, nAlloc;                     /* bytes written; room (one kept for the final NUL) */
+  int nMember;                          /* members (or elements) of the open level written so far */
+  int iDepth;                           /* levels opened by idem_json_open, not closed yet */
+  int aMember[IDEM_JSON_MAX_DEPTH];     /* nMember of each enclosing level */
+  char zClose[IDEM_JSON_MAX_DEPTH + 1]; /* what closes each level, outermost first */
   int rc;            /* SQLITE_OK, SQLITE_NOMEM, or SQLITE_CORRUPT for bad stored JSON */
   const char *zBad;  /* the member whose stored JSON was refused */
   char aInline[512]; /* most answers fit: no allocation until finish */
 };
 void idem_json_begin(IdemJson *j);
+/* Begin an answer that is an array: its elements are added with zName NULL. */
+void idem_json_begin_array(IdemJson *j);
+/* Member zName (NULL: the next element of an array) opens an array (c '[')
+** or an object (c '{'), closed by idem_json_close. */
+void idem_json_open(IdemJson *j, const char *zName, char c);
+void idem_json_close(IdemJson *j);
 void idem_json_text(IdemJson *j, const char *zName, const char *zValue); /* escaped string */
 void idem_json_int(IdemJson *j, const char *zName, sqlite3_int64 v);
 void idem_json_bool(IdemJson *j, const char *zName, int b);
-void idem_json_null(IdemJson *j, const char *zName);
 /* Stored JSON zJson (from the rows table) as a member value: NULL gives
 ** zIfNull (a JSON literal); text that is not one JSON value of the kind
-** eKind (IDEM_JSON_ANY, IDEM_JSON_ARRAY) is refused (rc SQLITE_CORRUPT). */
+** eKind (IDEM_JSON_ANY, IDEM_JSON_ARRAY) is refused (rc SQLITE_CORRUPT).
+** pSeen (or NULL) is the last stored text that passed this check for one
+** kind: the check is a function of the text and the kind alone, so the
+** same bytes again pass without being parsed again. Zeroed to start;
+** freed by idem_json_seen_free. */
 #define IDEM_JSON_ANY 0
 #define IDEM_JSON_ARRAY 1
-void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
-                      int eKind);
-/* The last stored text that passed idem_json_stored's check for one kind:
-** the check is a function of the text and the kind alone, so the same
-** bytes again pass without being parsed again. Zeroed to start; freed by
-** idem_json_seen_free. */
 typedef struct IdemJsonSeen IdemJsonSeen;
 struct IdemJsonSeen {
   char *z;
   size_t n, nAlloc;
 };
 #define IDEM_JSON_SEEN_MAX 1024 /* longer texts are checked every time */
-void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
-                           int eKind, IdemJsonSeen *pSeen);
+void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
+                      int eKind, IdemJsonSeen *pSeen);
 void idem_json_seen_free(IdemJsonSeen *pSeen);
 /* Refuse stored JSON member zName without reading it (rc SQLITE_CORRUPT),
 ** for a text known not to be JSON. */
@@ -498,86 +297,27 @@ int idem_utf8_invalid_at(const char *z);
 #define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
 #define IDEM_N_OPT 6
 
+/* A ledger: opaque outside the ledger's files (IDEM_LEDGER_INTERNAL). */
 typedef struct IdemLedger IdemLedger;
-struct IdemLedger {
-  sqlite3_vtab base;
-  sqlite3 *db;
-  void *pConn;                    /* the connection's registry (IdemConn) */
-  char *zDb, *zName;              /* one allocation: zName follows zDb */
-  int nRef;                       /* 1 while connected, +1 per cached reference */
-  int bDead;                      /* disconnected; statements finalized */
-  IdemLedger *pNext;              /* registry list */
-  sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
-  sqlite3_stmt *aStmt[32];
-  unsigned mBusy; /* aStmt slots lent to an open cursor */
-  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
-  int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
-  int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
-  sqlite3_vfs *pClockVfs;       /* the VFS ledger_now() reads; NULL until first read */
-  unsigned int uDurableVersion; /* the data version iDurable was read at */
-  int bChecked, iSchemaVersion, iTempSchemaVersion;
-  int bUnread;               /* connected, its file not read yet (ledger.c: ledger_ready) */
-  int iTempNow;              /* temp's schema version as last read ... */
-  unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
-  sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
-  int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
-  char *zForeign;            /* why operations are refused, or NULL */
-  char zId[17];              /* random identity, kept in <name>_meta: guards name it */
-  /* retention_seconds (ledger_retention.c): where the next walk over old
-  ** rows starts (its statements are ST_RET_SCAN and ST_RET_DELETE) */
-  sqlite3_int64 iRetCursor;
-  char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
-  IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
-};
 
-/* Register the module and the ledger functions; *ppConn receives the
-** connection's registry, which guard functions take as user data. */
-int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_storage.c                              */
+/* ------------------------------------------------------------------ */
 
-/* Bracket every ledger and guard function (user data pConn): a ledger
-** disconnected meanwhile is finished when the outermost call leaves. */
-void idem_conn_enter(void *pConn);
-void idem_conn_leave(void *pConn);
-/* A number that changes on every idem_conn_enter and idem_conn_leave;
-** 0 outside every ledger and guard function. Two reads under one nonzero
-** number are in one call, with no other ledger or guard function between
-** them. */
-unsigned idem_conn_call(void *pConn);
+/* What a ledger shows to guard.c. */
+sqlite3 *ledger_db(const IdemLedger *p);
+const char *ledger_schema(const IdemLedger *p);             /* its schema ("main", ...) */
+const char *ledger_name(const IdemLedger *p);               /* its table name */
+const char *ledger_identity(const IdemLedger *p);           /* the random id in <name>_meta */
+sqlite3_int64 ledger_option(const IdemLedger *p, int iOpt); /* IDEM_OPT_* */
 
-/*
-** Resolve function argument iArg (a ledger name) like a table name:
-** "schema.ledger" (either part may be double-quoted) in that schema, an
-** unqualified name in temp, main, then attached schemas; it must be a
-** table USING idempotency. Cached per statement and per connection.
-** Inside a transaction it first takes the write lock on the ledger's
-** schema through the busy handler (every caller writes), before anything
-** of that schema is read. On failure the error is reported on ctx
-** (messages start with zFunc) and NULL is returned.
-*/
-IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
-                                const char *zFunc);
+/* SQLITE_OK when p has all its shadow tables (checked
+** again each call: call it when the schema changed); else an error
+** "<zFunc>: ledger ... is missing ..." and p stays refused until it is
+** reconnected. */
+int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
 
-/* Inside a transaction or savepoint that holds no write lock on p's
-** schema yet, take it (through the busy handler) before anything is read:
-** ledger_write_first for the guard functions. */
-int idem_ledger_write_lock(IdemLedger *p, const char *zFunc, char **pzErr);
-
-/* SQLITE_OK when ledger p has all its shadow tables, else an error
-** "<zFunc>: ledger L is missing its shadow table ..." in *pzErr. */
-int idem_ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
-
-/* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
-** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
-int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
-                           sqlite3_value *pToken, char **pzWhy);
-
-/* The ledger named zName whose identity is zId, searched in every schema
-** (guards call it: a same-named ledger elsewhere must not answer for
-** theirs). NULL with *pRc SQLITE_OK when there is none. */
-IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, const char *zId,
-                                   int *pRc);
-
-/* ledger_storage.c: the guards' triggers (they write the ledger's
+/* The guards' triggers (they write the ledger's
 ** <name>_members, so the storage owns their text; guard.c installs them) */
 #define IDEM_GUARD_N_TRIGGER 3
 /* insert, member, update */
@@ -596,22 +336,120 @@ int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const c
 int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase,
                        char **pzTable);
 
-/* guard.c */
-/* Register the guard functions with user data pConn (the ledger registry)
-** and hand the ledger its rename hook. */
-int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_state.c                                */
+/* ------------------------------------------------------------------ */
+
+/* Inside a transaction that holds no write lock on p's
+** schema yet, take it first (a statement that writes nothing), through the
+** busy handler; after a read of the same transaction SQLite cannot wait:
+** SQLITE_BUSY and *pzErr says to use BEGIN IMMEDIATE. */
+int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
+
+/* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
+** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
+int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
+                           sqlite3_value *pToken, char **pzWhy);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_conn.c                                 */
+/* ------------------------------------------------------------------ */
+
+/* Bracket every ledger and guard function (user data pConn): a ledger
+** disconnected meanwhile is finished when the outermost call leaves. */
+void idem_conn_enter(void *pConn);
+void idem_conn_leave(void *pConn);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger.c                                      */
+/* ------------------------------------------------------------------ */
+
+/* Register the module and the ledger functions; *ppConn receives the
+** connection's registry, which guard functions take as user data. */
+int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr);
 
 /* Remove what registration added (after a failed init: SQLite unloads the
 ** library, so nothing of it may stay registered). */
 void idem_unregister_ledger(sqlite3 *db);
+
+/*
+** Resolve function argument iArg (a ledger name) like a table name:
+** "schema.ledger" (either part may be double-quoted) in that schema, an
+** unqualified name in temp, main, then attached schemas; it must be a
+** table USING idempotency. Cached per statement and per connection.
+** Inside a transaction it first takes the write lock on the ledger's
+** schema through the busy handler (every caller writes), before anything
+** of that schema is read. On failure the error is reported on ctx
+** (messages start with zFunc) and NULL is returned.
+*/
+IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                const char *zFunc);
+
+/* The ledger named zName whose identity is zId, searched in every schema
+** (guards call it: a same-named ledger elsewhere must not answer for
+** theirs). NULL with *pRc SQLITE_OK when there is none. */
+IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, const char *zId,
+                                   int *pRc);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in guard.c                                       */
+/* ------------------------------------------------------------------ */
+
+/* Register the guard functions with user data pConn (the ledger registry). */
+int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
+
+/* Remove what idem_register_guard added. */
 void idem_unregister_guard(sqlite3 *db);
 
-/* ------------------------------------------------------------------ */
-/* Inside the ledger: ledger.c, ledger_storage.c, ledger_state.c       */
-/* ------------------------------------------------------------------ */
 #if defined(IDEM_LEDGER_INTERNAL)
 
-/* ledger_storage.c: the shadow-table format ---------------------------*/
+/* The ledger's fields, read and written only by the ledger's files. */
+/* The calls of ledger and guard functions running on a connection (the
+** registry keeps it, each ledger points at it): depth, and a number that
+** changes on every idem_conn_enter and idem_conn_leave. Two reads under
+** one number, with depth above 0, are in one call, with no other ledger
+** or guard function between them. */
+typedef struct LedgerCalls LedgerCalls;
+struct LedgerCalls {
+  int nDepth;
+  unsigned iCall;
+};
+
+struct IdemLedger {
+  sqlite3_vtab base;
+  sqlite3 *db;
+  void *pConn;                    /* the connection's registry (IdemConn) */
+  LedgerCalls *pCalls;            /* the registry's calls (ledger_temp_version) */
+  char *zDb, *zName;              /* one allocation: zName follows zDb */
+  int nRef;                       /* 1 while connected, +1 per cached reference */
+  int bDead;                      /* disconnected; statements finalized */
+  IdemLedger *pNext;              /* registry list */
+  sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
+  sqlite3_stmt *aStmt[32];
+  unsigned mBusy; /* aStmt slots lent to an open cursor */
+  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
+  int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
+  int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
+  sqlite3_vfs *pClockVfs;       /* the VFS ledger_now() reads; NULL until first read */
+  unsigned int uDurableVersion; /* the data version iDurable was read at */
+  int bChecked, iSchemaVersion, iTempSchemaVersion;
+  int bUnread;               /* connected, its file not read yet (ledger_ready) */
+  int iTempNow;              /* temp's schema version as last read ... */
+  unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
+  sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
+  int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
+  char *zForeign;            /* why operations are refused, or NULL */
+  char zId[17];              /* random identity, kept in <name>_meta: guards name it */
+  /* retention_seconds (ledger_retention.c): where the next walk over old
+  ** rows starts (its statements are ST_RET_SCAN and ST_RET_DELETE) */
+  sqlite3_int64 iRetCursor;
+  char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
+  IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
+};
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_storage.c: the shadow-table format     */
+/* ------------------------------------------------------------------ */
 
 #define LEDGER_FORMAT 3
 
@@ -739,6 +577,9 @@ void ledger_finalize_all(IdemLedger *p);
 int ledger_step_done(sqlite3_stmt *pS);
 /* synchronous >= FULL on a file database: a power loss keeps the claim. */
 int ledger_durable(IdemLedger *p);
+/* Unix milliseconds from the VFS clock of the ledger's database. */
+sqlite3_int64 ledger_now(IdemLedger *p);
+/* How a non-INTEGER argument is named in an error (sqlite3_malloc). */
 char *ledger_arg_got(sqlite3_value *v);
 /* Parse a token argument; SQLITE_CONSTRAINT with the error when malformed. */
 int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
@@ -775,10 +616,63 @@ void ledger_row_free(LedgerRow *r);
 /* Run row query pS (bound by the caller), load its row; pS is reset. */
 int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound);
 
-/* ledger_state.c: the claim/settle/resolve state machine --------------*/
+/* The shadow tables every ledger needs: their suffixes, in bit order. */
+#define LEDGER_N_SHADOW 3
+#define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
+extern const char *const ledger_shadow_suffix[LEDGER_N_SHADOW];
+/* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
+int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
+/* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
+char *ledger_shadow_message(const char *zName, int mMissing);
+/* Append " table <name>_rows" or " tables <name>_rows, <name>_meta" for
+** the tables in mask m to s; returns how many. */
+int ledger_shadow_list(sqlite3_str *s, const char *zName, int m);
 
-/* Unix milliseconds from the VFS clock of the ledger's database. */
-sqlite3_int64 ledger_now(IdemLedger *p);
+/* Read what a connected ledger keeps in its file: which shadow tables
+** exist, and the format, identity and options in <name>_meta. */
+int ledger_read_file(IdemLedger *p, char **pzErr);
+/* ledger_read_file at the first use of a ledger connected without
+** reading its file (p->bUnread); else nothing. */
+int ledger_ready(IdemLedger *p, char **pzErr);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_lifecycle.c: adoption and missing shadow tables */
+/* ------------------------------------------------------------------ */
+
+/*
+** xCreate: when all three shadow tables of argv[2] exist in argv[1], check
+** L_meta and the options given (argv, parsed into aVal) against it and
+** adopt them: *pbAdopted = 1, aVal, zId and *piFormat the stored ones. When none
+** exists, *pbAdopted = 0 (create them). Anything else is an error.
+*/
+int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
+                 int *piFormat, int *pbAdopted, char **pzErr);
+/* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
+** tables that exist. */
+int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
+/* For idem_ledger_live_claim: when p is broken, or rc (an error reading
+** the rows) comes from a shadow table dropped since, *pzWhy says so and
+** SQLITE_OK is returned; otherwise rc. */
+int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_retention.c: retention_seconds         */
+/* ------------------------------------------------------------------ */
+
+/*
+** After an admitted claim (inside its savepoint or INSERT statement):
+** purge a bounded batch of terminal rows whose updated_at is older than
+** the ledger's retention_seconds (nothing when it is 0). Returns
+** SQLITE_OK, or an error (with *pzErr when there is a message) that
+** fails the claim.
+*/
+int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
+/* Rows read (and at most deleted) per retention step: ST_RET_SCAN's LIMIT. */
+#define RETENTION_SCAN 16
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_state.c: the claim/settle/resolve state machine */
+/* ------------------------------------------------------------------ */
 
 /* A row's effective status (stored status seen at time now). */
 #define EFF_CLAIMED 1 /* claimed, lease live */
@@ -842,11 +736,6 @@ struct LedgerDecision {
 ** 2 the insert was just refused (q->zTaken): read the row and decide. */
 int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
                         int bCommitted, LedgerDecision *d, char **pzErr);
-/* Inside a transaction that holds no write lock on p's schema yet, take
-** it first (a statement that writes nothing), through the busy handler;
-** after a read of the same transaction SQLite cannot wait: SQLITE_BUSY and
-** *pzErr says to use BEGIN IMMEDIATE. */
-int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
 /* idem_claim: the read pass, the savepoint and the write pass. */
 int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr);
 /* idem_settle (pToken) or idem_resolve (pTenant, pKey): *pzJson answer. */
@@ -854,7 +743,20 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
                    sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
                    char **pzJson, char **pzErr);
 
-/* ledger_last.c: idem_last_claim(ledger) ------------------------------*/
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_renew.c: idem_renew(ledger, token [, seconds]) */
+/* ------------------------------------------------------------------ */
+/* The seconds argument v: an INTEGER in the lease_seconds range of CREATE
+** into *pSec, or SQLITE_CONSTRAINT with *pzErr. */
+int ledger_renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr);
+/* Renew the claim token pToken holds by nSec seconds: SQLITE_OK with
+** *pLease the new lease_until, or an error with *pzErr. */
+int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
+                 sqlite3_int64 *pLease, char **pzErr);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_last.c: idem_last_claim(ledger)        */
+/* ------------------------------------------------------------------ */
 /* idem_ledger_resolve for a function that only reads (idem_last_claim):
 ** no write lock is taken. */
 IdemLedger *idem_ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
@@ -868,61 +770,41 @@ struct LedgerLastList {
   LedgerLastClaim *a;
   int n, nAlloc;
 };
-/* The connection's list (ledger.c owns it). */
-LedgerLastList *ledger_last_list(IdemLedger *p);
 /* At each INSERT row: start a new list for p when a new statement runs,
 ** and make room for one more claim (so that adding it cannot fail). */
-int ledger_last_begin(IdemLedger *p);
+int ledger_last_begin(LedgerLastList *l, IdemLedger *p);
 /* Remember an admitted INSERT row (after its write; never fails). */
-void ledger_last_add(IdemLedger *p, const char *zKey, const char *zTenant, const char *zToken,
-                     sqlite3_int64 id, sqlite3_int64 attempt, const char *zEffect);
+void ledger_last_add(LedgerLastList *l, IdemLedger *p, const char *zKey, const char *zTenant,
+                     const char *zToken, sqlite3_int64 id, sqlite3_int64 attempt,
+                     const char *zEffect);
 void ledger_last_free(LedgerLastList *pList);
 /* The idem_last_claim answer (claims still in the database), or NULL. */
-int ledger_last_answer(IdemLedger *p, char **pz);
-void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+int ledger_last_answer(LedgerLastList *l, IdemLedger *p, char **pz);
 
-/* ledger_renew.c: idem_renew(ledger, token [, seconds]) --------------*/
-void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_conn.c: the connection's registry and name resolution */
+/* ------------------------------------------------------------------ */
 
-/* ledger_retention.c: retention_seconds --------------------------------*/
-
-/*
-** After an admitted claim (inside its savepoint or INSERT statement):
-** purge a bounded batch of terminal rows whose updated_at is older than
-** the ledger's retention_seconds (nothing when it is 0). Returns
-** SQLITE_OK, or an error (with *pzErr when there is a message) that
-** fails the claim.
-*/
-int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
-/* Rows read (and at most deleted) per retention step: ST_RET_SCAN's LIMIT. */
-#define RETENTION_SCAN 16
-
-/* ledger_lifecycle.c: adoption and missing shadow tables --------------*/
-
-#define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
-/* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
-int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
-/* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
-char *ledger_shadow_message(const char *zName, int mMissing);
-/*
-** xCreate: when all three shadow tables of argv[2] exist in argv[1], check
-** L_meta and the options given (argv, parsed into aVal) against it and
-** adopt them: *pbAdopted = 1, aVal, zId and *piFormat the stored ones. When none
-** exists, *pbAdopted = 0 (create them). Anything else is an error.
-*/
-int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
-                 int *piFormat, int *pbAdopted, char **pzErr);
-/* SQLITE_OK when p has all its shadow tables (checked again each call:
-** call it when the schema changed); else an error "<zFunc>: ledger ...
-** is missing ..." and p stays refused until it is reconnected. */
-int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
-/* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
-** tables that exist. */
-int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
-/* For idem_ledger_live_claim: when p is broken, or rc (an error reading
-** the rows) comes from a shadow table dropped since, *pzWhy says so and
-** SQLITE_OK is returned; otherwise rc. */
-int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
+typedef struct IdemConn IdemConn;
+/* A new, empty registry (sqlite3_malloc; NULL on OOM), and its destructor
+** (the module's client-data destructor: the connection is closing). */
+IdemConn *ledger_conn_new(void);
+void ledger_conn_free(void *pConn);
+/* Add connected ledger p to the registry; take it out at xDisconnect (it
+** is finished now, or after the outermost running function returns). */
+void ledger_conn_add(IdemConn *pConn, IdemLedger *p);
+void ledger_conn_disconnect(IdemLedger *p);
+/* Drop one reference to p; the last frees it. */
+void ledger_conn_unref(IdemLedger *p);
+/* The connection's last-claim list (ledger_last.c reads and writes it). */
+LedgerLastList *ledger_conn_last(IdemLedger *p);
+/* The connected ledger text zName (nName bytes) names, resolved like a
+** table name: SQLITE_OK with *pp, or an error with *pzErr ("<zFunc>: ..."). */
+int ledger_conn_lookup(IdemConn *pConn, sqlite3 *db, const char *zName, int nName,
+                       const char *zFunc, IdemLedger **pp, char **pzErr);
+/* idem_ledger_find_by_id over registry pConn of db. */
+IdemLedger *ledger_conn_find_by_id(IdemConn *pConn, sqlite3 *db, const char *zName, const char *zId,
+                                   int *pRc);
 
 #endif /* IDEM_LEDGER_INTERNAL */
 

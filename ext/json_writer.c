@@ -177,18 +177,32 @@ void idem_json_begin(IdemJson *j) {
   j->n = 0;
   j->nAlloc = sizeof(j->aInline);
   j->nMember = 0;
+  j->iDepth = 0;
+  j->zClose[0] = '}';
   j->rc = SQLITE_OK;
   j->zBad = 0;
   put(j, "{", 1);
 }
 
-/* The member's name and colon; 0 when the builder has already failed.
-** Names are constants of the source, plain ASCII: written as they are,
-** with the comma and quotes, in one append. */
+void idem_json_begin_array(IdemJson *j) {
+  idem_json_begin(j);
+  j->z[0] = '[';
+  j->zClose[0] = ']';
+}
+
+/* The member's name and colon (zName NULL: an array's element, only its
+** comma); 0 when the builder has already failed. Names are constants of
+** the source, plain ASCII: written as they are, with the comma and
+** quotes, in one append. */
 static int member(IdemJson *j, const char *zName) {
-  size_t n = strlen(zName);
+  size_t n;
   char *zOut;
   if (j->rc) return 0;
+  if (zName == 0) {
+    if (j->nMember++) put(j, ",", 1);
+    return j->rc == SQLITE_OK;
+  }
+  n = strlen(zName);
   if (n + 4 >= j->nAlloc - j->n) {
     if (j->nMember++) put(j, ",", 1);
     put(j, "\"", 1);
@@ -229,16 +243,12 @@ void idem_json_bool(IdemJson *j, const char *zName, int b) {
   if (member(j, zName)) put(j, b ? "true" : "false", b ? 4 : 5);
 }
 
-void idem_json_null(IdemJson *j, const char *zName) {
-  if (member(j, zName)) put(j, "null", 4);
-}
-
 void idem_json_literal(IdemJson *j, const char *zName, const char *zJsonLiteral) {
   if (member(j, zName)) put(j, zJsonLiteral, strlen(zJsonLiteral));
 }
 
-void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
-                           int eKind, IdemJsonSeen *pSeen) {
+void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
+                      int eKind, IdemJsonSeen *pSeen) {
   IdemJcsError err;
   size_t n;
   int rc;
@@ -283,11 +293,6 @@ void idem_json_stored_seen(IdemJson *j, const char *zName, const char *zJson, co
   }
 }
 
-void idem_json_stored(IdemJson *j, const char *zName, const char *zJson, const char *zIfNull,
-                      int eKind) {
-  idem_json_stored_seen(j, zName, zJson, zIfNull, eKind, 0);
-}
-
 void idem_json_refuse(IdemJson *j, const char *zName) {
   if (j->rc) return;
   fail(j, SQLITE_CORRUPT);
@@ -299,9 +304,32 @@ void idem_json_seen_free(IdemJsonSeen *pSeen) {
   memset(pSeen, 0, sizeof(*pSeen));
 }
 
+void idem_json_open(IdemJson *j, const char *zName, char c) {
+  if (!member(j, zName)) return;
+  if (j->iDepth == IDEM_JSON_MAX_DEPTH) {
+    fail(j, SQLITE_INTERNAL); /* deeper than any answer is built */
+    return;
+  }
+  put(j, &c, 1);
+  j->aMember[j->iDepth++] = j->nMember;
+  j->zClose[j->iDepth] = c == '[' ? ']' : '}';
+  j->nMember = 0;
+}
+
+void idem_json_close(IdemJson *j) {
+  if (j->rc) return;
+  if (j->iDepth == 0) {
+    fail(j, SQLITE_INTERNAL); /* nothing is open */
+    return;
+  }
+  put(j, &j->zClose[j->iDepth], 1);
+  j->nMember = j->aMember[--j->iDepth];
+}
+
 char *idem_json_finish(IdemJson *j, int *pRc) {
   char *z = 0;
-  put(j, "}", 1);
+  if (j->rc == SQLITE_OK && j->iDepth != 0) fail(j, SQLITE_INTERNAL); /* left open */
+  put(j, &j->zClose[0], 1);
   if (j->rc == SQLITE_OK) {
     j->z[j->n] = 0;
     if (j->z != j->aInline) {

@@ -31,7 +31,7 @@ static void *sq_realloc(void *p, size_t n) { return sqlite3_realloc64(p, n); }
 static void sq_free(void *p) { sqlite3_free(p); }
 const IdemMem idem_sqlite_mem = {sq_malloc, sq_realloc, sq_free};
 
-static const char *type_name(int t) {
+const char *idem_type_name(int t) {
   switch (t) {
     case SQLITE_INTEGER: return "INTEGER";
     case SQLITE_FLOAT: return "REAL";
@@ -77,7 +77,7 @@ int idem_key_error(const char *zFunc, const char *zLabel, sqlite3_value *v, char
   if (t == SQLITE_NULL) {
     *pzErr = sqlite3_mprintf("%s: %s is missing (NULL)", zFunc, zLabel);
   } else if (t != SQLITE_TEXT) {
-    *pzErr = sqlite3_mprintf("%s: %s must be TEXT, got %s", zFunc, zLabel, type_name(t));
+    *pzErr = sqlite3_mprintf("%s: %s must be TEXT, got %s", zFunc, zLabel, idem_type_name(t));
   } else {
     z = sqlite3_value_text(v);
     if (z == 0) return SQLITE_NOMEM;
@@ -116,8 +116,8 @@ int idem_canonical_value(const char *zFunc, const char *zLabel, sqlite3_value *v
     return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   if (t != SQLITE_TEXT) {
-    *pzErr =
-        sqlite3_mprintf("%s: %s must be TEXT holding JSON, got %s", zFunc, zLabel, type_name(t));
+    *pzErr = sqlite3_mprintf("%s: %s must be TEXT holding JSON, got %s", zFunc, zLabel,
+                             idem_type_name(t));
     return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   z = (const char *)sqlite3_value_text(v);

@@ -10,16 +10,17 @@
 **   idem_resolve(ledger, tenant, key, status, detail)
 **   idem_purge(ledger, older_than_seconds)
 **   idem_renew(ledger, token [, seconds])                (ledger_renew.c)
-**   idem_last_claim(ledger)
+**   idem_last_claim(ledger)                              (ledger_last.c)
 **   INSERT INTO L(tenant, conversation, tool, args[, effect][, key])   -- a claim
 **   SELECT ... FROM L [WHERE tenant=? AND key=?]                       -- effective state
 **   DELETE FROM L WHERE ...                                            -- terminal rows only
 **
-** This file holds the module's methods, the connection's registry of
-** ledgers and the resolution of a ledger name given to a function, and the
-** functions' entry points. The shadow-table format is in
-** ledger_storage.c, the claim/settle/resolve state machine in
-** ledger_state.c, and every JSON answer is built by json_writer.c.
+** This file holds the module's methods and every ledger SQL function's
+** wrapper: it is the only file that sees sqlite3_vtab, and sqlite3_context
+** for the ledger. The connection's registry and the resolution of a ledger
+** name are in ledger_conn.c, the shadow tables in ledger_storage.c, the
+** claim/settle/resolve state machine in ledger_state.c, and every JSON
+** answer is built by json_writer.c (docs/design.md, "The layers").
 **
 ** Every writing function is SQLITE_DIRECTONLY and the module sets
 ** SQLITE_VTAB_DIRECTONLY: a view or trigger planted in a file cannot claim,
@@ -34,87 +35,6 @@ SQLITE_EXTENSION_INIT3
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
-/* Connection registry                                                 */
-/* ------------------------------------------------------------------ */
-
-/* Resolution cache: the last few ledger names a function was given, so
-** the hot path does not resolve the name again. An entry holds a
-** reference on its ledger. It is valid while the ledger is connected
-** (DROP TABLE, DETACH and ALTER TABLE RENAME disconnect it) and, for an
-** unqualified name that reached main, while temp's schema version is
-** unchanged (only a temp table can shadow a main table). An unqualified
-** name that reaches an attached schema is not cached. */
-#define N_CACHE 4
-typedef struct ConnCache ConnCache;
-struct ConnCache {
-  char *zName; /* as given (sqlite3_malloc) */
-  IdemLedger *p;
-  int iTempVersion; /* temp's schema version when an unqualified name was cached */
-  int bQualified;   /* the name was schema.ledger */
-};
-
-typedef struct IdemConn IdemConn;
-struct IdemConn {
-  IdemLedger *pList; /* connected ledgers */
-  ConnCache aCache[N_CACHE];
-  int iNext;           /* next cache slot to replace */
-  LedgerLastList last; /* idem_last_claim (ledger_last.c) */
-  int nDepth;          /* ledger and guard functions running (nested) */
-  unsigned iCall;      /* idem_conn_call(): bumped by every enter */
-  IdemLedger *pDead;   /* disconnected while one ran: finalized after */
-};
-
-LedgerLastList *ledger_last_list(IdemLedger *p) { return &((IdemConn *)p->pConn)->last; }
-
-/* ------------------------------------------------------------------ */
-/* Small helpers                                                       */
-/* ------------------------------------------------------------------ */
-
-static int ledger_ready(IdemLedger *p, char **pzErr);
-
-static void ledger_unref(IdemLedger *p) {
-  if (--p->nRef == 0) {
-    ledger_finalize_all(p); /* statements prepared after a deferred disconnect */
-    idem_json_seen_free(&p->aSeen[0]);
-    idem_json_seen_free(&p->aSeen[1]);
-    sqlite3_free(p); /* zDb and zName live in the same allocation */
-  }
-}
-
-/*
-** A ledger can be disconnected in the middle of one of our own calls: a
-** schema change seen while one of its statements is stepped makes SQLite
-** prepare that statement again, and the schema reload disconnects the
-** virtual table, which must not finalize the statement SQLite is still
-** preparing. So every ledger and guard function runs between enter and
-** leave, and a disconnect while one runs is finished when the outermost
-** one returns: its statements (also those prepared after the disconnect)
-** are finalized then, before sqlite3_close could find them.
-*/
-void idem_conn_enter(void *pConnArg) {
-  IdemConn *pConn = (IdemConn *)pConnArg;
-  pConn->nDepth++;
-  if (++pConn->iCall == 0) pConn->iCall = 1;
-}
-
-unsigned idem_conn_call(void *pConnArg) {
-  IdemConn *pConn = (IdemConn *)pConnArg;
-  return pConn->nDepth > 0 ? pConn->iCall : 0;
-}
-
-void idem_conn_leave(void *pConnArg) {
-  IdemConn *pConn = (IdemConn *)pConnArg;
-  if (++pConn->iCall == 0) pConn->iCall = 1;
-  if (--pConn->nDepth > 0) return;
-  while (pConn->pDead) {
-    IdemLedger *p = pConn->pDead;
-    pConn->pDead = p->pNext;
-    ledger_finalize_all(p);
-    ledger_unref(p);
-  }
-}
-
-/* ------------------------------------------------------------------ */
 /* Ledger resolution for the functions                                 */
 /* ------------------------------------------------------------------ */
 
@@ -126,165 +46,20 @@ struct LedgerRef {
 
 static void ledger_ref_free(void *pArg) {
   LedgerRef *r = (LedgerRef *)pArg;
-  ledger_unref(r->p);
+  ledger_conn_unref(r->p);
   sqlite3_free(r);
 }
 
-static void cache_clear(ConnCache *c) {
-  if (c->p) ledger_unref(c->p);
-  sqlite3_free(c->zName);
-  c->p = 0;
-  c->zName = 0;
-}
-
 /*
-** Does zDb.zName exist as a table (of any kind)? Preparing a statement
-** over it also connects a virtual table. *pbFound is set; an error other
-** than "no such table" (out of memory, a ledger that fails to connect) is
-** returned.
-*/
-static int probe_table(sqlite3 *db, const char *zDb, const char *zName, int *pbFound) {
-  sqlite3_stmt *pProbe = 0;
-  char *zSql = sqlite3_mprintf("SELECT 1 FROM \"%w\".\"%w\" WHERE 0", zDb, zName);
-  int rc;
-  *pbFound = 0;
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_prepare_v2(db, zSql, -1, &pProbe, 0);
-  sqlite3_free(zSql);
-  sqlite3_finalize(pProbe);
-  if (rc == SQLITE_OK) {
-    *pbFound = 1;
-  } else if ((rc & 0xff) == SQLITE_ERROR &&
-             sqlite3_strglob("no such table: *", sqlite3_errmsg(db)) == 0) {
-    rc = SQLITE_OK;
-  }
-  return rc;
-}
-
-static IdemLedger *registry_find(IdemConn *pConn, const char *zDb, const char *zName) {
-  IdemLedger *p;
-  for (p = pConn->pList; p; p = p->pNext) {
-    if (sqlite3_stricmp(p->zDb, zDb) == 0 && sqlite3_stricmp(p->zName, zName) == 0) return p;
-  }
-  return 0;
-}
-
-/*
-** Probe table zName in every schema, in resolution order (temp, main,
-** then attached). Preparing against a virtual table connects it, which
-** registers it. With ppFound, stop at the first schema that has such a
-** table and set *ppFound to its ledger (NULL: a table, but not a
-** ledger); without it, probe every schema. On an error *pzErr (when
-** given) is set to zFunc's message for it. The schemas are listed by
-** sqlite3_db_name, which reads nothing: stepping pragma_database_list
-** would open a read transaction on main inside the caller's deferred
-** BEGIN, before the function could take the write lock.
-*/
-static int probe_schemas(IdemConn *pConn, sqlite3 *db, const char *zName, IdemLedger **ppFound,
-                         const char *zFunc, char **pzErr) {
-  int rc = SQLITE_OK, i;
-  for (i = 0; rc == SQLITE_OK; i++) {
-    /* temp (1) first, then main (0), then the attached ones in order */
-    const char *zDb = sqlite3_db_name(db, i == 0 ? 1 : i == 1 ? 0 : i);
-    int bFound = 0;
-    if (zDb == 0) break;
-    rc = probe_table(db, zDb, zName, &bFound);
-    if (rc == SQLITE_OK && bFound && ppFound) {
-      *ppFound = registry_find(pConn, zDb, zName);
-      break;
-    }
-  }
-  if (rc && pzErr) *pzErr = idem_db_error(db, zFunc, rc);
-  return rc;
-}
-
-/*
-** Split a ledger argument into its schema (NULL when unqualified) and its
-** table name: "ledger", "schema.ledger", and either part in double quotes
-** with a quote inside doubled ("a.b"."x""y"). An unquoted part is taken
-** as written (spaces and quotes after its first character included), so
-** only a name holding a '.' needs quotes. On success *pzDb and *pzName
-** are set (one sqlite3_malloc allocation, freed through *pzName's owner
-** *ppBuf). Returns SQLITE_OK, SQLITE_NOMEM, or SQLITE_ERROR with *pzWhy
-** the rule the text broke.
-*/
-static int ledger_name_split(const char *zArg, int nArg, char **ppBuf, const char **pzDb,
-                             const char **pzName, const char **pzWhy) {
-  char *zBuf = sqlite3_malloc64((sqlite3_uint64)nArg + 2);
-  char *zOut = zBuf, *azPart[2] = {0, 0};
-  int i = 0, nPart = 0;
-  *ppBuf = 0;
-  *pzDb = *pzName = 0;
-  if (zBuf == 0) return SQLITE_NOMEM;
-  if ((int)strlen(zArg) != nArg) {
-    *pzWhy = "it contains a NUL character";
-    goto malformed;
-  }
-  for (;;) {
-    char *zPart = zOut;
-    if (nPart == 2) {
-      *pzWhy = "it has more than two parts";
-      goto malformed;
-    }
-    if (zArg[i] == '"') {
-      for (i++;; i++) {
-        if (zArg[i] == 0) {
-          *pzWhy = "a quoted part has no closing quote";
-          goto malformed;
-        }
-        if (zArg[i] == '"') {
-          if (zArg[i + 1] != '"') break;
-          i++;
-        }
-        *zOut++ = zArg[i];
-      }
-      i++; /* the closing quote */
-      if (zArg[i] != 0 && zArg[i] != '.') {
-        *pzWhy = "a closing quote is followed by something other than '.'";
-        goto malformed;
-      }
-    } else {
-      while (zArg[i] != 0 && zArg[i] != '.') *zOut++ = zArg[i++];
-    }
-    *zOut++ = 0;
-    if (zPart[0] == 0) {
-      *pzWhy = "a part is empty";
-      goto malformed;
-    }
-    azPart[nPart++] = zPart;
-    if (zArg[i] == 0) break;
-    i++; /* the '.' */
-  }
-  *ppBuf = zBuf;
-  if (nPart == 2) {
-    *pzDb = azPart[0];
-    *pzName = azPart[1];
-  } else {
-    *pzName = azPart[0];
-  }
-  return SQLITE_OK;
-
-malformed:
-  sqlite3_free(zBuf);
-  return SQLITE_ERROR;
-}
-
-/*
-** Find the connected ledger argument iArg of a function call names, the
-** way a table name resolves: "schema.ledger" in that schema only, an
-** unqualified name in temp, main, then attached schemas in order.
-** Cached per statement through auxdata and per connection (ConnCache).
-** Connecting it steps no query inside a transaction that holds no lock
-** on its schema yet (see ledger_ready). On failure reports the error on
-** ctx and returns NULL.
+** Find the connected ledger argument iArg of a function call names
+** (ledger_conn_lookup), cached per statement through auxdata. On failure
+** reports the error on ctx and returns NULL.
 */
 static IdemLedger *ledger_lookup(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                  const char *zFunc) {
   IdemConn *pConn = (IdemConn *)sqlite3_user_data(ctx);
-  sqlite3 *db = sqlite3_context_db_handle(ctx);
   LedgerRef *pRef = (LedgerRef *)sqlite3_get_auxdata(ctx, iArg);
-  const char *zName, *zDbPart = 0, *zTable = 0, *zWhy = 0;
-  char *zBuf = 0;
+  const char *zName;
   IdemLedger *p = 0;
   char *zErr = 0;
   int rc;
@@ -300,60 +75,10 @@ static IdemLedger *ledger_lookup(sqlite3_context *ctx, int iArg, sqlite3_value *
     return 0;
   }
   if (pRef && !pRef->p->bDead && strcmp(pRef->zArg, zName) == 0) return pRef->p;
-  {
-    int i;
-    for (i = 0; i < N_CACHE; i++) {
-      ConnCache *c = &pConn->aCache[i];
-      if (c->p == 0 || c->p->bDead || strcmp(c->zName, zName) != 0) continue;
-      /* a qualified name names one table: it holds while that ledger is
-      ** connected (DROP, DETACH and RENAME disconnect it) */
-      if (c->bQualified) return c->p;
-      if (sqlite3_stricmp(c->p->zDb, "main") == 0) {
-        int v = -1;
-        if (ledger_temp_version(c->p, &v, 0) == SQLITE_OK && v == c->iTempVersion) return c->p;
-      }
-    }
-  }
-
-  rc = ledger_name_split(zName, sqlite3_value_bytes(pName), &zBuf, &zDbPart, &zTable, &zWhy);
-  if (rc == SQLITE_ERROR) {
-    char *zQ = idem_json_string(zName);
-    zErr = zQ ? sqlite3_mprintf(
-                    "%s: malformed ledger name %s: %s; write ledger or schema.ledger,"
-                    " a part in double quotes when it holds a '.' (\"a.b\".\"x\"\"y\")",
-                    zFunc, zQ, zWhy)
-              : 0;
-    sqlite3_free(zQ);
-    idem_result_error(ctx, zErr ? SQLITE_ERROR : SQLITE_NOMEM, zErr);
-    return 0;
-  }
-  if (rc) {
-    sqlite3_result_error_nomem(ctx);
-    return 0;
-  }
-  if (zDbPart) {
-    /* qualified: that schema only; a schema that does not exist finds
-    ** no table */
-    int bFound = 0;
-    rc = probe_table(db, zDbPart, zTable, &bFound);
-    if (rc == SQLITE_OK && bFound) p = registry_find(pConn, zDbPart, zTable);
-    if (rc) zErr = idem_db_error(db, zFunc, rc);
-  } else {
-    /* schemas in resolution order: temp first, then main, then attached */
-    rc = probe_schemas(pConn, db, zTable, &p, zFunc, &zErr);
-  }
-  sqlite3_free(zBuf);
+  rc = ledger_conn_lookup(pConn, sqlite3_context_db_handle(ctx), zName, sqlite3_value_bytes(pName),
+                          zFunc, &p, &zErr);
   if (rc) {
     idem_result_error(ctx, rc, zErr);
-    return 0;
-  }
-  if (p == 0) {
-    char *zQ = idem_json_string(zName);
-    zErr = zQ ? sqlite3_mprintf("%s: unknown ledger %s: no table USING idempotency by that name",
-                                zFunc, zQ)
-              : 0;
-    sqlite3_free(zQ);
-    idem_result_error(ctx, SQLITE_ERROR, zErr);
     return 0;
   }
   {
@@ -364,25 +89,6 @@ static IdemLedger *ledger_lookup(sqlite3_context *ctx, int iArg, sqlite3_value *
       p->nRef++;
       memcpy(pRef->zArg, zName, n + 1);
       sqlite3_set_auxdata(ctx, iArg, pRef, ledger_ref_free);
-    }
-  }
-  if (zDbPart || sqlite3_stricmp(p->zDb, "main") == 0) {
-    /* remember it; a failure to cache only costs speed. An unqualified
-    ** name that reached an attached schema is resolved in full each time:
-    ** a table of that name in main or an earlier schema would take it. */
-    ConnCache *c = &pConn->aCache[pConn->iNext];
-    char *zCopy = sqlite3_mprintf("%s", zName);
-    int v = -1;
-    if (zCopy && ledger_temp_version(p, &v, 0) == SQLITE_OK) {
-      cache_clear(c);
-      c->zName = zCopy;
-      c->p = p;
-      c->iTempVersion = v;
-      c->bQualified = zDbPart != 0;
-      p->nRef++;
-      pConn->iNext = (pConn->iNext + 1) % N_CACHE;
-    } else {
-      sqlite3_free(zCopy);
     }
   }
   return p;
@@ -415,10 +121,6 @@ static IdemLedger *ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value 
   return p ? ledger_use(ctx, p, zFunc, bWrite) : 0;
 }
 
-int idem_ledger_write_lock(IdemLedger *p, const char *zFunc, char **pzErr) {
-  return ledger_write_first(p, zFunc, pzErr);
-}
-
 IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
                                 const char *zFunc) {
   return ledger_resolve(ctx, iArg, pName, zFunc, 1);
@@ -431,43 +133,51 @@ IdemLedger *idem_ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_val
 
 IdemLedger *idem_ledger_find_by_id(sqlite3_context *ctx, const char *zName, const char *zId,
                                    int *pRc) {
-  IdemConn *pConn = (IdemConn *)sqlite3_user_data(ctx);
-  sqlite3 *db = sqlite3_context_db_handle(ctx);
-  IdemLedger *p;
-  int rc, iPass;
-  for (iPass = 0; iPass < 2; iPass++) {
-    for (p = pConn->pList; p; p = p->pNext) {
-      if (!p->bDead && p->bUnread && sqlite3_stricmp(p->zName, zName) == 0) {
-        /* its identity is in its file (a guard trigger runs inside the
-        ** write statement that fired it: the lock is held) */
-        char *zErr = 0;
-        rc = ledger_ready(p, &zErr);
-        sqlite3_free(zErr);
-        if (rc) {
-          *pRc = rc;
-          return 0;
-        }
-      }
-      if (!p->bDead && strcmp(p->zId, zId) == 0 && sqlite3_stricmp(p->zName, zName) == 0) {
-        *pRc = SQLITE_OK;
-        return p;
-      }
-    }
-    if (iPass) break;
-    /* not connected yet: connect every same-named table, then look again */
-    rc = probe_schemas(pConn, db, zName, 0, 0, 0);
-    if (rc) {
-      *pRc = rc;
-      return 0;
-    }
-  }
-  *pRc = SQLITE_OK;
-  return 0;
+  return ledger_conn_find_by_id((IdemConn *)sqlite3_user_data(ctx), sqlite3_context_db_handle(ctx),
+                                zName, zId, pRc);
 }
 
 /* ------------------------------------------------------------------ */
 /* The functions' entry points                                         */
 /* ------------------------------------------------------------------ */
+
+/* idem_renew(ledger, token [, seconds]) (ledger_renew.c) */
+static void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const char *zFunc = "idem_renew";
+  IdemLedger *p;
+  sqlite3_int64 nSec, lease = 0;
+  char *zErr = 0;
+  int rc = SQLITE_OK;
+  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
+  if (p == 0) return;
+  nSec = p->aOpt[IDEM_OPT_LEASE];
+  if (argc > 2) rc = ledger_renew_seconds(zFunc, argv[2], &nSec, &zErr);
+  if (rc == SQLITE_OK) rc = ledger_renew(p, zFunc, argv[1], nSec, &lease, &zErr);
+  if (rc) {
+    if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
+    idem_result_error(ctx, rc, zErr);
+    return;
+  }
+  sqlite3_result_int64(ctx, lease);
+}
+
+/* idem_last_claim(ledger) (ledger_last.c) */
+static void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  IdemLedger *p;
+  char *zJson = 0;
+  int rc;
+  (void)argc;
+  p = idem_ledger_resolve_read(ctx, 0, argv[0], "idem_last_claim");
+  if (p == 0) return;
+  rc = ledger_last_answer(ledger_conn_last(p), p, &zJson);
+  if (rc) {
+    idem_result_error(ctx, rc,
+                      rc == SQLITE_NOMEM ? 0 : idem_db_error(p->db, "idem_last_claim", rc));
+    return;
+  }
+  if (zJson) sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
+  else sqlite3_result_null(ctx);
+}
 
 /*
 ** require_transaction=1: refuse a claim made while no transaction is open.
@@ -677,49 +387,6 @@ static const char *const azCol[N_COL] = {"tenant",     "key",         "conversat
                                          "error",      "attempt",     "token",        "created_at",
                                          "updated_at", "lease_until", "members"};
 
-/*
-** Read what a connected ledger keeps in its file: which shadow tables
-** exist, and the format, identity and options in <name>_meta (aOpt holds
-** the options CREATE's arguments gave until then). A ledger missing a
-** shadow table stays connected (so DROP TABLE works) but refuses every
-** operation. Returns SQLITE_OK or an error with *pzErr.
-*/
-static int ledger_read_file(IdemLedger *p, char **pzErr) {
-  int rc, mMissing = 0;
-  rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
-  if (rc) return rc;
-  if (mMissing & 2) {
-    p->zId[0] = 0; /* no identity: no guard can name it */
-  } else {
-    rc = ledger_read_meta(p->db, p->zDb, p->zName, p->aOpt, p->zId, &p->iFormat, pzErr);
-    if (rc) return rc;
-  }
-  sqlite3_free(p->zBroken);
-  p->zBroken = 0;
-  if (mMissing) {
-    p->zBroken = ledger_shadow_message(p->zName, mMissing);
-    if (p->zBroken == 0) return SQLITE_NOMEM;
-  }
-  p->bUnread = 0;
-  return SQLITE_OK;
-}
-
-/*
-** A ledger connected inside a transaction that held no lock on its schema
-** reads its file at its first use (ledger_read_file), not in xConnect: a
-** read there would open a read transaction inside the caller's deferred
-** BEGIN, and SQLite does not upgrade a read transaction to a write
-** through the busy handler, so the statement's own write (an INSERT's, or
-** a function's first write) would fail at once under contention instead
-** of waiting for busy_timeout. At the first use the lock is there: the
-** statement took it (xFilter, xUpdate, xRename, xDestroy run after its
-** OP_Transaction), or the function took the write lock first
-** (idem_ledger_resolve). Returns SQLITE_OK or an error with *pzErr.
-*/
-static int ledger_ready(IdemLedger *p, char **pzErr) {
-  return p->bUnread ? ledger_read_file(p, pzErr) : SQLITE_OK;
-}
-
 static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                        sqlite3_vtab **ppVtab, char **pzErr, int bCreate) {
   IdemConn *pConn = (IdemConn *)pAux;
@@ -763,7 +430,6 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   p->zName = p->zDb + nDb + 1;
   memcpy(p->zName, argv[2], nName + 1);
   p->db = db;
-  p->pConn = pConn;
   p->nRef = 1;
   memcpy(p->aOpt, aVal, sizeof(aVal));
   memcpy(p->zId, zId, sizeof(zId));
@@ -783,8 +449,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
       }
     }
   }
-  p->pNext = pConn->pList;
-  pConn->pList = p;
+  ledger_conn_add(pConn, p);
   *ppVtab = &p->base;
   return SQLITE_OK;
 }
@@ -852,29 +517,14 @@ static int xConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
 }
 
 static int xDisconnect(sqlite3_vtab *pVtab) {
-  IdemLedger *p = (IdemLedger *)pVtab, **pp;
-  IdemConn *pConn = (IdemConn *)p->pConn;
-  for (pp = &pConn->pList; *pp; pp = &(*pp)->pNext) {
-    if (*pp == p) {
-      *pp = p->pNext;
-      break;
-    }
-  }
+  IdemLedger *p = (IdemLedger *)pVtab;
   sqlite3_free(p->zForeign);
   p->zForeign = 0;
   sqlite3_free(p->zBroken);
   p->zBroken = 0;
   sqlite3_free(pVtab->zErrMsg);
   pVtab->zErrMsg = 0;
-  p->bDead = 1;
-  if (pConn->nDepth > 0) {
-    /* inside one of our calls (see idem_conn_enter): finished by its leave */
-    p->pNext = pConn->pDead;
-    pConn->pDead = p;
-    return SQLITE_OK;
-  }
-  ledger_finalize_all(p);
-  ledger_unref(p);
+  ledger_conn_disconnect(p);
   return SQLITE_OK;
 }
 
@@ -924,11 +574,10 @@ static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
 */
 #define IDEM_SHADOW_TRIGGERS_REFUSED 3044000
 static int xShadowName(const char *zSuffix) {
-  static const char *const azShadow[] = {"rows", "meta", "guards"};
-  size_t i;
+  int i;
   if (sqlite3_libversion_number() >= IDEM_SHADOW_TRIGGERS_REFUSED) return 0;
-  for (i = 0; i < sizeof(azShadow) / sizeof(azShadow[0]); i++) {
-    if (sqlite3_stricmp(zSuffix, azShadow[i]) == 0) return 1;
+  for (i = 0; i < LEDGER_N_SHADOW; i++) {
+    if (sqlite3_stricmp(zSuffix, ledger_shadow_suffix[i]) == 0) return 1;
   }
   return 0;
 }
@@ -1236,7 +885,7 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     return vtab_error(pVtab, SQLITE_CONSTRAINT, zErr);
   }
   /* INSERT: a claim. A new statement starts a new idem_last_claim list */
-  rc = ledger_last_begin(p);
+  rc = ledger_last_begin(ledger_conn_last(p), p);
   if (rc) return vtab_error(pVtab, rc, 0);
   /* the INSERT is a write statement: its write lock first, through the
   ** busy handler, before any read of the claim */
@@ -1284,7 +933,8 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     if (rc == SQLITE_OK && d.eDec == DEC_ADMITTED) {
       /* the row is written: nothing may fail from here on (the room
       ** was made by ledger_last_begin) */
-      ledger_last_add(p, q.zKey, q.zTenant, d.zToken, d.id, d.attempt, q.zEffect);
+      ledger_last_add(ledger_conn_last(p), p, q.zKey, q.zTenant, d.zToken, d.id, d.attempt,
+                      q.zEffect);
       *pRowid = d.id;
     } else if (rc == SQLITE_OK) {
       zErr = sqlite3_mprintf("idempotency: key \"%s\" of tenant \"%s\" in ledger %s is taken: %s",
@@ -1302,30 +952,37 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
   return SQLITE_OK;
 }
 
+// clang-format off
 static sqlite3_module ledgerModule = {
-    3, /* iVersion: xShadowName */
-    xCreate,     xConnect, xBestIndex, xDisconnect, xDestroy, xOpen,   xClose,
-    xFilter,     xNext,    xEof,       xColumn,     xRowid,   xUpdate, 0, /* xBegin */
-    0,                                                                    /* xSync */
-    0,                                                                    /* xCommit */
-    0,                                                                    /* xRollback */
-    0,                                                                    /* xFindFunction */
-    xRename,     0,                                                       /* xSavepoint */
-    0,                                                                    /* xRelease */
-    0,                                                                    /* xRollbackTo */
-    xShadowName,
+  /* iVersion      */ 3, /* xShadowName */
+  /* xCreate       */ xCreate,
+  /* xConnect      */ xConnect,
+  /* xBestIndex    */ xBestIndex,
+  /* xDisconnect   */ xDisconnect,
+  /* xDestroy      */ xDestroy,
+  /* xOpen         */ xOpen,
+  /* xClose        */ xClose,
+  /* xFilter       */ xFilter,
+  /* xNext         */ xNext,
+  /* xEof          */ xEof,
+  /* xColumn       */ xColumn,
+  /* xRowid        */ xRowid,
+  /* xUpdate       */ xUpdate,
+  /* xBegin        */ 0,
+  /* xSync         */ 0,
+  /* xCommit       */ 0,
+  /* xRollback     */ 0,
+  /* xFindFunction */ 0,
+  /* xRename       */ xRename,
+  /* xSavepoint    */ 0,
+  /* xRelease      */ 0,
+  /* xRollbackTo   */ 0,
+  /* xShadowName   */ xShadowName,
 #if SQLITE_VERSION_NUMBER >= 3044000
-    0, /* xIntegrity: iVersion 3, never called */
+  /* xIntegrity    */ 0, /* iVersion 3: never called */
 #endif
 };
-
-static void conn_free(void *pArg) {
-  IdemConn *pConn = (IdemConn *)pArg;
-  int i;
-  for (i = 0; i < N_CACHE; i++) cache_clear(&pConn->aCache[i]);
-  ledger_last_free(&pConn->last);
-  sqlite3_free(pConn);
-}
+// clang-format on
 
 /* Functions that write are DIRECTONLY and not innocuous: a view or a
 ** trigger in a database file cannot reach them. idem_last_claim only reads
@@ -1367,14 +1024,13 @@ void idem_unregister_ledger(sqlite3 *db) {
 }
 
 int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr) {
-  IdemConn *pConn = sqlite3_malloc64(sizeof(IdemConn));
+  IdemConn *pConn = ledger_conn_new();
   size_t i;
   int rc;
   *ppConn = 0;
   if (pConn == 0) return SQLITE_NOMEM;
-  memset(pConn, 0, sizeof(*pConn));
   /* the module owns pConn and frees it when the connection closes */
-  rc = sqlite3_create_module_v2(db, "idempotency", &ledgerModule, pConn, conn_free);
+  rc = sqlite3_create_module_v2(db, "idempotency", &ledgerModule, pConn, ledger_conn_free);
   if (rc != SQLITE_OK) {
     if (pzErr) {
       *pzErr = sqlite3_mprintf("idempotency: cannot register module idempotency: %s",

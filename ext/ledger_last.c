@@ -55,8 +55,7 @@ static int last_is_of(const LedgerLastClaim *c, const IdemLedger *p) {
   return strcmp(c->zLedgerId, p->zId) == 0;
 }
 
-int ledger_last_begin(IdemLedger *p) {
-  LedgerLastList *l = ledger_last_list(p);
+int ledger_last_begin(LedgerLastList *l, IdemLedger *p) {
   if (last_new_statement(p->db)) {
     /* a new statement: forget this ledger's claims, keep the others' */
     int i, n = 0;
@@ -77,9 +76,9 @@ int ledger_last_begin(IdemLedger *p) {
   return SQLITE_OK;
 }
 
-void ledger_last_add(IdemLedger *p, const char *zKey, const char *zTenant, const char *zToken,
-                     sqlite3_int64 id, sqlite3_int64 attempt, const char *zEffect) {
-  LedgerLastList *l = ledger_last_list(p);
+void ledger_last_add(LedgerLastList *l, IdemLedger *p, const char *zKey, const char *zTenant,
+                     const char *zToken, sqlite3_int64 id, sqlite3_int64 attempt,
+                     const char *zEffect) {
   LedgerLastClaim *c;
   if (l->n >= l->nAlloc) return; /* ledger_last_begin made room */
   c = &l->a[l->n++];
@@ -131,13 +130,11 @@ static void last_member(IdemJson *j, const LedgerLastClaim *c) {
 ** "claims", every admitted row of that INSERT statement still in the
 ** database, in order.
 */
-int ledger_last_answer(IdemLedger *p, char **pz) {
-  LedgerLastList *l = ledger_last_list(p);
+int ledger_last_answer(LedgerLastList *l, IdemLedger *p, char **pz) {
   int rc = SQLITE_OK, i, n = 0, bAuto = sqlite3_get_autocommit(p->db), bAll = 1;
   int aKeep[64], *pKeep = aKeep;
   const LedgerLastClaim *pLast = 0;
   IdemJson j;
-  sqlite3_str *s = 0;
   *pz = 0;
   if (l->n == 0) return SQLITE_OK;
   if (l->n > (int)(sizeof(aKeep) / sizeof(aKeep[0]))) {
@@ -147,53 +144,27 @@ int ledger_last_answer(IdemLedger *p, char **pz) {
   for (i = 0; rc == SQLITE_OK && i < l->n; i++) {
     pKeep[i] = 0;
     if (last_is_of(&l->a[i], p)) rc = last_exists(p, &l->a[i], &pKeep[i]);
-    if (rc == SQLITE_OK && pKeep[i]) n++;
+    if (rc == SQLITE_OK && pKeep[i]) {
+      n++;
+      pLast = &l->a[i];
+      if (!pLast->bCommitted) bAll = 0;
+    }
   }
   if (rc || n == 0) goto done;
-  s = sqlite3_str_new(p->db);
-  sqlite3_str_appendchar(s, 1, '[');
-  for (i = 0; i < l->n; i++) {
-    IdemJson jc;
-    char *zC;
-    if (!pKeep[i]) continue;
-    pLast = &l->a[i];
-    if (!pLast->bCommitted) bAll = 0;
-    idem_json_begin(&jc);
-    last_member(&jc, pLast);
-    zC = idem_json_finish(&jc, &rc);
-    if (zC == 0) goto done;
-    sqlite3_str_appendf(s, "%s%s", sqlite3_str_length(s) > 1 ? "," : "", zC);
-    sqlite3_free(zC);
-  }
-  sqlite3_str_appendchar(s, 1, ']');
-  rc = sqlite3_str_errcode(s);
-  if (rc) goto done;
   idem_json_begin(&j);
   last_member(&j, pLast);
   /* known committed: made outside a transaction, or asked outside one */
   idem_json_bool(&j, "committed", bAll || bAuto);
-  /* built just now from the claims above, each one escaped */
-  idem_json_literal(&j, "claims", sqlite3_str_value(s));
+  idem_json_open(&j, "claims", '[');
+  for (i = 0; i < l->n; i++) {
+    if (!pKeep[i]) continue;
+    idem_json_open(&j, 0, '{');
+    last_member(&j, &l->a[i]);
+    idem_json_close(&j);
+  }
+  idem_json_close(&j);
   *pz = idem_json_finish(&j, &rc);
 done:
-  sqlite3_free(sqlite3_str_finish(s));
   if (pKeep != aKeep) sqlite3_free(pKeep);
   return rc;
-}
-
-void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  IdemLedger *p;
-  char *zJson = 0;
-  int rc;
-  (void)argc;
-  p = idem_ledger_resolve_read(ctx, 0, argv[0], "idem_last_claim");
-  if (p == 0) return;
-  rc = ledger_last_answer(p, &zJson);
-  if (rc) {
-    idem_result_error(ctx, rc,
-                      rc == SQLITE_NOMEM ? 0 : idem_db_error(p->db, "idem_last_claim", rc));
-    return;
-  }
-  if (zJson) sqlite3_result_text(ctx, zJson, -1, sqlite3_free);
-  else sqlite3_result_null(ctx);
 }

@@ -31,57 +31,6 @@ SQLITE_EXTENSION_INIT3
 
 #include <string.h>
 
-static const char *const azShadow[3] = {"rows", "meta", "guards"};
-
-int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing) {
-  sqlite3_stmt *pS = 0;
-  int rc, i;
-  char *zSql = sqlite3_mprintf(
-      "SELECT lower(name) FROM \"%w\".sqlite_schema WHERE type='table' AND lower(name) IN "
-      "(lower('%q_rows'),lower('%q_meta'),lower('%q_guards'))",
-      zDb, zName, zName, zName);
-  *pmMissing = LEDGER_SHADOW_ALL;
-  if (zSql == 0) return SQLITE_NOMEM;
-  rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
-  sqlite3_free(zSql);
-  if (rc) return rc;
-  while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
-    const char *z = (const char *)sqlite3_column_text(pS, 0);
-    size_t n = z ? strlen(z) : 0;
-    for (i = 0; i < 3; i++) {
-      size_t nSuffix = strlen(azShadow[i]);
-      if (n > nSuffix && z[n - nSuffix - 1] == '_' && strcmp(z + n - nSuffix, azShadow[i]) == 0) {
-        *pmMissing &= ~(1 << i);
-      }
-    }
-  }
-  sqlite3_finalize(pS);
-  return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-/* Append " table <name>_rows" or " tables <name>_rows, <name>_meta" for
-** the tables in mask m; returns how many. */
-static int append_tables(sqlite3_str *s, const char *zName, int m) {
-  int i, n = 0;
-  sqlite3_str_appendall(s, (m & (m - 1)) ? " tables" : " table");
-  for (i = 0; i < 3; i++) {
-    if ((m & (1 << i)) == 0) continue;
-    sqlite3_str_appendf(s, "%s %s_%s", n++ ? "," : "", zName, azShadow[i]);
-  }
-  return n;
-}
-
-char *ledger_shadow_message(const char *zName, int mMissing) {
-  sqlite3_str *s = sqlite3_str_new(0);
-  sqlite3_str_appendf(s, "ledger %s is missing its shadow", zName);
-  append_tables(s, zName, mMissing);
-  sqlite3_str_appendall(s,
-                        "; every operation on it is refused until that is restored from a "
-                        "backup and the database reopened, or the ledger is dropped with DROP "
-                        "TABLE");
-  return sqlite3_str_finish(s);
-}
-
 int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
                  int *piFormat, int *pbAdopted, char **pzErr) {
   const char *zDb = argv[1], *zName = argv[2];
@@ -96,10 +45,10 @@ int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *
     sqlite3_str *s = sqlite3_str_new(0);
     int nLeft;
     sqlite3_str_appendf(s, "idempotency: cannot create ledger %s: its shadow", zName);
-    nLeft = append_tables(s, zName, LEDGER_SHADOW_ALL & ~mMissing);
+    nLeft = ledger_shadow_list(s, zName, LEDGER_SHADOW_ALL & ~mMissing);
     sqlite3_str_appendall(s, nLeft > 1 ? " exist but" : " exists but");
-    sqlite3_str_appendall(s,
-                          append_tables(s, zName, mMissing) > 1 ? " are missing" : " is missing");
+    sqlite3_str_appendall(
+        s, ledger_shadow_list(s, zName, mMissing) > 1 ? " are missing" : " is missing");
     sqlite3_str_appendall(s,
                           "; restore what is missing from a backup, or drop what is left to "
                           "start an empty ledger");
@@ -122,25 +71,6 @@ int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *
   memcpy(aVal, aStored, sizeof(aStored));
   *pbAdopted = 1;
   return SQLITE_OK;
-}
-
-int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr) {
-  int mMissing = 0, rc;
-  /* called when the schema changed or p is broken: a shadow table may have
-  ** been dropped (or one more of them) */
-  rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
-  if (rc) return rc;
-  if (mMissing == 0 && p->zBroken == 0) return SQLITE_OK;
-  if (mMissing) {
-    /* the message names what is missing now; once broken, p stays refused
-    ** until it is reconnected, as its options may not have been read */
-    char *zNew = ledger_shadow_message(p->zName, mMissing);
-    if (zNew == 0) return SQLITE_NOMEM;
-    sqlite3_free(p->zBroken);
-    p->zBroken = zNew;
-  }
-  *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zBroken);
-  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 
 int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn) {
@@ -193,8 +123,4 @@ int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy) {
   }
   *pzWhy = sqlite3_mprintf("%s", p->zBroken);
   return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
-}
-
-int idem_ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr) {
-  return ledger_usable(p, zFunc, pzErr);
 }

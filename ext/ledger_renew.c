@@ -23,54 +23,10 @@ SQLITE_EXTENSION_INIT3
 #include <string.h>
 
 /*
-** How an argument that should have been an INTEGER is named in an error:
-** the integer, the text in JSON quotes, or its type (REAL, BLOB, NULL).
-** sqlite3_malloc; NULL on OOM.
-*/
-char *ledger_arg_got(sqlite3_value *v) {
-  static const char *azType[] = {"", "INTEGER", "REAL", "TEXT", "BLOB", "NULL"};
-  if (sqlite3_value_type(v) == SQLITE_INTEGER) {
-    return sqlite3_mprintf("%lld", sqlite3_value_int64(v));
-  } else if (sqlite3_value_type(v) == SQLITE_TEXT) {
-    const char *z = (const char *)sqlite3_value_text(v);
-    return z ? idem_json_string(z) : 0;
-  }
-  return sqlite3_mprintf("%s", azType[sqlite3_value_type(v)]);
-}
-
-/*
-** The token argument v of zFunc: SQLITE_OK with *pId and *pRnd set (and
-** *pzToken, when given, its text); SQLITE_CONSTRAINT with *pzErr naming
-** what was given (a text longer than a token by its length) when it is not
-** 32 lowercase hex digits; SQLITE_NOMEM.
-*/
-int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
-                     const char **pzToken, char **pzErr) {
-  const char *zToken = 0;
-  char *zGot;
-  if (sqlite3_value_type(v) == SQLITE_TEXT) {
-    zToken = (const char *)sqlite3_value_text(v);
-    if (zToken == 0) return SQLITE_NOMEM;
-  }
-  if (pzToken) *pzToken = zToken;
-  if (ledger_token_parse(zToken, pId, pRnd)) return SQLITE_OK;
-  if (sqlite3_value_type(v) == SQLITE_TEXT && sqlite3_value_bytes(v) > 64) {
-    zGot = sqlite3_mprintf("a TEXT of %d bytes", sqlite3_value_bytes(v));
-  } else {
-    zGot = ledger_arg_got(v);
-  }
-  if (zGot == 0) return SQLITE_NOMEM;
-  *pzErr = sqlite3_mprintf(
-      "%s: token must be the 32 lowercase hex digits idem_claim returned, got %s", zFunc, zGot);
-  sqlite3_free(zGot);
-  return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
-}
-
-/*
 ** The seconds argument: an INTEGER in the lease_seconds range of CREATE.
 ** SQLITE_OK with *pSec set, or SQLITE_CONSTRAINT with *pzErr.
 */
-static int renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr) {
+int ledger_renew_seconds(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pSec, char **pzErr) {
   const LedgerOption *o = &ledger_options[IDEM_OPT_LEASE];
   char *zGot;
   if (sqlite3_value_type(v) == SQLITE_INTEGER) {
@@ -105,8 +61,8 @@ static char *renew_why_not(const LedgerRow *r, int eEff) {
 ** busy handler; only when it changed nothing is the row read, to say why.
 ** SQLITE_OK with *pLease = the new lease_until, or an error with *pzErr.
 */
-static int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
-                        sqlite3_int64 *pLease, char **pzErr) {
+int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
+                 sqlite3_int64 *pLease, char **pzErr) {
   sqlite3_stmt *pGet = 0, *pUpd = 0;
   const char *zToken = 0;
   sqlite3_int64 iId = 0, iRnd = 0;
@@ -181,23 +137,4 @@ done:
   sqlite3_free(zWhy);
   ledger_row_free(&r);
   return rc;
-}
-
-void idem_renew_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  static const char *zFunc = "idem_renew";
-  IdemLedger *p;
-  sqlite3_int64 nSec, lease = 0;
-  char *zErr = 0;
-  int rc = SQLITE_OK;
-  p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
-  if (p == 0) return;
-  nSec = p->aOpt[IDEM_OPT_LEASE];
-  if (argc > 2) rc = renew_seconds(zFunc, argv[2], &nSec, &zErr);
-  if (rc == SQLITE_OK) rc = ledger_renew(p, zFunc, argv[1], nSec, &lease, &zErr);
-  if (rc) {
-    if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
-    idem_result_error(ctx, rc, zErr);
-    return;
-  }
-  sqlite3_result_int64(ctx, lease);
 }

@@ -13,7 +13,11 @@
 **
 ** Finding old rows without an index of their own: the rows table's
 ** INTEGER PRIMARY KEY grows with each new key (a new row takes the largest
-** id + 1), so id order is creation order and the oldest rows come first.
+** id + 1), so id order is the order the rows were made in, and, while the
+** clock does not go back, the order of created_at: the oldest rows come
+** first. A row made after the clock went back carries an older created_at
+** than rows before it; it is then reached later than it could be, never
+** deleted early (the delete checks each row's updated_at itself).
 ** Each step reads at most RETENTION_SCAN rows in id order from a cursor
 ** kept in memory per connection, deletes the eligible ones, and moves the
 ** cursor past what it read. It goes back to the start when it reaches the

@@ -28,29 +28,6 @@ SQLITE_EXTENSION_INIT3
   "that request may have reached the target system, the outcome is theirs " \
   "to report, and nothing is retried here"
 
-/* Unix milliseconds from the VFS of the ledger's database: the clock
-** behind SQL 'now'. No SQL function sets it; tests use a test VFS. */
-sqlite3_int64 ledger_now(IdemLedger *p) {
-  sqlite3_vfs *pVfs = p->pClockVfs;
-  sqlite3_int64 t = 0;
-  if (pVfs == 0) {
-    /* a schema's VFS is fixed while it is attached, and so is the ledger */
-    if (sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs) != SQLITE_OK ||
-        pVfs == 0) {
-      pVfs = sqlite3_vfs_find(0);
-    }
-    p->pClockVfs = pVfs;
-  }
-  if (pVfs->iVersion >= 2 && pVfs->xCurrentTimeInt64) {
-    pVfs->xCurrentTimeInt64(pVfs, &t);
-  } else {
-    double r = 0;
-    pVfs->xCurrentTime(pVfs, &r);
-    t = (sqlite3_int64)(r * 86400000.0);
-  }
-  return t - (sqlite3_int64)210866760000000LL;
-}
-
 /* ------------------------------------------------------------------ */
 /* Members (recorded by the guards' triggers in <name>_members)         */
 /* ------------------------------------------------------------------ */
@@ -81,22 +58,19 @@ static int has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, i
 static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt,
                           const char *zTenant, const char *zKey, char **pz, int *pnMember) {
   sqlite3_stmt *pM = 0, *pG = 0, *pRow = 0;
-  sqlite3_str *s = sqlite3_str_new(p->db);
+  IdemJson j;
   sqlite3_int64 iGuard = -1;
-  char *zQ = 0; /* the current guard's table, as a JSON string; NULL: dropped */
-  int rc, n = 0, nListed = 0;
+  char *zTable = 0; /* the current guard's table; NULL: dropped */
+  int rc, n = 0;
   *pz = 0;
   *pnMember = 0;
   rc = ledger_stmt(p, ST_MEMBERS, &pM);
   if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_GUARDS, &pG);
-  if (rc) {
-    sqlite3_free(sqlite3_str_finish(s));
-    return rc;
-  }
+  if (rc) return rc;
   p->iTempStamp = 0; /* sqlite_schema is read: temp's version is read again */
   sqlite3_bind_int64(pM, 1, id);
   sqlite3_bind_int64(pM, 2, attempt);
-  sqlite3_str_appendchar(s, 1, '[');
+  idem_json_begin_array(&j);
   while (rc == SQLITE_OK && sqlite3_step(pM) == SQLITE_ROW) {
     sqlite3_int64 g = sqlite3_column_int64(pM, 0);
     n++;
@@ -104,8 +78,8 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
       /* the guard's table by its current name (ST_GUARDS is in id order),
       ** and the lookup of a row of it with the claim's key and tenant */
       iGuard = g;
-      sqlite3_free(zQ);
-      zQ = 0;
+      sqlite3_free(zTable);
+      zTable = 0;
       sqlite3_finalize(pRow);
       pRow = 0;
       sqlite3_bind_text(pG, 1, p->zName, -1, SQLITE_STATIC);
@@ -116,7 +90,7 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
         char *zSql;
         if (sqlite3_column_int64(pG, 0) != g) continue;
         if (zTbl == 0 || zKeyCol == 0) break; /* its table was dropped */
-        zQ = idem_json_string(zTbl);
+        zTable = sqlite3_mprintf("%s", zTbl);
         zSql = zTenCol ? sqlite3_mprintf(
                              "SELECT 1 FROM \"%w\".\"%w\" WHERE rowid=?1 AND \"%w\"=?2"
                              " COLLATE BINARY AND \"%w\"=?3 COLLATE BINARY",
@@ -125,7 +99,7 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
                              "SELECT 1 FROM \"%w\".\"%w\" WHERE rowid=?1 AND \"%w\"=?2"
                              " COLLATE BINARY AND ?3 IS NOT NULL",
                              p->zDb, zTbl, zKeyCol);
-        rc = zQ && zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pRow, 0) : SQLITE_NOMEM;
+        rc = zTable && zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pRow, 0) : SQLITE_NOMEM;
         sqlite3_free(zSql);
         if (rc == SQLITE_OK) {
           sqlite3_bind_text(pRow, 2, zKey, -1, SQLITE_STATIC);
@@ -136,29 +110,30 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
       if (rc == SQLITE_OK) rc = sqlite3_reset(pG);
       else sqlite3_reset(pG);
     }
-    if (rc == SQLITE_OK && zQ && pRow) {
+    if (rc == SQLITE_OK && zTable && pRow) {
       sqlite3_int64 rid = sqlite3_column_int64(pM, 1);
       int bThere;
       sqlite3_bind_int64(pRow, 1, rid);
       bThere = sqlite3_step(pRow) == SQLITE_ROW;
       rc = sqlite3_reset(pRow);
       if (rc == SQLITE_OK && bThere) {
-        sqlite3_str_appendf(s, "%s{\"table\":%s,\"rowid\":%lld}", nListed++ ? "," : "", zQ, rid);
+        idem_json_open(&j, 0, '{');
+        idem_json_text(&j, "table", zTable);
+        idem_json_int(&j, "rowid", rid);
+        idem_json_close(&j);
       }
     }
   }
   if (rc == SQLITE_OK) rc = sqlite3_reset(pM);
   else sqlite3_reset(pM);
   sqlite3_finalize(pRow);
-  sqlite3_free(zQ);
-  sqlite3_str_appendchar(s, 1, ']');
-  if (rc == SQLITE_OK) rc = sqlite3_str_errcode(s);
+  sqlite3_free(zTable);
   if (rc == SQLITE_OK) {
-    *pz = sqlite3_str_finish(s);
-    if (*pz == 0) rc = SQLITE_NOMEM;
-    *pnMember = n;
+    *pz = idem_json_finish(&j, &rc);
+    if (rc == SQLITE_OK) *pnMember = n;
   } else {
-    sqlite3_free(sqlite3_str_finish(s));
+    int rcJ;
+    sqlite3_free(idem_json_finish(&j, &rcJ)); /* rc says what went wrong */
   }
   return rc;
 }
@@ -331,11 +306,10 @@ static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, in
   if (r->mNulJson & (ok ? LEDGER_NUL_RESULT : LEDGER_NUL_ERROR)) {
     idem_json_refuse(&j, ok ? "result" : "error");
   }
-  idem_json_stored_seen(&j, ok ? "result" : "error", ok ? r->zResult : r->zError, "null",
-                        IDEM_JSON_ANY, &p->aSeen[IDEM_JSON_ANY]);
+  idem_json_stored(&j, ok ? "result" : "error", ok ? r->zResult : r->zError, "null", IDEM_JSON_ANY,
+                   &p->aSeen[IDEM_JSON_ANY]);
   if (r->mNulJson & LEDGER_NUL_MEMBERS) idem_json_refuse(&j, "members");
-  idem_json_stored_seen(&j, "members", r->zMembers, "[]", IDEM_JSON_ARRAY,
-                        &p->aSeen[IDEM_JSON_ARRAY]);
+  idem_json_stored(&j, "members", r->zMembers, "[]", IDEM_JSON_ARRAY, &p->aSeen[IDEM_JSON_ARRAY]);
   rc = answer_finish(&j, p, zFunc, r->zKey, &d->zJson, pzErr);
   if (rc || bNoWhy) return rc;
   d->zWhy = sqlite3_mprintf("it %s at attempt %lld", ok ? "succeeded" : "failed", r->attempt);
@@ -376,16 +350,6 @@ static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char 
   rc = answer_finish(&j, p, "idem_claim", r->zKey, &d->zJson, 0);
   if (rc == SQLITE_OK && !bNoWhy && d->zWhy == 0) rc = SQLITE_NOMEM;
   return rc;
-}
-
-static const char *value_type_name(sqlite3_value *v) {
-  switch (sqlite3_value_type(v)) {
-    case SQLITE_NULL: return "NULL";
-    case SQLITE_INTEGER: return "INTEGER";
-    case SQLITE_FLOAT: return "REAL";
-    case SQLITE_BLOB: return "BLOB";
-    default: return "TEXT";
-  }
 }
 
 /* Bind the same-row compare-and-set arguments. */
@@ -456,42 +420,119 @@ static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now, sq
 ** and every result is built before the one write that makes it true, so
 ** nothing can fail after the write.
 */
-int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
-                        int bCommitted, LedgerDecision *d, char **pzErr) {
-  sqlite3_stmt *pGet = 0, *pUpd = 0;
-  sqlite3_int64 now = ledger_now(p);
-  sqlite3_int64 lease = now + p->aOpt[IDEM_OPT_LEASE] * 1000;
+/* Read the row that holds q's key into r (*pbFound): under (tenant, key),
+** and with single_tenant under the key alone, where another tenant's row
+** decides a mismatch (*pbDecided). */
+static int claim_find_row(IdemLedger *p, const LedgerReq *q, LedgerRow *r, int *pbFound,
+                          LedgerDecision *d, int *pbDecided) {
+  sqlite3_stmt *pGet = 0;
+  int rc = ledger_stmt(p, ST_GET, &pGet);
+  *pbDecided = 0;
+  if (rc) return rc;
+  sqlite3_bind_text(pGet, 1, q->zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pGet, 2, q->zKey, -1, SQLITE_STATIC);
+  rc = ledger_row_fetch(pGet, r, pbFound);
+  if (rc || *pbFound || !p->aOpt[IDEM_OPT_SINGLE]) return rc;
+  /* single_tenant: the key may be held under another tenant */
+  rc = ledger_stmt(p, ST_GET_KEY, &pGet);
+  if (rc) return rc;
+  sqlite3_bind_text(pGet, 1, q->zKey, -1, SQLITE_STATIC);
+  rc = ledger_row_fetch(pGet, r, pbFound);
+  if (rc || !*pbFound) return rc;
+  *pbDecided = 1;
+  return build_simple(p, r, DEC_MISMATCH, "tenant", q->bNoWhy, d);
+}
+
+/* A poison call: this expiry of claimed row r is its max_attempts-th. The
+** answer is a failed replay with the max_attempts error, and (but for an
+** INSERT INTO the ledger, bWrite 3, which is refused) the row is settled
+** failed with it. */
+static int claim_poison(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
+                        LedgerRow *r, sqlite3_int64 now, LedgerDecision *d, char **pzErr) {
+  sqlite3_stmt *pUpd = 0;
+  char zMsg[100];
+  char *zErr;
+  IdemJson jErr;
+  int rc;
+  sqlite3_snprintf(sizeof(zMsg), zMsg,
+                   "%lld attempts expired without a settle; the call is not retried",
+                   r->expirations + 1);
+  idem_json_begin(&jErr);
+  idem_json_text(&jErr, "reason", "max_attempts");
+  idem_json_int(&jErr, "attempts", r->attempt);
+  idem_json_text(&jErr, "message", zMsg);
+  zErr = idem_json_finish(&jErr, &rc);
+  if (rc) return rc;
+  r->zStatus = "failed";
+  r->zError = zErr;
+  r->zMembers = "[]";
+  r->mNulJson = 0; /* the row's own error and members are not answered */
+  rc = build_replay(p, zFunc, r, q->bNoWhy, d, pzErr);
+  r->zStatus = "claimed";
+  r->zError = 0;
+  if (rc == SQLITE_OK && bWrite != 3) rc = ledger_stmt(p, ST_SETTLE, &pUpd);
+  if (rc == SQLITE_OK && pUpd) {
+    sqlite3_bind_text(pUpd, 1, "failed", -1, SQLITE_STATIC);
+    sqlite3_bind_null(pUpd, 2);
+    sqlite3_bind_text(pUpd, 3, zErr, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(pUpd, 4, "[]", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(pUpd, 5, now);
+    bind_cas(pUpd, 6, r);
+    rc = ledger_step_done(pUpd);
+    sqlite3_clear_bindings(pUpd);
+    if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "poison update", pzErr);
+  }
+  sqlite3_free(zErr);
+  return rc;
+}
+
+/* Claim row r again (released, or an expired local claim with no rows):
+** a new token and attempt; a take-over counts an expiry. */
+static int claim_again(IdemLedger *p, const char *zFunc, const LedgerReq *q, const LedgerRow *r,
+                       sqlite3_int64 now, sqlite3_int64 lease, int bCommitted, LedgerDecision *d,
+                       char **pzErr) {
+  sqlite3_stmt *pUpd = 0;
   sqlite3_int64 rnd = 0;
   char zToken[33];
+  int rc;
+  sqlite3_randomness(sizeof(rnd), &rnd);
+  ledger_token_hex(r->id, rnd, zToken);
+  rc = build_admitted(p, q, zToken, r->attempt + 1, lease, bCommitted, d);
+  if (rc) return rc;
+  rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
+  if (rc) return rc;
+  sqlite3_bind_int64(pUpd, 1, rnd);
+  sqlite3_bind_int64(pUpd, 2, now);
+  sqlite3_bind_int64(pUpd, 3, lease);
+  /* a take-over counts an expiry; a re-claim after a release does not */
+  sqlite3_bind_int(pUpd, 4, strcmp(r->zStatus, "claimed") == 0);
+  bind_cas(pUpd, 5, r);
+  rc = ledger_step_done(pUpd);
+  sqlite3_clear_bindings(pUpd);
+  if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "re-claim update", pzErr);
+  if (rc == SQLITE_OK) d->id = r->id;
+  return rc;
+}
+
+int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
+                        int bCommitted, LedgerDecision *d, char **pzErr) {
+  sqlite3_int64 now = ledger_now(p);
+  sqlite3_int64 lease = now + p->aOpt[IDEM_OPT_LEASE] * 1000;
   char *zTaken = 0;
-  int rc, bFound = 0, eEff = 0;
+  int rc, bFound = 0, bDecided = 0, eEff = 0, bDiff = 0;
+  const char *zField;
   LedgerRow r;
 
   memset(d, 0, sizeof(*d));
   memset(&r, 0, sizeof(r));
+  /* 1. the write pass of a new key: the insert is the first statement */
   if (bWrite == 1 || bWrite == 3) {
     rc = claim_insert(p, q, now, lease, bCommitted, d, &zTaken);
     if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
   }
-
-  rc = ledger_stmt(p, ST_GET, &pGet);
-  if (rc) goto done;
-  sqlite3_bind_text(pGet, 1, q->zTenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(pGet, 2, q->zKey, -1, SQLITE_STATIC);
-  rc = ledger_row_fetch(pGet, &r, &bFound);
-  if (rc) goto done;
-  if (!bFound && p->aOpt[IDEM_OPT_SINGLE]) {
-    /* single_tenant: the key may be held under another tenant */
-    rc = ledger_stmt(p, ST_GET_KEY, &pGet);
-    if (rc) goto done;
-    sqlite3_bind_text(pGet, 1, q->zKey, -1, SQLITE_STATIC);
-    rc = ledger_row_fetch(pGet, &r, &bFound);
-    if (rc) goto done;
-    if (bFound) {
-      rc = build_simple(p, &r, DEC_MISMATCH, "tenant", q->bNoWhy, d);
-      goto done;
-    }
-  }
+  /* 2. the row that holds the key */
+  rc = claim_find_row(p, q, &r, &bFound, d, &bDecided);
+  if (rc || bDecided) goto done;
   if (!bFound) {
     if (bWrite) {
       /* the insert was refused, yet no row holds the key */
@@ -507,77 +548,30 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     }
     goto done;
   }
-  {
-    int bDiff;
-    const char *zField = request_diff(&r, q, &bDiff);
-    if (bDiff) {
-      rc = build_simple(p, &r, DEC_MISMATCH, zField, q->bNoWhy, d);
-      goto done;
-    }
+  /* 3. the same request? */
+  zField = request_diff(&r, q, &bDiff);
+  if (bDiff) {
+    rc = build_simple(p, &r, DEC_MISMATCH, zField, q->bNoWhy, d);
+    goto done;
   }
+  /* 4. what its effective status decides */
   rc = ledger_effective(p, r.zStatus, r.zEffect, r.leaseUntil, r.id, r.attempt, now, &eEff, 0, 0);
   if (rc) goto done;
-  if (eEff == EFF_SUCCEEDED || eEff == EFF_FAILED) {
-    rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr);
-    goto done;
+  switch (eEff) {
+    case EFF_SUCCEEDED:
+    case EFF_FAILED: rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr); goto done;
+    case EFF_UNKNOWN: rc = build_simple(p, &r, DEC_UNKNOWN, 0, q->bNoWhy, d); goto done;
+    case EFF_CLAIMED: rc = build_simple(p, &r, DEC_IN_PROGRESS, 0, q->bNoWhy, d); goto done;
+    default: break;
   }
-  if (eEff == EFF_UNKNOWN) {
-    rc = build_simple(p, &r, DEC_UNKNOWN, 0, q->bNoWhy, d);
-    goto done;
-  }
-  if (eEff == EFF_CLAIMED) {
-    rc = build_simple(p, &r, DEC_IN_PROGRESS, 0, q->bNoWhy, d);
-    goto done;
-  }
-  /* released, or an expired local claim with no rows: claim it again */
+  /* 5. released, or an expired local claim with no rows: claim it again */
   if (!bWrite) {
     d->eDec = DEC_ADMITTED; /* needs the write pass */
-    goto done;
+  } else if (strcmp(r.zStatus, "claimed") == 0 && r.expirations + 1 >= p->aOpt[IDEM_OPT_ATTEMPTS]) {
+    rc = claim_poison(p, zFunc, q, bWrite, &r, now, d, pzErr); /* stop retrying it */
+  } else {
+    rc = claim_again(p, zFunc, q, &r, now, lease, bCommitted, d, pzErr);
   }
-  if (strcmp(r.zStatus, "claimed") == 0 && r.expirations + 1 >= p->aOpt[IDEM_OPT_ATTEMPTS]) {
-    /* a poison call: this expiry is its max_attempts-th; stop retrying it */
-    char zErr[200];
-    sqlite3_snprintf(sizeof(zErr), zErr,
-                     "{\"reason\":\"max_attempts\",\"attempts\":%lld,\"message\":\"%lld "
-                     "attempts expired without a settle; the call is not retried\"}",
-                     r.attempt, r.expirations + 1);
-    r.zStatus = "failed";
-    r.zError = zErr;
-    r.zMembers = "[]";
-    r.mNulJson = 0; /* the row's own error and members are not answered */
-    rc = build_replay(p, zFunc, &r, q->bNoWhy, d, pzErr);
-    r.zStatus = "claimed";
-    if (rc) goto done;
-    if (bWrite == 3) goto done; /* INSERT INTO the ledger: refused, so nothing is written */
-    rc = ledger_stmt(p, ST_SETTLE, &pUpd);
-    if (rc) goto done;
-    sqlite3_bind_text(pUpd, 1, "failed", -1, SQLITE_STATIC);
-    sqlite3_bind_null(pUpd, 2);
-    sqlite3_bind_text(pUpd, 3, zErr, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(pUpd, 4, "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(pUpd, 5, now);
-    bind_cas(pUpd, 6, &r);
-    rc = ledger_step_done(pUpd);
-    sqlite3_clear_bindings(pUpd);
-    if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "poison update", pzErr);
-    goto done;
-  }
-  sqlite3_randomness(sizeof(rnd), &rnd);
-  ledger_token_hex(r.id, rnd, zToken);
-  rc = build_admitted(p, q, zToken, r.attempt + 1, lease, bCommitted, d);
-  if (rc) goto done;
-  rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
-  if (rc) goto done;
-  sqlite3_bind_int64(pUpd, 1, rnd);
-  sqlite3_bind_int64(pUpd, 2, now);
-  sqlite3_bind_int64(pUpd, 3, lease);
-  /* a take-over counts an expiry; a re-claim after a release does not */
-  sqlite3_bind_int(pUpd, 4, strcmp(r.zStatus, "claimed") == 0);
-  bind_cas(pUpd, 5, &r);
-  rc = ledger_step_done(pUpd);
-  sqlite3_clear_bindings(pUpd);
-  if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "re-claim update", pzErr);
-  if (rc == SQLITE_OK) d->id = r.id;
 
 done:
   ledger_row_free(&r);
@@ -648,7 +642,7 @@ int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, s
       char *zQ = bText ? idem_json_string(z) : 0;
       if (bText && zQ == 0) return SQLITE_NOMEM;
       *pzErr = sqlite3_mprintf("%s: effect must be 'local' or 'external', got %s", zFunc,
-                               zQ ? zQ : value_type_name(pEffect));
+                               zQ ? zQ : idem_type_name(sqlite3_value_type(pEffect)));
       sqlite3_free(zQ);
       return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     }
@@ -1070,7 +1064,7 @@ static int detail_stored_form(const char *zFunc, sqlite3_value *pDetail, IdemBuf
   int rc;
   if (sqlite3_value_type(pDetail) != SQLITE_TEXT) {
     *pzErr = sqlite3_mprintf("%s: detail must be TEXT holding JSON, got %s", zFunc,
-                             value_type_name(pDetail));
+                             idem_type_name(sqlite3_value_type(pDetail)));
     return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
   z = (const char *)sqlite3_value_text(pDetail);
@@ -1096,7 +1090,7 @@ static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus
     if (bText && zQ == 0) return SQLITE_NOMEM;
     *pzErr = sqlite3_mprintf("%s: status must be one of %s%s%s%s%s; got %s", zFunc, az[0], ", ",
                              az[1], az[3] ? ", released or " : " or ", az[3] ? az[3] : az[2],
-                             zQ ? zQ : value_type_name(pStatus));
+                             zQ ? zQ : idem_type_name(sqlite3_value_type(pStatus)));
     sqlite3_free(zQ);
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }

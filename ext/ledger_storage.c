@@ -1205,7 +1205,7 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
 
 int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
   sqlite3_stmt *pT = 0;
-  unsigned iCall = idem_conn_call(p->pConn);
+  unsigned iCall = p->pCalls->nDepth > 0 ? p->pCalls->iCall : 0;
   int rc;
   if (bReuse && iCall != 0 && p->iTempStamp == iCall) {
     *pV = p->iTempNow;
@@ -1872,3 +1872,201 @@ done:
   sqlite3_free(t.zWhy);
   return rc;
 }
+
+/* ------------------------------------------------------------------ */
+/* The clock and the argument readers every operation uses             */
+/* ------------------------------------------------------------------ */
+
+/* Unix milliseconds from the VFS of the ledger's database: the clock
+** behind SQL 'now'. No SQL function sets it; tests use a test VFS. */
+sqlite3_int64 ledger_now(IdemLedger *p) {
+  sqlite3_vfs *pVfs = p->pClockVfs;
+  sqlite3_int64 t = 0;
+  if (pVfs == 0) {
+    /* a schema's VFS is fixed while it is attached, and so is the ledger */
+    if (sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_VFS_POINTER, &pVfs) != SQLITE_OK ||
+        pVfs == 0) {
+      pVfs = sqlite3_vfs_find(0);
+    }
+    p->pClockVfs = pVfs;
+  }
+  if (pVfs->iVersion >= 2 && pVfs->xCurrentTimeInt64) {
+    pVfs->xCurrentTimeInt64(pVfs, &t);
+  } else {
+    double r = 0;
+    pVfs->xCurrentTime(pVfs, &r);
+    t = (sqlite3_int64)(r * 86400000.0);
+  }
+  return t - (sqlite3_int64)210866760000000LL;
+}
+
+/*
+** How an argument that should have been an INTEGER is named in an error:
+** the integer, the text in JSON quotes, or its type (REAL, BLOB, NULL).
+** sqlite3_malloc; NULL on OOM.
+*/
+char *ledger_arg_got(sqlite3_value *v) {
+  if (sqlite3_value_type(v) == SQLITE_INTEGER) {
+    return sqlite3_mprintf("%lld", sqlite3_value_int64(v));
+  } else if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    const char *z = (const char *)sqlite3_value_text(v);
+    return z ? idem_json_string(z) : 0;
+  }
+  return sqlite3_mprintf("%s", idem_type_name(sqlite3_value_type(v)));
+}
+
+/*
+** The token argument v of zFunc: SQLITE_OK with *pId and *pRnd set (and
+** *pzToken, when given, its text); SQLITE_CONSTRAINT with *pzErr naming
+** what was given (a text longer than a token by its length) when it is not
+** 32 lowercase hex digits; SQLITE_NOMEM.
+*/
+int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
+                     const char **pzToken, char **pzErr) {
+  const char *zToken = 0;
+  char *zGot;
+  if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    zToken = (const char *)sqlite3_value_text(v);
+    if (zToken == 0) return SQLITE_NOMEM;
+  }
+  if (pzToken) *pzToken = zToken;
+  if (ledger_token_parse(zToken, pId, pRnd)) return SQLITE_OK;
+  if (sqlite3_value_type(v) == SQLITE_TEXT && sqlite3_value_bytes(v) > 64) {
+    zGot = sqlite3_mprintf("a TEXT of %d bytes", sqlite3_value_bytes(v));
+  } else {
+    zGot = ledger_arg_got(v);
+  }
+  if (zGot == 0) return SQLITE_NOMEM;
+  *pzErr = sqlite3_mprintf(
+      "%s: token must be the 32 lowercase hex digits idem_claim returned, got %s", zFunc, zGot);
+  sqlite3_free(zGot);
+  return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+}
+
+/* ------------------------------------------------------------------ */
+/* Which shadow tables exist                                           */
+/* ------------------------------------------------------------------ */
+
+/* The suffixes of the shadow tables SQLite is told of (xShadowName) and
+** that every ledger needs, in LEDGER_SHADOW_* bit order. */
+const char *const ledger_shadow_suffix[LEDGER_N_SHADOW] = {"rows", "meta", "guards"};
+
+int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing) {
+  sqlite3_stmt *pS = 0;
+  int rc, i;
+  char *zSql = sqlite3_mprintf(
+      "SELECT lower(name) FROM \"%w\".sqlite_schema WHERE type='table' AND lower(name) IN "
+      "(lower('%q_rows'),lower('%q_meta'),lower('%q_guards'))",
+      zDb, zName, zName, zName);
+  *pmMissing = LEDGER_SHADOW_ALL;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pS, 0);
+    size_t n = z ? strlen(z) : 0;
+    for (i = 0; i < 3; i++) {
+      size_t nSuffix = strlen(ledger_shadow_suffix[i]);
+      if (n > nSuffix && z[n - nSuffix - 1] == '_' &&
+          strcmp(z + n - nSuffix, ledger_shadow_suffix[i]) == 0) {
+        *pmMissing &= ~(1 << i);
+      }
+    }
+  }
+  sqlite3_finalize(pS);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int ledger_shadow_list(sqlite3_str *s, const char *zName, int m) {
+  int i, n = 0;
+  sqlite3_str_appendall(s, (m & (m - 1)) ? " tables" : " table");
+  for (i = 0; i < 3; i++) {
+    if ((m & (1 << i)) == 0) continue;
+    sqlite3_str_appendf(s, "%s %s_%s", n++ ? "," : "", zName, ledger_shadow_suffix[i]);
+  }
+  return n;
+}
+
+char *ledger_shadow_message(const char *zName, int mMissing) {
+  sqlite3_str *s = sqlite3_str_new(0);
+  sqlite3_str_appendf(s, "ledger %s is missing its shadow", zName);
+  ledger_shadow_list(s, zName, mMissing);
+  sqlite3_str_appendall(s,
+                        "; every operation on it is refused until that is restored from a "
+                        "backup and the database reopened, or the ledger is dropped with DROP "
+                        "TABLE");
+  return sqlite3_str_finish(s);
+}
+
+int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr) {
+  int mMissing = 0, rc;
+  /* called when the schema changed or p is broken: a shadow table may have
+  ** been dropped (or one more of them) */
+  rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
+  if (rc) return rc;
+  if (mMissing == 0 && p->zBroken == 0) return SQLITE_OK;
+  if (mMissing) {
+    /* the message names what is missing now; once broken, p stays refused
+    ** until it is reconnected, as its options may not have been read */
+    char *zNew = ledger_shadow_message(p->zName, mMissing);
+    if (zNew == 0) return SQLITE_NOMEM;
+    sqlite3_free(p->zBroken);
+    p->zBroken = zNew;
+  }
+  *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zBroken);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+/*
+** Read what a connected ledger keeps in its file: which shadow tables
+** exist, and the format, identity and options in <name>_meta (aOpt holds
+** the options CREATE's arguments gave until then). A ledger missing a
+** shadow table stays connected (so DROP TABLE works) but refuses every
+** operation. Returns SQLITE_OK or an error with *pzErr.
+*/
+int ledger_read_file(IdemLedger *p, char **pzErr) {
+  int rc, mMissing = 0;
+  rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
+  if (rc) return rc;
+  if (mMissing & 2) {
+    p->zId[0] = 0; /* no identity: no guard can name it */
+  } else {
+    rc = ledger_read_meta(p->db, p->zDb, p->zName, p->aOpt, p->zId, &p->iFormat, pzErr);
+    if (rc) return rc;
+  }
+  sqlite3_free(p->zBroken);
+  p->zBroken = 0;
+  if (mMissing) {
+    p->zBroken = ledger_shadow_message(p->zName, mMissing);
+    if (p->zBroken == 0) return SQLITE_NOMEM;
+  }
+  p->bUnread = 0;
+  return SQLITE_OK;
+}
+
+/*
+** A ledger connected inside a transaction that held no lock on its schema
+** reads its file at its first use (ledger_read_file), not in xConnect: a
+** read there would open a read transaction inside the caller's deferred
+** BEGIN, and SQLite does not upgrade a read transaction to a write
+** through the busy handler, so the statement's own write (an INSERT's, or
+** a function's first write) would fail at once under contention instead
+** of waiting for busy_timeout. At the first use the lock is there: the
+** statement took it (xFilter, xUpdate, xRename, xDestroy run after its
+** OP_Transaction), or the function took the write lock first
+** (idem_ledger_resolve). Returns SQLITE_OK or an error with *pzErr.
+*/
+int ledger_ready(IdemLedger *p, char **pzErr) {
+  return p->bUnread ? ledger_read_file(p, pzErr) : SQLITE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* What a ledger shows to the files outside the ledger                 */
+/* ------------------------------------------------------------------ */
+
+sqlite3 *ledger_db(const IdemLedger *p) { return p->db; }
+const char *ledger_schema(const IdemLedger *p) { return p->zDb; }
+const char *ledger_name(const IdemLedger *p) { return p->zName; }
+const char *ledger_identity(const IdemLedger *p) { return p->zId; }
+sqlite3_int64 ledger_option(const IdemLedger *p, int iOpt) { return p->aOpt[iOpt]; }

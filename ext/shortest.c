@@ -36,6 +36,7 @@
 */
 #define _GNU_SOURCE 1 /* strtod_l, newlocale */
 #include "idem_internal.h"
+#include "idem_num.h"
 
 #include <locale.h>
 #include <stdlib.h>

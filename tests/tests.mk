@@ -49,7 +49,7 @@ $(BUILD)/sqltest: $(T)/sqltest.c | $(BUILD)
 #   $(BUILD)/jcs_cli          framed stdin -> canonical stdout, for the npm diff (12-diff.sh)
 #   $(BUILD)/num_cli          number requests -> answers, for the Node diff (14-numbers.sh)
 
-PURE_TEST_HDR := ext/idem_internal.h $(T)/check.h
+PURE_TEST_HDR := ext/idem_internal.h ext/idem_num.h $(T)/check.h
 PURE_TEST_PROGS := $(BUILD)/test_canonical $(BUILD)/test_grammar $(BUILD)/test_jcs $(BUILD)/jcs_cli \
   $(BUILD)/num_cli
 
@@ -64,10 +64,10 @@ $(BUILD)/test_grammar: $(T)/test_grammar.c $(PURE_SRC) $(PURE_TEST_HDR) | $(BUIL
 $(BUILD)/test_jcs: $(T)/test_jcs.c $(PURE_SRC) $(PURE_TEST_HDR) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ $(T)/test_jcs.c $(PURE_SRC) $(LDLIBS_EXT)
 
-$(BUILD)/jcs_cli: $(T)/jcs_cli.c $(PURE_SRC) ext/idem_internal.h | $(BUILD)
+$(BUILD)/jcs_cli: $(T)/jcs_cli.c $(PURE_SRC) ext/idem_internal.h ext/idem_num.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ $(T)/jcs_cli.c $(PURE_SRC) $(LDLIBS_EXT)
 
-$(BUILD)/num_cli: $(T)/num_cli.c $(PURE_SRC) ext/idem_internal.h | $(BUILD)
+$(BUILD)/num_cli: $(T)/num_cli.c $(PURE_SRC) ext/idem_internal.h ext/idem_num.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ $(T)/num_cli.c $(PURE_SRC) $(LDLIBS_EXT)
 
 # The fuzz suite builds its targets with clang (-fsanitize=fuzzer) into

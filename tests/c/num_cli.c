@@ -12,6 +12,7 @@
 ** only (no SQLite).
 */
 #include "idem_internal.h"
+#include "idem_num.h"
 
 #include <stdio.h>
 #include <stdlib.h>

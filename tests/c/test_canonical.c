@@ -9,6 +9,7 @@
 ** sink that fails. Prints one PASS/FAIL line per check.
 */
 #include "check.h"
+#include "idem_num.h"
 
 #include <float.h>
 #include <locale.h>
