@@ -923,10 +923,14 @@ static int sent_first(const char *z, size_t n, IdemBuf *pOut) {
 ** Record outcome zStatus with detail (canonical, may be NULL) on row r,
 ** found by token (idem_settle) or by key (idem_resolve, bResolve=1).
 ** Checks the transition, the release rules and the members, then writes
-** with a compare-and-set on the row's status and token.
+** with a compare-and-set on the row's status and token. When pbStale is
+** given and the write changed no row (another writer changed r since it
+** was read), *pbStale is set and nothing is answered (SQLITE_OK, *pzJson
+** 0); otherwise that is the "another writer interfered" error.
 */
 static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const char *zStatus,
-                         const IdemBuf *pDetail, int bResolve, char **pzJson, char **pzErr) {
+                         const IdemBuf *pDetail, int bResolve, int *pbStale, char **pzJson,
+                         char **pzErr) {
   sqlite3_stmt *pUpd = 0;
   sqlite3_int64 now = ledger_now(p);
   const char *zEff; /* effective status */
@@ -1035,6 +1039,12 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
   }
   rc = ledger_step_done(pUpd);
   sqlite3_clear_bindings(pUpd);
+  if (rc == SQLITE_OK && pbStale && sqlite3_changes(p->db) == 0) {
+    *pbStale = 1;
+    sqlite3_free(*pzJson);
+    *pzJson = 0;
+    goto done;
+  }
   if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "outcome update", pzErr);
 
 done:
@@ -1107,7 +1117,10 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
                    char **pzJson, char **pzErr) {
   IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0, 0};
   sqlite3_stmt *pGet = 0;
-  int rc, bFound = 0, bResolve = pToken == 0;
+  sqlite3_int64 iId = 0, iRnd = 0;
+  int rc, bFound = 0, bResolve = pToken == 0, bSave = 0, bStale = 0;
+  /* in autocommit the read below and the write are two transactions */
+  int bAuto = sqlite3_get_autocommit(p->db);
   LedgerRow r;
   memset(&r, 0, sizeof(r));
   *pzJson = 0;
@@ -1115,19 +1128,19 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
     rc = idem_key_error(zFunc, "tenant", pTenant, pzErr);
     if (rc == SQLITE_OK) rc = idem_key_error(zFunc, "key", pKey, pzErr);
     if (rc == SQLITE_OK) rc = outcome_args(p, zFunc, pStatus, azResolve, pDetail, &detail, pzErr);
-    if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, pzErr);
-    if (rc) goto done;
-    rc = ledger_stmt(p, ST_GET, &pGet);
-    if (rc) goto done;
+  } else {
+    rc = ledger_token_arg(zFunc, pToken, &iId, &iRnd, 0, pzErr);
+    if (rc == SQLITE_OK) rc = outcome_args(p, zFunc, pStatus, azOutcome, pDetail, &detail, pzErr);
+  }
+  if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, pzErr);
+  if (rc) goto done;
+again:
+  rc = ledger_stmt(p, bResolve ? ST_GET : ST_BY_TOKEN, &pGet);
+  if (rc) goto done;
+  if (bResolve) {
     sqlite3_bind_value(pGet, 1, pTenant);
     sqlite3_bind_value(pGet, 2, pKey);
   } else {
-    sqlite3_int64 iId = 0, iRnd = 0;
-    rc = ledger_token_arg(zFunc, pToken, &iId, &iRnd, 0, pzErr);
-    if (rc == SQLITE_OK) rc = outcome_args(p, zFunc, pStatus, azOutcome, pDetail, &detail, pzErr);
-    if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, pzErr);
-    if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
-    if (rc) goto done;
     sqlite3_bind_int64(pGet, 1, iId);
     sqlite3_bind_int64(pGet, 2, iRnd);
   }
@@ -1148,8 +1161,46 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
     goto done;
   }
   rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(pStatus), &detail, bResolve,
-                     pzJson, pzErr);
+                     bAuto && !bSave ? &bStale : 0, pzJson, pzErr);
+  if (rc == SQLITE_OK && bStale) {
+    /* another writer changed the row between this call's read and its
+    ** write: decide again, as if this call had come after it, on the row
+    ** read under the write lock (a savepoint whose first statement takes
+    ** it, through the busy handler), so that nothing can change it between
+    ** that read and the write. Only a write that still changes nothing is
+    ** refused as interfered with. The common case reads once. */
+    sqlite3_stmt *pX;
+    int i;
+    bStale = 0;
+    ledger_row_free(&r);
+    memset(&r, 0, sizeof(r));
+    /* prepared before anything is written, so that undoing cannot fail
+    ** for want of memory to prepare it */
+    for (i = ST_SAVEPOINT; rc == SQLITE_OK && i <= ST_ROLLBACK; i++) rc = ledger_stmt(p, i, &pX);
+    if (rc == SQLITE_OK) rc = ledger_exec(p, ST_SAVEPOINT);
+    if (rc) goto done;
+    bSave = 1;
+    rc = ledger_write_first(p, zFunc, pzErr);
+    if (rc) goto done;
+    goto again;
+  }
+  if (rc == SQLITE_OK && bSave) {
+    rc = ledger_exec(p, ST_RELEASE);
+    if (rc == SQLITE_OK) bSave = 0;
+  }
 done:
+  if (bSave) {
+    int rcU;
+    /* the message of the failing statement, before the rollback replaces it */
+    if (rc && *pzErr == 0 && (rc & 0xff) != SQLITE_NOMEM) *pzErr = idem_db_error(p->db, zFunc, rc);
+    rcU = ledger_exec(p, ST_ROLLBACK_TO);
+    if (rcU == SQLITE_OK) rcU = ledger_exec(p, ST_RELEASE);
+    if (rcU != SQLITE_OK) (void)ledger_exec(p, ST_ROLLBACK); /* the transaction is ours */
+  }
+  if (rc) {
+    sqlite3_free(*pzJson);
+    *pzJson = 0;
+  }
   ledger_row_free(&r);
   idem_buf_free(&detail);
   return rc;

@@ -82,9 +82,10 @@ fuzz:
 #   $(BUILD)/crash   a claiming child is killed at random    (31-crash.sh)
 #   $(BUILD)/oom     every allocation of every path fails    (32-oom.sh)
 #   $(BUILD)/wait    a claim waits for another connection's write transaction (33-wait.sh)
+#   $(BUILD)/settle_race  a settle or resolve meets another writer between its read and write (33-wait.sh)
 
 STRESS_HDR := $(T)/stress.h
-STRESS_PROGS := $(BUILD)/race $(BUILD)/crash $(BUILD)/oom $(BUILD)/wait
+STRESS_PROGS := $(BUILD)/race $(BUILD)/crash $(BUILD)/oom $(BUILD)/wait $(BUILD)/settle_race
 
 test-programs: $(STRESS_PROGS)
 

@@ -10,12 +10,18 @@
 # gets the BEGIN IMMEDIATE message. The program is $BUILD/wait
 # (tests/c/wait.c), once per journal mode (WAL, rollback journal).
 #
+# Then $BUILD/settle_race (tests/c/settle_race.c), once per journal mode:
+# an autocommit idem_settle or idem_resolve whose row another connection
+# changes between the call's read and its write (the other connection's
+# commit runs in the call's busy handler) answers what the sequential
+# order answers.
+#
 # Then the same from the bindings, on a fresh connection: Python's sqlite3
 # in its default isolation mode (tests/python/test_wait_python.py) and
 # better-sqlite3's db.transaction(fn), a plain BEGIN, on its own SQLite 3.53
 # (tests/js/test_wait_node.mjs). An absent runtime skips.
 #
-# The four run at once (their cases mostly wait); each prints PASS/FAIL
+# The six run at once (their cases mostly wait); each prints PASS/FAIL
 # lines, shown in this order when all are done.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -38,9 +44,19 @@ run_bg() {
     echo $? >"$tmp/$name.status"
   ) &
 }
+race=$BUILD/settle_race
+if [ ! -x "$race" ]; then
+  echo "FAIL settle-race:setup: $race is missing (make test-programs)"
+  rc=1
+fi
 for mode in wal delete; do
   # shellcheck disable=SC2086  # TEST_WRAP is a command line
   run_bg "$mode" ${TEST_WRAP:-} "$prog" --ext "$EXT" --mode "$mode" --db "$tmp/wait.db"
+  if [ -x "$race" ]; then
+    # shellcheck disable=SC2086
+    run_bg "settle-race-$mode" ${TEST_WRAP:-} "$race" --ext "$EXT" --mode "$mode" \
+      --db "$tmp/settle-race.db"
+  fi
 done
 if ! python_skip wait; then
   run_bg python "$PY" tests/python/test_wait_python.py "$ext"
