@@ -436,12 +436,12 @@ struct IdemLedger {
   int bUnread;               /* connected, its file not read yet (ledger_ready) */
   int iTempNow;              /* temp's schema version as last read ... */
   unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
-  sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
+  sqlite3_stmt *pGetChecked; /* the row lookup when the triggers were last checked */
   int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
   char *zForeign;            /* why operations are refused, or NULL */
   char zId[17];              /* random identity, kept in <name>_meta: guards name it */
   /* retention_seconds (ledger_retention.c): where the next walk over old
-  ** rows starts (its statements are ST_RET_SCAN and ST_RET_DELETE) */
+  ** rows starts (storage_retention_scan) */
   sqlite3_int64 iRetCursor;
   char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
   IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
@@ -497,7 +497,7 @@ int ledger_drop_schema(IdemLedger *p);
 int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
 /*
 ** The same check, for a claim outside a transaction once its read pass has
-** run the row lookup (ST_GET): SQLite prepares a statement again when the
+** run the row lookup (storage_row_find): SQLite prepares a statement again when the
 ** schema it reads has changed, so an unchanged lookup statement stands for
 ** an unchanged main schema and only temp's version is read. This spares
 ** the claim the read transaction that PRAGMA schema_version would open.
@@ -514,39 +514,7 @@ int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr);
 */
 int ledger_temp_version(IdemLedger *p, int *pV, int bReuse);
 
-/* Prepared statements of a ledger, made on first use. */
-enum {
-  ST_INSERT,
-  ST_GET,
-  ST_BY_TOKEN,
-  ST_RECLAIM,
-  ST_SETTLE,
-  ST_PURGE,
-  ST_DELETE,
-  ST_SCHEMA_VERSION,
-  ST_TEMP_SCHEMA_VERSION,
-  ST_GUARDS,
-  ST_COUNT_LIVE,
-  ST_GET_KEY,
-  ST_SYNCHRONOUS,
-  ST_SAVEPOINT,
-  ST_RELEASE,
-  ST_ROLLBACK_TO,
-  ST_ROLLBACK,
-  ST_WRITE_LOCK,
-  ST_RENEW,
-  ST_RET_SCAN,
-  ST_RET_DELETE,
-  ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
-  ST_CUR_KEY,
-  ST_CUR_TENANT,
-  ST_CUR_TOKEN,
-  ST_CUR_OPEN,
-  ST_MEMBERS,
-  ST_GUARD_NAMES,
-  N_STMT
-};
-/* Column numbers of the cursor statements (ST_CUR_*): ROW_COLUMNS then created_at. */
+/* Column numbers of the row statements (the cursor statements add created_at). */
 #define RC_ID 0
 #define RC_CONV 1
 #define RC_TOOL 2
@@ -565,12 +533,20 @@ enum {
 #define RC_EXPIRATIONS 15
 #define RC_CREATED 16
 
-/* Statement i of ledger p, prepared on first use (owned by p). */
+/*
+** The one set of statements storage exports, for stepping a result set:
+** the cursor statements of the ledger's virtual table, one per xBestIndex
+** plan (idxNum order: all, tenant and key, tenant, token, open rows),
+** bound by the caller with the plan's values in order, read with the RC_*
+** column numbers above. storage_cursor_slot is plan iPlan's statement
+** slot (p->aStmt, p->mBusy); ledger_stmt lends the ledger's own (prepared
+** on first use, owned by p), ledger_stmt_new makes a second one for a
+** self-join (the caller finalizes). Every other statement is private to
+** ledger_storage.c, behind the named operations below.
+*/
+int storage_cursor_slot(int iPlan);
 int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
-/* A new statement of kind i (a second cursor of a plan): the caller finalizes. */
 int ledger_stmt_new(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
-/* Run statement i of p to completion (a savepoint command). */
-int ledger_exec(IdemLedger *p, int i);
 /* Finalize p's statements, leaving one lent to a cursor to the cursor. */
 void ledger_finalize_all(IdemLedger *p);
 /* Step pS once, reset it; SQLITE_OK for a row or done. */
@@ -615,6 +591,68 @@ struct LedgerRow {
 void ledger_row_free(LedgerRow *r);
 /* Run row query pS (bound by the caller), load its row; pS is reset. */
 int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound);
+
+/* Named operations on the shadow tables. Each binds and runs one of the
+** ledger's cached statements; a row read is copied into *r (*pbFound). */
+/* The row of (tenant, key); pTenant NULL: of the key alone (single_tenant). */
+int storage_row_find(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey, LedgerRow *r,
+                     int *pbFound);
+/* storage_row_find for C strings (zTenant NULL: the key alone). */
+int storage_row_find_text(IdemLedger *p, const char *zTenant, const char *zKey, LedgerRow *r,
+                          int *pbFound);
+/* The row of token (id, rnd). */
+int storage_row_by_token(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, LedgerRow *r,
+                         int *pbFound);
+/* Insert fresh claim r (request columns, tokenRnd, updatedAt as created_at
+** and updated_at, leaseUntil; nArgs -1 when zArgs is NUL-terminated). When
+** a constraint refuses it (the key is held), *pzTaken gets SQLite's message
+** and SQLITE_OK is returned. */
+int storage_row_insert(IdemLedger *p, const LedgerRow *r, char **pzTaken);
+/* Claim row r again, compare-and-set on its status and token: token rnd,
+** lease until lease; bTakeover counts an expiry. */
+int storage_row_reclaim(IdemLedger *p, const LedgerRow *r, sqlite3_int64 rnd, sqlite3_int64 now,
+                        sqlite3_int64 lease, int bTakeover);
+/* Record outcome zStatus of row r, compare-and-set on its status and token:
+** the result or the error (nDetail bytes, -1 to its NUL; NULL stores NULL),
+** the members (JSON array), updated_at now. */
+int storage_row_settle(IdemLedger *p, const LedgerRow *r, const char *zStatus, const char *zResult,
+                       const char *zError, int nDetail, const char *zMembers, sqlite3_int64 now);
+/* Extend the live claim of token (id, rnd) to until (never shortened):
+** *pbRenewed, and *pLease its lease_until when renewed. */
+int storage_row_renew(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, sqlite3_int64 until,
+                      sqlite3_int64 now, sqlite3_int64 *pLease, int *pbRenewed);
+/* Delete row pId when terminal (the virtual table's DELETE). */
+int storage_row_delete_terminal(IdemLedger *p, sqlite3_value *pId);
+/* Delete the terminal rows updated before cutoff (idem_purge). */
+int storage_purge_before(IdemLedger *p, sqlite3_int64 cutoff);
+/* Retention: read up to RETENTION_SCAN rows after id iFrom; the ids of
+** those due (terminal, updated before cutoff) into aDue[*pnDue]; *piNext
+** where the next scan starts (0: from the beginning again). */
+int storage_retention_scan(IdemLedger *p, sqlite3_int64 iFrom, sqlite3_int64 cutoff,
+                           sqlite3_int64 *aDue, int *pnDue, sqlite3_int64 *piNext);
+/* Retention: delete row id if it is still due. */
+int storage_retention_delete(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 cutoff);
+/* Guards plus claimed and unknown rows (all shadow tables present). */
+int storage_count_held(IdemLedger *p, sqlite3_int64 *pn);
+/* Take the write lock, writing nothing. A failure to prepare is
+** SQLITE_NOMEM when memory ran out, else SQLITE_OK (no rows table). */
+int storage_write_lock(IdemLedger *p);
+/* The claim's savepoint: prepare all its commands first (so that undoing
+** cannot fail to prepare), then begin, release, roll back to, and roll
+** back the whole transaction. */
+int storage_savepoint_prepare(IdemLedger *p);
+int storage_savepoint_begin(IdemLedger *p);
+int storage_savepoint_release(IdemLedger *p);
+int storage_savepoint_undo(IdemLedger *p);
+int storage_rollback(IdemLedger *p);
+/* Does claim (id, attempt) have a member? */
+int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, int *pb);
+/* For stepping: *ppM the members of claim (id, attempt) (columns: guard,
+** rid; by guard then rowid); *ppG the guards (columns: id, tbl,
+** key_column, tenant_column, the insert trigger's table or NULL; by id),
+** rewound by the caller after each walk. */
+int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, sqlite3_stmt **ppM,
+                         sqlite3_stmt **ppG);
 
 /* The shadow tables every ledger needs: their suffixes, in bit order. */
 #define LEDGER_N_SHADOW 3
@@ -667,7 +705,7 @@ int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
 ** fails the claim.
 */
 int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
-/* Rows read (and at most deleted) per retention step: ST_RET_SCAN's LIMIT. */
+/* Rows read (and at most deleted) per retention step: storage_retention_scan LIMIT. */
 #define RETENTION_SCAN 16
 
 /* ------------------------------------------------------------------ */

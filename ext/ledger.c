@@ -278,7 +278,6 @@ static void outcome_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_purge";
   IdemLedger *p;
-  sqlite3_stmt *pDel = 0;
   char *zErr = 0;
   sqlite3_int64 n;
   int rc;
@@ -300,11 +299,7 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   /* inside a transaction resolving took the write lock first; outside,
   ** the trigger check reads on its own and the DELETE takes the lock */
   rc = ledger_check_triggers(p, zFunc, &zErr);
-  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_PURGE, &pDel);
-  if (rc == SQLITE_OK) {
-    sqlite3_bind_int64(pDel, 1, ledger_now(p) - n * 1000);
-    rc = ledger_step_done(pDel);
-  }
+  if (rc == SQLITE_OK) rc = storage_purge_before(p, ledger_now(p) - n * 1000);
   if (rc) {
     if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
     idem_result_error(ctx, rc, zErr);
@@ -742,7 +737,7 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
   LedgerCursor *c = (LedgerCursor *)pCur;
   IdemLedger *p = (IdemLedger *)pCur->pVtab;
   int bNone = 0, iPlan = filter_plan(idxNum, argc, argv, &bNone);
-  int iSlot = ST_CUR_ALL + iPlan;
+  int iSlot = storage_cursor_slot(iPlan);
   int rc, i;
   (void)idxStr;
   cursor_release(c);
@@ -858,15 +853,11 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
 
   if (argc == 1) {
     /* DELETE: terminal rows only */
-    sqlite3_stmt *pDel = 0;
     rc = vtab_ready(p);
     if (rc) return rc;
     rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc) return vtab_error(pVtab, rc, zErr);
-    rc = ledger_stmt(p, ST_DELETE, &pDel);
-    if (rc) return rc;
-    sqlite3_bind_value(pDel, 1, argv[0]);
-    rc = ledger_step_done(pDel);
+    rc = storage_row_delete_terminal(p, argv[0]);
     if (rc) return rc;
     if (sqlite3_changes(db) != 1) {
       zErr = sqlite3_mprintf(

@@ -80,14 +80,7 @@ int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn) {
   *pn = 0;
   rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
   if (rc) return rc;
-  if (mMissing == 0) {
-    rc = ledger_stmt(p, ST_COUNT_LIVE, &pS);
-    if (rc) return rc;
-    if (sqlite3_step(pS) == SQLITE_ROW) {
-      *pn = sqlite3_column_int64(pS, 0) + sqlite3_column_int64(pS, 1);
-    }
-    return sqlite3_reset(pS);
-  }
+  if (mMissing == 0) return storage_count_held(p, pn);
   /* a broken ledger: count in what is left */
   {
     sqlite3_str *s = sqlite3_str_new(0);

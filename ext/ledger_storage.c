@@ -246,6 +246,38 @@ int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd
 /* The WHERE of the partial index of open rows (create_indexes). */
 #define OPEN_WHERE "status='claimed' OR status='unknown'"
 
+/* Prepared statements of a ledger, made on first use. */
+enum {
+  ST_INSERT,
+  ST_GET,
+  ST_BY_TOKEN,
+  ST_RECLAIM,
+  ST_SETTLE,
+  ST_PURGE,
+  ST_DELETE,
+  ST_SCHEMA_VERSION,
+  ST_TEMP_SCHEMA_VERSION,
+  ST_GUARDS,
+  ST_COUNT_LIVE,
+  ST_GET_KEY,
+  ST_SYNCHRONOUS,
+  ST_SAVEPOINT,
+  ST_RELEASE,
+  ST_ROLLBACK_TO,
+  ST_ROLLBACK,
+  ST_WRITE_LOCK,
+  ST_RENEW,
+  ST_RET_SCAN,
+  ST_RET_DELETE,
+  ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
+  ST_CUR_KEY,
+  ST_CUR_TENANT,
+  ST_CUR_TOKEN,
+  ST_CUR_OPEN,
+  ST_MEMBERS,
+  ST_GUARD_NAMES,
+  N_STMT
+};
 /* The columns every row query selects, in RC_* order. */
 #define ROW_COLUMNS                                                                 \
   "id,conversation,tool,args,effect,status,result,error,attempt,token,lease_until," \
@@ -1406,11 +1438,246 @@ int ledger_step_done(sqlite3_stmt *pS) {
 /* ------------------------------------------------------------------ */
 
 /* Run prepared statement i of p (a savepoint command) to completion. */
-int ledger_exec(IdemLedger *p, int i) {
+static int ledger_exec(IdemLedger *p, int i) {
   sqlite3_stmt *pS = 0;
   int rc = ledger_stmt(p, i, &pS);
   if (rc) return rc;
   return ledger_step_done(pS);
+}
+
+int storage_savepoint_prepare(IdemLedger *p) {
+  sqlite3_stmt *pX;
+  int i, rc = SQLITE_OK;
+  for (i = ST_SAVEPOINT; rc == SQLITE_OK && i <= ST_ROLLBACK; i++) rc = ledger_stmt(p, i, &pX);
+  return rc;
+}
+int storage_savepoint_begin(IdemLedger *p) { return ledger_exec(p, ST_SAVEPOINT); }
+int storage_savepoint_release(IdemLedger *p) { return ledger_exec(p, ST_RELEASE); }
+int storage_savepoint_undo(IdemLedger *p) { return ledger_exec(p, ST_ROLLBACK_TO); }
+int storage_rollback(IdemLedger *p) { return ledger_exec(p, ST_ROLLBACK); }
+
+/* ------------------------------------------------------------------ */
+/* Named operations on the rows                                        */
+/* ------------------------------------------------------------------ */
+
+int storage_cursor_slot(int iPlan) { return ST_CUR_ALL + iPlan; }
+
+/* The row lookup statement: by (tenant, key), or bKeyOnly by the key. */
+static int row_lookup(IdemLedger *p, int bKeyOnly, sqlite3_stmt **ppGet) {
+  return ledger_stmt(p, bKeyOnly ? ST_GET_KEY : ST_GET, ppGet);
+}
+
+int storage_row_find(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey, LedgerRow *r,
+                     int *pbFound) {
+  sqlite3_stmt *pGet = 0;
+  int rc = row_lookup(p, pTenant == 0, &pGet);
+  if (rc) return rc;
+  if (pTenant) sqlite3_bind_value(pGet, 1, pTenant);
+  sqlite3_bind_value(pGet, pTenant ? 2 : 1, pKey);
+  return ledger_row_fetch(pGet, r, pbFound);
+}
+
+int storage_row_find_text(IdemLedger *p, const char *zTenant, const char *zKey, LedgerRow *r,
+                          int *pbFound) {
+  sqlite3_stmt *pGet = 0;
+  int rc = row_lookup(p, zTenant == 0, &pGet);
+  if (rc) return rc;
+  if (zTenant) sqlite3_bind_text(pGet, 1, zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pGet, zTenant ? 2 : 1, zKey, -1, SQLITE_STATIC);
+  return ledger_row_fetch(pGet, r, pbFound);
+}
+
+int storage_row_by_token(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, LedgerRow *r,
+                         int *pbFound) {
+  sqlite3_stmt *pGet = 0;
+  int rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
+  if (rc) return rc;
+  sqlite3_bind_int64(pGet, 1, id);
+  sqlite3_bind_int64(pGet, 2, rnd);
+  return ledger_row_fetch(pGet, r, pbFound);
+}
+
+int storage_row_insert(IdemLedger *p, const LedgerRow *r, char **pzTaken) {
+  sqlite3_stmt *pIns = 0;
+  int rc = ledger_stmt(p, ST_INSERT, &pIns);
+  *pzTaken = 0;
+  if (rc) return rc;
+  sqlite3_bind_text(pIns, 1, r->zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 2, r->zKey, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 3, r->zConv, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 4, r->zTool, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 5, r->zArgs, r->nArgs, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 6, r->zEffect, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pIns, 7, r->tokenRnd);
+  sqlite3_bind_int64(pIns, 8, r->updatedAt);
+  sqlite3_bind_int64(pIns, 9, r->leaseUntil);
+  rc = ledger_step_done(pIns);
+  if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+    *pzTaken = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
+    rc = *pzTaken ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  sqlite3_clear_bindings(pIns);
+  return rc;
+}
+
+/* Bind row r's compare-and-set (id, status, token) from parameter i on. */
+static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
+  sqlite3_bind_int64(pS, i, r->id);
+  sqlite3_bind_text(pS, i + 1, r->zStatus, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(pS, i + 2, r->tokenRnd);
+}
+
+/* Run the bound write pS, then clear its bindings. */
+static int write_done(sqlite3_stmt *pS) {
+  int rc = ledger_step_done(pS);
+  sqlite3_clear_bindings(pS);
+  return rc;
+}
+
+int storage_row_reclaim(IdemLedger *p, const LedgerRow *r, sqlite3_int64 rnd, sqlite3_int64 now,
+                        sqlite3_int64 lease, int bTakeover) {
+  sqlite3_stmt *pUpd = 0;
+  int rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
+  if (rc) return rc;
+  sqlite3_bind_int64(pUpd, 1, rnd);
+  sqlite3_bind_int64(pUpd, 2, now);
+  sqlite3_bind_int64(pUpd, 3, lease);
+  sqlite3_bind_int(pUpd, 4, bTakeover);
+  bind_cas(pUpd, 5, r);
+  return write_done(pUpd);
+}
+
+int storage_row_settle(IdemLedger *p, const LedgerRow *r, const char *zStatus, const char *zResult,
+                       const char *zError, int nDetail, const char *zMembers, sqlite3_int64 now) {
+  sqlite3_stmt *pUpd = 0;
+  int rc = ledger_stmt(p, ST_SETTLE, &pUpd);
+  if (rc) return rc;
+  sqlite3_bind_text(pUpd, 1, zStatus, -1, SQLITE_STATIC);
+  if (zResult) sqlite3_bind_text(pUpd, 2, zResult, nDetail, SQLITE_STATIC);
+  if (zError) sqlite3_bind_text(pUpd, 3, zError, nDetail, SQLITE_STATIC);
+  sqlite3_bind_text(pUpd, 4, zMembers, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pUpd, 5, now);
+  bind_cas(pUpd, 6, r);
+  return write_done(pUpd);
+}
+
+int storage_row_renew(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, sqlite3_int64 until,
+                      sqlite3_int64 now, sqlite3_int64 *pLease, int *pbRenewed) {
+  sqlite3_stmt *pUpd = 0;
+  int rc = ledger_stmt(p, ST_RENEW, &pUpd), rcR;
+  *pbRenewed = 0;
+  if (rc) return rc;
+  sqlite3_bind_int64(pUpd, 1, until);
+  sqlite3_bind_int64(pUpd, 2, now);
+  sqlite3_bind_int64(pUpd, 3, id);
+  sqlite3_bind_int64(pUpd, 4, rnd);
+  rc = sqlite3_step(pUpd);
+  if (rc == SQLITE_ROW) {
+    *pLease = sqlite3_column_int64(pUpd, 0);
+    *pbRenewed = 1;
+    rc = sqlite3_step(pUpd);
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  rcR = sqlite3_reset(pUpd);
+  return rc == SQLITE_OK ? rcR : rc;
+}
+
+int storage_row_delete_terminal(IdemLedger *p, sqlite3_value *pId) {
+  sqlite3_stmt *pDel = 0;
+  int rc = ledger_stmt(p, ST_DELETE, &pDel);
+  if (rc) return rc;
+  sqlite3_bind_value(pDel, 1, pId);
+  return ledger_step_done(pDel);
+}
+
+int storage_purge_before(IdemLedger *p, sqlite3_int64 cutoff) {
+  sqlite3_stmt *pDel = 0;
+  int rc = ledger_stmt(p, ST_PURGE, &pDel);
+  if (rc) return rc;
+  sqlite3_bind_int64(pDel, 1, cutoff);
+  return ledger_step_done(pDel);
+}
+
+int storage_retention_scan(IdemLedger *p, sqlite3_int64 iFrom, sqlite3_int64 cutoff,
+                           sqlite3_int64 *aDue, int *pnDue, sqlite3_int64 *piNext) {
+  sqlite3_int64 iLast = iFrom;
+  sqlite3_stmt *pScan = 0, *pDel = 0;
+  int nRead = 0, bWrap = 0, rc;
+  *pnDue = 0;
+  /* the delete is prepared before the first one is needed */
+  rc = ledger_stmt(p, ST_RET_SCAN, &pScan);
+  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_RET_DELETE, &pDel);
+  if (rc) return rc;
+  sqlite3_bind_int64(pScan, 1, iFrom);
+  sqlite3_bind_int64(pScan, 2, cutoff);
+  while ((rc = sqlite3_step(pScan)) == SQLITE_ROW) {
+    nRead++;
+    if (sqlite3_column_int(pScan, 2)) {
+      bWrap = 1; /* this row and every later one are younger than the cutoff */
+      break;
+    }
+    iLast = sqlite3_column_int64(pScan, 0);
+    if (sqlite3_column_int(pScan, 1)) aDue[(*pnDue)++] = iLast;
+  }
+  if (rc == SQLITE_DONE && nRead < RETENTION_SCAN) bWrap = 1; /* the end of the table */
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE) rc = SQLITE_OK;
+  else rc = sqlite3_reset(pScan);
+  sqlite3_reset(pScan);
+  if (rc == SQLITE_OK) *piNext = bWrap ? 0 : iLast;
+  return rc;
+}
+
+int storage_retention_delete(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 cutoff) {
+  sqlite3_stmt *pDel = 0;
+  int rc = ledger_stmt(p, ST_RET_DELETE, &pDel);
+  if (rc) return rc;
+  sqlite3_bind_int64(pDel, 1, id);
+  sqlite3_bind_int64(pDel, 2, cutoff);
+  return ledger_step_done(pDel);
+}
+
+int storage_count_held(IdemLedger *p, sqlite3_int64 *pn) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_COUNT_LIVE, &pS);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    *pn = sqlite3_column_int64(pS, 0) + sqlite3_column_int64(pS, 1);
+  }
+  return sqlite3_reset(pS);
+}
+
+int storage_write_lock(IdemLedger *p) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_WRITE_LOCK, &pS);
+  if (rc) return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
+  return ledger_step_done(pS);
+}
+
+/* ------------------------------------------------------------------ */
+/* Named operations on the members and guards                          */
+/* ------------------------------------------------------------------ */
+
+int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, int *pb) {
+  sqlite3_stmt *pM = 0;
+  int rc = ledger_stmt(p, ST_MEMBERS, &pM);
+  *pb = 0;
+  if (rc) return rc;
+  sqlite3_bind_int64(pM, 1, id);
+  sqlite3_bind_int64(pM, 2, attempt);
+  rc = sqlite3_step(pM);
+  *pb = rc == SQLITE_ROW;
+  return sqlite3_reset(pM);
+}
+
+int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, sqlite3_stmt **ppM,
+                         sqlite3_stmt **ppG) {
+  int rc = ledger_stmt(p, ST_MEMBERS, ppM);
+  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_GUARDS, ppG);
+  if (rc) return rc;
+  sqlite3_bind_int64(*ppM, 1, id);
+  sqlite3_bind_int64(*ppM, 2, attempt);
+  sqlite3_bind_text(*ppG, 1, p->zName, -1, SQLITE_STATIC);
+  return SQLITE_OK;
 }
 
 /* ------------------------------------------------------------------ */
