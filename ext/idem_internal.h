@@ -336,6 +336,32 @@ int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const c
 int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase,
                        char **pzTable);
 
+/* A ledger's tables <name>_<ledger_shadow_suffix[i]>, by index. */
+#define LEDGER_TABLE_ROWS 0
+#define LEDGER_TABLE_META 1
+#define LEDGER_TABLE_GUARDS 2
+#define LEDGER_TABLE_MEMBERS 3
+#define LEDGER_N_TABLE 4
+/* Is zTable (any case) one of ledger zLedger's four tables? */
+int storage_is_own_table(const char *zLedger, const char *zTable);
+/* Does table LEDGER_TABLE_<iTable> of p exist? */
+int storage_table_exists(const IdemLedger *p, int iTable);
+/* idem_guard: is zTable guarded already, under its current name or the
+** one it was guarded under (*pbGuarded)? Else *pGid the new guard's id. */
+int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid);
+/* idem_guard: record guard gid (after its triggers exist). */
+int storage_guard_insert(IdemLedger *p, sqlite3_int64 gid, const char *zTable, const char *zKeyCol,
+                         const char *zTenCol, const char *zTokCol);
+/* idem_unguard: the guard of table zTable by its current name: *pGid and
+** *pzBase its base name (sqlite3_malloc), or *pzBase NULL when none. */
+int storage_guard_find(IdemLedger *p, const char *zTable, sqlite3_int64 *pGid, char **pzBase);
+/* idem_unguard: *pzKey the key of an open claim that wrote rows under
+** guard gid (sqlite3_malloc), or NULL. A broken ledger has none, and
+** loses the guards table's delete trigger, so its guards can go. */
+int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey);
+/* idem_unguard: delete guard gid's row (after its triggers are dropped). */
+int storage_guard_delete(IdemLedger *p, sqlite3_int64 gid);
+
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_state.c                                */
 /* ------------------------------------------------------------------ */
@@ -654,10 +680,11 @@ int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, 
 int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, sqlite3_stmt **ppM,
                          sqlite3_stmt **ppG);
 
-/* The shadow tables every ledger needs: their suffixes, in bit order. */
+/* The suffixes of a ledger's tables (LEDGER_TABLE_* order); the first
+** LEDGER_N_SHADOW, the shadow tables every ledger needs, in bit order. */
 #define LEDGER_N_SHADOW 3
 #define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
-extern const char *const ledger_shadow_suffix[LEDGER_N_SHADOW];
+extern const char *const ledger_shadow_suffix[LEDGER_N_TABLE];
 /* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
 int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
 /* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */

@@ -86,13 +86,14 @@ int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn) {
     sqlite3_str *s = sqlite3_str_new(0);
     sqlite3_str_appendall(s, "SELECT 0");
     if ((mMissing & 4) == 0) {
-      sqlite3_str_appendf(s, "+(SELECT count(*) FROM \"%w\".\"%w_guards\")", p->zDb, p->zName);
+      sqlite3_str_appendf(s, "+(SELECT count(*) FROM \"%w\".\"%w_%s\")", p->zDb, p->zName,
+                          ledger_shadow_suffix[LEDGER_TABLE_GUARDS]);
     }
     if ((mMissing & 1) == 0) {
       sqlite3_str_appendf(s,
-                          "+(SELECT count(*) FROM \"%w\".\"%w_rows\""
+                          "+(SELECT count(*) FROM \"%w\".\"%w_%s\""
                           " WHERE status IN ('claimed','unknown'))",
-                          p->zDb, p->zName);
+                          p->zDb, p->zName, ledger_shadow_suffix[LEDGER_TABLE_ROWS]);
     }
     zSql = sqlite3_str_finish(s);
   }

@@ -243,6 +243,15 @@ int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd
 #define IDEM_STR_(x) #x
 #define IDEM_STR(x) IDEM_STR_(x)
 
+/* The name of guard trigger <kind> (idem_guard_kind) of ledger <L> on a
+** table guarded under the name <base>: <base>_idem_<L>_<kind>. Written
+** once here: as a printf format (base, ledger, kind), and as an SQL
+** expression of SQL texts base and ledger. */
+#define GUARD_TRIGGER_INFIX "_idem_"
+#define GUARD_TRIGGER_FMT "%s" GUARD_TRIGGER_INFIX "%s_%s"
+#define GUARD_TRIGGER_SQL(base, ledger, kind) \
+  base "||'" GUARD_TRIGGER_INFIX "'||" ledger "||'_" kind "'"
+
 /* The WHERE of the partial index of open rows (create_indexes). */
 #define OPEN_WHERE "status='claimed' OR status='unknown'"
 
@@ -316,7 +325,7 @@ static const char *const azStmtSql[N_STMT] = {
     /* ST_GUARDS */
     "SELECT g.id, g.tbl, g.key_column, g.tenant_column, t.tbl_name"
     " FROM \"%w\".\"%w_guards\" AS g LEFT JOIN \"%w\".sqlite_schema AS t"
-    " ON t.type='trigger' AND t.name=g.tbl||'_idem_'||?1||'_insert' ORDER BY g.id",
+    " ON t.type='trigger' AND t.name=" GUARD_TRIGGER_SQL("g.tbl", "?1", "insert") " ORDER BY g.id",
     /* ST_COUNT_LIVE */
     "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\"),"
     " (SELECT count(*) FROM \"%w\".\"%w_rows\" WHERE status IN ('claimed','unknown'))",
@@ -586,8 +595,10 @@ static const OwnTrigger aOwn[] = {
      " BEGIN SELECT RAISE(ABORT,'" MSG_META "'); END"},
     {"guards", "insert",
      "CREATE TRIGGER \"$_guards_insert\" BEFORE INSERT ON \"$_guards\" WHEN NOT coalesce(("
-     "SELECT count(*) FROM sqlite_schema WHERE type='trigger' AND (name=NEW.tbl||'_idem_@_insert'"
-     " OR name=NEW.tbl||'_idem_@_member' OR name=NEW.tbl||'_idem_@_update'))=3,0)"
+     "SELECT count(*) FROM sqlite_schema WHERE type='trigger' AND "
+     "(name=NEW.tbl||'" GUARD_TRIGGER_INFIX "@_insert'"
+     " OR name=NEW.tbl||'" GUARD_TRIGGER_INFIX "@_member' OR name=NEW.tbl||'" GUARD_TRIGGER_INFIX
+     "@_update'))=3,0)"
      " OR EXISTS(SELECT 1 FROM \"$_guards\" WHERE id=NEW.id OR tbl=NEW.tbl)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
     {"guards", "update",
@@ -595,8 +606,10 @@ static const OwnTrigger aOwn[] = {
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
     {"guards", "delete",
      "CREATE TRIGGER \"$_guards_delete\" BEFORE DELETE ON \"$_guards\" WHEN coalesce("
-     "EXISTS(SELECT 1 FROM sqlite_schema WHERE type='trigger' AND (name=OLD.tbl||'_idem_@_insert'"
-     " OR name=OLD.tbl||'_idem_@_member' OR name=OLD.tbl||'_idem_@_update'))"
+     "EXISTS(SELECT 1 FROM sqlite_schema WHERE type='trigger' AND "
+     "(name=OLD.tbl||'" GUARD_TRIGGER_INFIX "@_insert'"
+     " OR name=OLD.tbl||'" GUARD_TRIGGER_INFIX "@_member' OR name=OLD.tbl||'" GUARD_TRIGGER_INFIX
+     "@_update'))"
      " OR EXISTS(SELECT 1 FROM \"$_members\" AS m JOIN \"$_rows\" AS r ON r.id=m.claim"
      " WHERE m.guard=OLD.id AND (r.status IS 'claimed' OR r.status IS 'unknown')),1)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
@@ -943,10 +956,12 @@ static int guard_trigger_kind(const IdemLedger *p, const char *zTrig, size_t *pn
   int k;
   for (k = 0; k < IDEM_GUARD_N_TRIGGER; k++) {
     const char *zKind = idem_guard_kind[k];
-    size_t nK = strlen(zKind), nTail = 6 + nL + 1 + nK; /* _idem_ L _ kind */
+    size_t nI = sizeof(GUARD_TRIGGER_INFIX) - 1;
+    size_t nK = strlen(zKind), nTail = nI + nL + 1 + nK; /* _idem_ L _ kind */
     if (n <= nTail) continue;
-    if (memcmp(zTrig + n - nTail, "_idem_", 6) || memcmp(zTrig + n - nTail + 6, p->zName, nL) ||
-        zTrig[n - nK - 1] != '_' || strcmp(zTrig + n - nK, zKind)) {
+    if (memcmp(zTrig + n - nTail, GUARD_TRIGGER_INFIX, nI) ||
+        memcmp(zTrig + n - nTail + nI, p->zName, nL) || zTrig[n - nK - 1] != '_' ||
+        strcmp(zTrig + n - nK, zKind)) {
       continue;
     }
     *pnBase = n - nTail;
@@ -984,7 +999,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
       break;
     }
     for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
-      char *zName = sqlite3_mprintf("%s_idem_%s_%s", zBase, p->zName, idem_guard_kind[k]);
+      char *zName = sqlite3_mprintf(GUARD_TRIGGER_FMT, zBase, p->zName, idem_guard_kind[k]);
       if (zName == 0) {
         rc = SQLITE_NOMEM;
         break;
@@ -1010,11 +1025,12 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
     for (k = 0; rc == SQLITE_OK && nHave > 0 && k < IDEM_GUARD_N_TRIGGER; k++) {
       char *zExpect;
       if (!aHave[k]) {
-        rc = scan_note(t,
-                       sqlite3_mprintf("is missing its guard trigger \"%s_idem_%s_%s\" on table "
-                                       "\"%s\"",
-                                       zBase, p->zName, idem_guard_kind[k], zTable),
-                       1);
+        rc = scan_note(
+            t,
+            sqlite3_mprintf("is missing its guard trigger \"" GUARD_TRIGGER_FMT "\" on table "
+                            "\"%s\"",
+                            zBase, p->zName, idem_guard_kind[k], zTable),
+            1);
         continue;
       }
       zExpect = ledger_guard_trigger_sql(
@@ -1024,8 +1040,8 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
         rc = SQLITE_NOMEM;
       } else if (strcmp(zExpect, azSql[k]) != 0) {
         rc = scan_note(t,
-                       sqlite3_mprintf("has its guard trigger \"%s_idem_%s_%s\" altered", zBase,
-                                       p->zName, idem_guard_kind[k]),
+                       sqlite3_mprintf("has its guard trigger \"" GUARD_TRIGGER_FMT "\" altered",
+                                       zBase, p->zName, idem_guard_kind[k]),
                        1);
       }
       sqlite3_free(zExpect);
@@ -1041,7 +1057,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
   /* a trigger named as one of this ledger's guard triggers needs its row */
   zSql = sqlite3_mprintf(
       "SELECT t.name FROM \"%w\".sqlite_schema AS t WHERE t.type='trigger'"
-      " AND t.name GLOB '*_idem_%q_[imu]*'",
+      " AND t.name GLOB '*" GUARD_TRIGGER_INFIX "%q_[imu]*'",
       p->zDb, p->zName);
   rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pT, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
@@ -1727,7 +1743,7 @@ char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, cons
   sqlite3_str *s = sqlite3_str_new(0);
   sqlite3_str_appendall(s, "CREATE TRIGGER ");
   if (zDb) sqlite3_str_appendf(s, "\"%w\".", zDb);
-  sqlite3_str_appendf(s, "\"%w_idem_%w_%s\" ", zBase, zLedger, idem_guard_kind[k]);
+  sqlite3_str_appendf(s, "\"%w" GUARD_TRIGGER_INFIX "%w_%s\" ", zBase, zLedger, idem_guard_kind[k]);
   if (k == 0) {
     sqlite3_str_appendf(s, "BEFORE INSERT ON \"%w\" BEGIN SELECT idem_guard_check(%Q, %Q, %Q, ",
                         zTable, zLedger, zLedgerId, zBase);
@@ -1782,10 +1798,11 @@ int ledger_guard_create(sqlite3 *db, const char *zDb, const char *zLedger, const
 int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase) {
   int k, rc = SQLITE_OK;
   for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
-    rc = exec_free(db,
-                   sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_%s\"", zDb, zBase,
-                                   zLedger, idem_guard_kind[k]),
-                   0);
+    rc = exec_free(
+        db,
+        sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w" GUARD_TRIGGER_INFIX "%w_%s\"", zDb,
+                        zBase, zLedger, idem_guard_kind[k]),
+        0);
   }
   return rc;
 }
@@ -1802,7 +1819,8 @@ int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const 
   int rc;
   char *zSql = sqlite3_mprintf(
       "SELECT tbl_name FROM \"%w\".sqlite_schema WHERE type='trigger' AND name IN"
-      " (%Q||'_idem_'||%Q||'_insert', %Q||'_idem_'||%Q||'_member', %Q||'_idem_'||%Q||'_update')"
+      " (" GUARD_TRIGGER_SQL("%Q", "%Q", "insert") ", " GUARD_TRIGGER_SQL("%Q", "%Q", "member") ", "
+      GUARD_TRIGGER_SQL("%Q", "%Q", "update") ")"
       " UNION ALL SELECT name FROM \"%w\".sqlite_schema WHERE type='table' AND name=%Q",
       zDb, zBase, zLedger, zBase, zLedger, zBase, zLedger, zDb, zBase);
   *pzTable = 0;
@@ -1816,6 +1834,131 @@ int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const 
   if (rc == SQLITE_OK) rc = sqlite3_reset(pS);
   sqlite3_finalize(pS);
   return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Named operations on <name>_guards (idem_guard, idem_unguard)         */
+/* ------------------------------------------------------------------ */
+
+int storage_is_own_table(const char *zLedger, const char *zTable) {
+  size_t nL = strlen(zLedger);
+  int i;
+  if (sqlite3_strnicmp(zTable, zLedger, (int)nL) != 0 || zTable[nL] != '_') return 0;
+  for (i = 0; i < LEDGER_N_TABLE; i++) {
+    if (sqlite3_stricmp(zTable + nL + 1, ledger_shadow_suffix[i]) == 0) return 1;
+  }
+  return 0;
+}
+
+int storage_table_exists(const IdemLedger *p, int iTable) {
+  char *zTable = sqlite3_mprintf("%s_%s", p->zName, ledger_shadow_suffix[iTable]);
+  int b =
+      zTable && sqlite3_table_column_metadata(p->db, p->zDb, zTable, 0, 0, 0, 0, 0, 0) == SQLITE_OK;
+  sqlite3_free(zTable);
+  return b;
+}
+
+int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  /* one guard per table, under its current name or the one it was
+  ** guarded under */
+  char *zSql = sqlite3_mprintf(
+      "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\" AS g"
+      " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
+      " AND t.name=" GUARD_TRIGGER_SQL("g.tbl", "%Q", "insert")
+      " WHERE g.tbl=%Q COLLATE NOCASE OR t.tbl_name=%Q COLLATE NOCASE),"
+      " (SELECT coalesce(max(id),0)+1 FROM \"%w\".\"%w_guards\")",
+      p->zDb, p->zName, p->zDb, p->zName, zTable, zTable, p->zDb, p->zName);
+  *pbGuarded = 0;
+  *pGid = 0;
+  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    if (sqlite3_column_int64(pS, 0) > 0) {
+      *pbGuarded = 1;
+      sqlite3_finalize(pS);
+      return SQLITE_OK;
+    }
+    *pGid = sqlite3_column_int64(pS, 1);
+  }
+  return sqlite3_finalize(pS);
+}
+
+int storage_guard_insert(IdemLedger *p, sqlite3_int64 gid, const char *zTable, const char *zKeyCol,
+                         const char *zTenCol, const char *zTokCol) {
+  return exec_free(p->db,
+                   sqlite3_mprintf("INSERT INTO \"%w\".\"%w_guards\"(id,tbl,key_column,"
+                                   "tenant_column,token_column) VALUES(%lld,%Q,%Q,%Q,%Q)",
+                                   p->zDb, p->zName, gid, zTable, zKeyCol, zTenCol, zTokCol),
+                   0);
+}
+
+int storage_guard_find(IdemLedger *p, const char *zTable, sqlite3_int64 *pGid, char **pzBase) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  /* by its table's current name (it may have been renamed since: its
+  ** insert trigger moved with it) */
+  char *zSql = sqlite3_mprintf(
+      "SELECT g.id, g.tbl FROM \"%w\".\"%w_guards\" AS g"
+      " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
+      " AND t.name=" GUARD_TRIGGER_SQL(
+          "g.tbl", "%Q", "insert") " WHERE coalesce(t.tbl_name, g.tbl)=%Q COLLATE NOCASE",
+      p->zDb, p->zName, p->zDb, p->zName, zTable);
+  *pzBase = 0;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pS) != SQLITE_ROW) {
+    rc = sqlite3_reset(pS);
+    sqlite3_finalize(pS);
+    return rc;
+  }
+  *pzBase = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(pS, 1));
+  *pGid = sqlite3_column_int64(pS, 0);
+  sqlite3_finalize(pS);
+  return *pzBase ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey) {
+  sqlite3_stmt *pS = 0;
+  char *zSql;
+  int rc = SQLITE_OK;
+  *pzKey = 0;
+  if (!storage_table_exists(p, LEDGER_TABLE_ROWS) ||
+      !storage_table_exists(p, LEDGER_TABLE_MEMBERS)) {
+    /* a broken ledger (ledger_lifecycle.c): no claim of it can go on, and
+    ** the guards table's delete trigger, which reads both, cannot run;
+    ** the guards go so that DROP TABLE can remove the ledger */
+    rc = exec_free(
+        p->db,
+        sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_guards_delete\"", p->zDb, p->zName), 0);
+    zSql = sqlite3_mprintf("SELECT NULL WHERE 0");
+  } else {
+    /* rows written under a claim that is still open are its members */
+    zSql = sqlite3_mprintf(
+        "SELECT r.\"key\" FROM \"%w\".\"%w_members\" AS m JOIN \"%w\".\"%w_rows\" AS r"
+        " ON r.id=m.claim WHERE m.guard=%lld AND (r.status='claimed' OR r.status='unknown')"
+        " LIMIT 1",
+        p->zDb, p->zName, p->zDb, p->zName, gid);
+  }
+  if (rc == SQLITE_OK) rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    *pzKey = sqlite3_mprintf("%s", sqlite3_column_text(pS, 0));
+    sqlite3_finalize(pS);
+    return *pzKey ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  return sqlite3_finalize(pS);
+}
+
+int storage_guard_delete(IdemLedger *p, sqlite3_int64 gid) {
+  return exec_free(
+      p->db,
+      sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", p->zDb, p->zName, gid), 0);
 }
 
 /*
@@ -2214,17 +2357,19 @@ int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sq
 /* Which shadow tables exist                                           */
 /* ------------------------------------------------------------------ */
 
-/* The suffixes of the shadow tables SQLite is told of (xShadowName) and
-** that every ledger needs, in LEDGER_SHADOW_* bit order. */
-const char *const ledger_shadow_suffix[LEDGER_N_SHADOW] = {"rows", "meta", "guards"};
+/* The suffixes of a ledger's tables: first the shadow tables SQLite is
+** told of (xShadowName) and that every ledger needs, in LEDGER_SHADOW_*
+** bit order, then <name>_members. */
+const char *const ledger_shadow_suffix[LEDGER_N_TABLE] = {"rows", "meta", "guards", "members"};
 
 int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing) {
   sqlite3_stmt *pS = 0;
   int rc, i;
   char *zSql = sqlite3_mprintf(
       "SELECT lower(name) FROM \"%w\".sqlite_schema WHERE type='table' AND lower(name) IN "
-      "(lower('%q_rows'),lower('%q_meta'),lower('%q_guards'))",
-      zDb, zName, zName, zName);
+      "(lower('%q_%s'),lower('%q_%s'),lower('%q_%s'))",
+      zDb, zName, ledger_shadow_suffix[0], zName, ledger_shadow_suffix[1], zName,
+      ledger_shadow_suffix[2]);
   *pmMissing = LEDGER_SHADOW_ALL;
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
@@ -2233,7 +2378,7 @@ int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *
   while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
     const char *z = (const char *)sqlite3_column_text(pS, 0);
     size_t n = z ? strlen(z) : 0;
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < LEDGER_N_SHADOW; i++) {
       size_t nSuffix = strlen(ledger_shadow_suffix[i]);
       if (n > nSuffix && z[n - nSuffix - 1] == '_' &&
           strcmp(z + n - nSuffix, ledger_shadow_suffix[i]) == 0) {
@@ -2248,7 +2393,7 @@ int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *
 int ledger_shadow_list(sqlite3_str *s, const char *zName, int m) {
   int i, n = 0;
   sqlite3_str_appendall(s, (m & (m - 1)) ? " tables" : " table");
-  for (i = 0; i < 3; i++) {
+  for (i = 0; i < LEDGER_N_SHADOW; i++) {
     if ((m & (1 << i)) == 0) continue;
     sqlite3_str_appendf(s, "%s %s_%s", n++ ? "," : "", zName, ledger_shadow_suffix[i]);
   }
