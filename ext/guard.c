@@ -319,7 +319,7 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  rc = idem_ledger_live_claim(p, argv[3], argv[4], argc > 5 ? argv[5] : 0, &zWhy);
+  rc = ledger_live_claim(p, argv[3], argv[4], argc > 5 ? argv[5] : 0, &zWhy);
   if (rc == SQLITE_OK && zWhy == 0) {
     sqlite3_result_int(ctx, 1);
     return;

@@ -146,16 +146,16 @@ void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_
 /* SQL layer (files that include sqlite3ext.h first)                   */
 /* ------------------------------------------------------------------ */
 /* IDEM_GUARDED(f) defines f_guarded, which runs the SQL function f between
-** idem_conn_enter and idem_conn_leave (its user data is the IdemConn), so a
+** ledger_conn_enter and ledger_conn_leave (its user data is the IdemConn), so a
 ** ledger disconnected while f runs is finished after it (ledger_conn.c). Only
 ** files of the SQL layer expand it; it stands outside the section below so
 ** that static analysis without sqlite3ext.h still knows the macro. */
 #define IDEM_GUARDED(f)                                                           \
   static void f##_guarded(sqlite3_context *ctx, int argc, sqlite3_value **argv) { \
     void *pConn = sqlite3_user_data(ctx);                                         \
-    idem_conn_enter(pConn);                                                       \
+    ledger_conn_enter(pConn);                                                     \
     f(ctx, argc, argv);                                                           \
-    idem_conn_leave(pConn);                                                       \
+    ledger_conn_leave(pConn);                                                     \
   }
 
 #if defined(SQLITE3EXT_H)
@@ -321,7 +321,7 @@ int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
 ** <name>_members, so the storage owns their text; guard.c installs them) */
 #define IDEM_GUARD_N_TRIGGER 3
 /* insert, member, update */
-extern const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER];
+extern const char *const ledger_guard_kind[IDEM_GUARD_N_TRIGGER];
 /* Trigger k of guard gid (zDb NULL: the text SQLite stores). sqlite3_malloc. */
 char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, const char *zLedgerId,
                                sqlite3_int64 gid, const char *zBase, const char *zTable,
@@ -374,8 +374,8 @@ int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
 ** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
-int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
-                           sqlite3_value *pToken, char **pzWhy);
+int ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
+                      sqlite3_value *pToken, char **pzWhy);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_conn.c                                 */
@@ -383,8 +383,8 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
 
 /* Bracket every ledger and guard function (user data pConn): a ledger
 ** disconnected meanwhile is finished when the outermost call leaves. */
-void idem_conn_enter(void *pConn);
-void idem_conn_leave(void *pConn);
+void ledger_conn_enter(void *pConn);
+void ledger_conn_leave(void *pConn);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger.c                                      */
@@ -432,7 +432,7 @@ void idem_unregister_guard(sqlite3 *db);
 /* The ledger's fields, read and written only by the ledger's files. */
 /* The calls of ledger and guard functions running on a connection (the
 ** registry keeps it, each ledger points at it): depth, and a number that
-** changes on every idem_conn_enter and idem_conn_leave. Two reads under
+** changes on every ledger_conn_enter and ledger_conn_leave. Two reads under
 ** one number, with depth above 0, are in one call, with no other ledger
 ** or guard function between them. */
 typedef struct LedgerCalls LedgerCalls;
@@ -710,15 +710,15 @@ int ledger_ready(IdemLedger *p, char **pzErr);
 ** adopt them: *pbAdopted = 1, aVal, zId and *piFormat the stored ones. When none
 ** exists, *pbAdopted = 0 (create them). Anything else is an error.
 */
-int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
-                 int *piFormat, int *pbAdopted, char **pzErr);
+int ledger_lifecycle_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal,
+                           char *zId, int *piFormat, int *pbAdopted, char **pzErr);
 /* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
 ** tables that exist. */
-int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
-/* For idem_ledger_live_claim: when p is broken, or rc (an error reading
+int ledger_lifecycle_held_count(IdemLedger *p, sqlite3_int64 *pn);
+/* For ledger_live_claim: when p is broken, or rc (an error reading
 ** the rows) comes from a shadow table dropped since, *pzWhy says so and
 ** SQLITE_OK is returned; otherwise rc. */
-int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
+int ledger_lifecycle_broken_why(IdemLedger *p, int rc, char **pzWhy);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_retention.c: retention_seconds         */
@@ -822,10 +822,6 @@ int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_last.c: idem_last_claim(ledger)        */
 /* ------------------------------------------------------------------ */
-/* idem_ledger_resolve for a function that only reads (idem_last_claim):
-** no write lock is taken. */
-IdemLedger *idem_ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
-                                     const char *zFunc);
 /* The claims of the last INSERT statement into each ledger, kept by the
 ** connection (not the ledger object, which SQLite disconnects when a
 ** schema change is rolled back), each tagged with its ledger's identity. */

@@ -126,8 +126,10 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
   return ledger_resolve(ctx, iArg, pName, zFunc, 1);
 }
 
-IdemLedger *idem_ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
-                                     const char *zFunc) {
+/* idem_ledger_resolve for a function that only reads (idem_last_claim):
+** no write lock is taken. */
+static IdemLedger *ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                       const char *zFunc) {
   return ledger_resolve(ctx, iArg, pName, zFunc, 0);
 }
 
@@ -167,7 +169,7 @@ static void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value *
   char *zJson = 0;
   int rc;
   (void)argc;
-  p = idem_ledger_resolve_read(ctx, 0, argv[0], "idem_last_claim");
+  p = ledger_resolve_read(ctx, 0, argv[0], "idem_last_claim");
   if (p == 0) return;
   rc = ledger_last_answer(ledger_conn_last(p), p, &zJson);
   if (rc) {
@@ -400,7 +402,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   if (bCreate) {
     int bAdopted = 0;
     /* shadow tables left by a copy (.clone) are adopted, not recreated */
-    rc = ledger_adopt(db, argc, argv, aVal, zId, &iFormat, &bAdopted, pzErr);
+    rc = ledger_lifecycle_adopt(db, argc, argv, aVal, zId, &iFormat, &bAdopted, pzErr);
     if (rc) return rc;
     if (!bAdopted) {
       unsigned char a[8];
@@ -530,7 +532,7 @@ static int xDestroy(sqlite3_vtab *pVtab) {
   ** (DROP TABLE is a write statement: its lock is held) */
   int rc = vtab_ready(p);
   if (rc) return rc;
-  rc = ledger_held_count(p, &nHeld);
+  rc = ledger_lifecycle_held_count(p, &nHeld);
   if (rc) return rc;
   /* SQLite shows no module message for a refused DROP TABLE (it reads
   ** "constraint failed"), so none is set: it would only leak */

@@ -31,8 +31,8 @@ SQLITE_EXTENSION_INIT3
 
 #include <string.h>
 
-int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
-                 int *piFormat, int *pbAdopted, char **pzErr) {
+int ledger_lifecycle_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal,
+                           char *zId, int *piFormat, int *pbAdopted, char **pzErr) {
   const char *zDb = argv[1], *zName = argv[2];
   sqlite3_int64 aStored[IDEM_N_OPT];
   int mMissing = 0, rc, i;
@@ -73,7 +73,7 @@ int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *
   return SQLITE_OK;
 }
 
-int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn) {
+int ledger_lifecycle_held_count(IdemLedger *p, sqlite3_int64 *pn) {
   sqlite3_stmt *pS = 0;
   int mMissing = 0, rc;
   char *zSql;
@@ -105,7 +105,7 @@ int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn) {
   return sqlite3_finalize(pS);
 }
 
-int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy) {
+int ledger_lifecycle_broken_why(IdemLedger *p, int rc, char **pzWhy) {
   int mMissing = 0;
   if (p->zBroken == 0) {
     /* an error reading the rows: a shadow table dropped since the last

@@ -1081,13 +1081,13 @@ static int token_names(sqlite3_value *v, const LedgerRow *r) {
 ** (with token pToken when not NULL)? SQLITE_OK with *pzWhy NULL when it
 ** does; SQLITE_OK with *pzWhy saying why not (sqlite3_malloc) otherwise.
 */
-int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
-                           sqlite3_value *pToken, char **pzWhy) {
+int ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
+                      sqlite3_value *pToken, char **pzWhy) {
   int rc, bFound = 0, eEff = 0;
   LedgerRow r;
   *pzWhy = 0;
   /* a shadow table is missing: refused, saying so (ledger_lifecycle.c) */
-  if (p->zBroken) return ledger_broken_why(p, SQLITE_OK, pzWhy);
+  if (p->zBroken) return ledger_lifecycle_broken_why(p, SQLITE_OK, pzWhy);
   if (p->iFormat != LEDGER_FORMAT) {
     /* an earlier format's guard triggers record no members */
     *pzWhy = sqlite3_mprintf(
@@ -1099,7 +1099,7 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
   rc = storage_row_find(
       p, p->aOpt[IDEM_OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL ? 0 : pTenant, pKey,
       &r, &bFound);
-  if (rc) return ledger_broken_why(p, rc, pzWhy);
+  if (rc) return ledger_lifecycle_broken_why(p, rc, pzWhy);
   if (!bFound) {
     *pzWhy = sqlite3_mprintf("there is no claim for it");
   } else if (strcmp(r.zStatus, "claimed") != 0) {

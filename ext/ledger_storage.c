@@ -243,7 +243,7 @@ int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd
 #define IDEM_STR_(x) #x
 #define IDEM_STR(x) IDEM_STR_(x)
 
-/* The name of guard trigger <kind> (idem_guard_kind) of ledger <L> on a
+/* The name of guard trigger <kind> (ledger_guard_kind) of ledger <L> on a
 ** table guarded under the name <base>: <base>_idem_<L>_<kind>. Written
 ** once here: as a printf format (base, ledger, kind), and as an SQL
 ** expression of SQL texts base and ledger. */
@@ -949,13 +949,13 @@ static int scan_note(TriggerScan *t, char *zWhy, int bRepair) {
 }
 
 /* The guard trigger names end in _idem_<ledger>_<kind>; the kind's index
-** (idem_guard_kind) when zTrig is one of p's, else -1; *pnBase
+** (ledger_guard_kind) when zTrig is one of p's, else -1; *pnBase
 ** the length of the base before it. */
 static int guard_trigger_kind(const IdemLedger *p, const char *zTrig, size_t *pnBase) {
   size_t n = strlen(zTrig), nL = strlen(p->zName);
   int k;
   for (k = 0; k < IDEM_GUARD_N_TRIGGER; k++) {
-    const char *zKind = idem_guard_kind[k];
+    const char *zKind = ledger_guard_kind[k];
     size_t nI = sizeof(GUARD_TRIGGER_INFIX) - 1;
     size_t nK = strlen(zKind), nTail = nI + nL + 1 + nK; /* _idem_ L _ kind */
     if (n <= nTail) continue;
@@ -999,7 +999,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
       break;
     }
     for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
-      char *zName = sqlite3_mprintf(GUARD_TRIGGER_FMT, zBase, p->zName, idem_guard_kind[k]);
+      char *zName = sqlite3_mprintf(GUARD_TRIGGER_FMT, zBase, p->zName, ledger_guard_kind[k]);
       if (zName == 0) {
         rc = SQLITE_NOMEM;
         break;
@@ -1029,7 +1029,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
             t,
             sqlite3_mprintf("is missing its guard trigger \"" GUARD_TRIGGER_FMT "\" on table "
                             "\"%s\"",
-                            zBase, p->zName, idem_guard_kind[k], zTable),
+                            zBase, p->zName, ledger_guard_kind[k], zTable),
             1);
         continue;
       }
@@ -1041,7 +1041,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
       } else if (strcmp(zExpect, azSql[k]) != 0) {
         rc = scan_note(t,
                        sqlite3_mprintf("has its guard trigger \"" GUARD_TRIGGER_FMT "\" altered",
-                                       zBase, p->zName, idem_guard_kind[k]),
+                                       zBase, p->zName, ledger_guard_kind[k]),
                        1);
       }
       sqlite3_free(zExpect);
@@ -1700,7 +1700,7 @@ int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt,
 /* Guard triggers                                                      */
 /* ------------------------------------------------------------------ */
 
-const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "update"};
+const char *const ledger_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "update"};
 
 /*
 ** The SQL of guard trigger k (0 insert, 1 member, 2 update) of
@@ -1743,7 +1743,8 @@ char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, cons
   sqlite3_str *s = sqlite3_str_new(0);
   sqlite3_str_appendall(s, "CREATE TRIGGER ");
   if (zDb) sqlite3_str_appendf(s, "\"%w\".", zDb);
-  sqlite3_str_appendf(s, "\"%w" GUARD_TRIGGER_INFIX "%w_%s\" ", zBase, zLedger, idem_guard_kind[k]);
+  sqlite3_str_appendf(s, "\"%w" GUARD_TRIGGER_INFIX "%w_%s\" ", zBase, zLedger,
+                      ledger_guard_kind[k]);
   if (k == 0) {
     sqlite3_str_appendf(s, "BEFORE INSERT ON \"%w\" BEGIN SELECT idem_guard_check(%Q, %Q, %Q, ",
                         zTable, zLedger, zLedgerId, zBase);
@@ -1801,7 +1802,7 @@ int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const c
     rc = exec_free(
         db,
         sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w" GUARD_TRIGGER_INFIX "%w_%s\"", zDb,
-                        zBase, zLedger, idem_guard_kind[k]),
+                        zBase, zLedger, ledger_guard_kind[k]),
         0);
   }
   return rc;
