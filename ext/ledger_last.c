@@ -104,9 +104,9 @@ static int last_exists(IdemLedger *p, const LedgerLastClaim *c, int *pbFound) {
   LedgerRow r;
   int rc;
   *pbFound = 0;
+  memset(&r, 0, sizeof(r));
   if (!ledger_token_parse(c->zToken, &iId, &iRnd)) return SQLITE_OK;
   rc = storage_row_by_token(p, iId, iRnd, &r, pbFound);
-  if (rc) return rc;
   ledger_row_free(&r);
   return rc;
 }
