@@ -22,14 +22,6 @@ SQLITE_EXTENSION_INIT3
 
 #include <string.h>
 
-/* Does table zDb.<zLedger>_<zSuffix> exist? */
-static int table_exists(sqlite3 *db, const char *zDb, const char *zLedger, const char *zSuffix) {
-  char *zTable = sqlite3_mprintf("%s_%s", zLedger, zSuffix);
-  int b = zTable && sqlite3_table_column_metadata(db, zDb, zTable, 0, 0, 0, 0, 0, 0) == SQLITE_OK;
-  sqlite3_free(zTable);
-  return b;
-}
-
 /* Does column zCol exist in zDb.zTable? */
 static int column_exists(sqlite3 *db, const char *zDb, const char *zTable, const char *zCol) {
   return sqlite3_table_column_metadata(db, zDb, zTable, zCol, 0, 0, 0, 0, 0) == SQLITE_OK;
@@ -125,12 +117,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   {
     const char *zType = (const char *)sqlite3_column_text(pS, 0);
     const char *zTSql = (const char *)sqlite3_column_text(pS, 1);
-    size_t nL = strlen(ledger_name(p));
-    int bShadow =
-        sqlite3_strnicmp(zTable, ledger_name(p), (int)nL) == 0 &&
-        (sqlite3_stricmp(zTable + nL, "_rows") == 0 || sqlite3_stricmp(zTable + nL, "_meta") == 0 ||
-         sqlite3_stricmp(zTable + nL, "_guards") == 0 ||
-         sqlite3_stricmp(zTable + nL, "_members") == 0);
+    int bShadow = storage_is_own_table(ledger_name(p), zTable);
     int bVirtual = zTSql && sqlite3_strnicmp(zTSql, "CREATE VIRTUAL", 14) == 0;
     int bNoRowid = 0;
     if (zTSql) {
@@ -175,41 +162,22 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   rc = ledger_write_first(p, zFunc, &zErr);
   if (rc) goto done;
   {
-    /* one guard per table, under its current name or the one it was
-    ** guarded under; the new guard's id is known before its triggers,
-    ** which name it */
+    /* one guard per table; the new guard's id is known before its
+    ** triggers, which name it */
     sqlite3_int64 gid = 0;
-    zSql = sqlite3_mprintf(
-        "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\" AS g"
-        " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
-        " AND t.name=g.tbl||'_idem_'||%Q||'_insert'"
-        " WHERE g.tbl=%Q COLLATE NOCASE OR t.tbl_name=%Q COLLATE NOCASE),"
-        " (SELECT coalesce(max(id),0)+1 FROM \"%w\".\"%w_guards\")",
-        ledger_schema(p), ledger_name(p), ledger_schema(p), ledger_name(p), zTable, zTable,
-        ledger_schema(p), ledger_name(p));
-    rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+    int bGuarded = 0;
+    rc = storage_guard_next(p, zTable, &bGuarded, &gid);
     if (rc) goto done;
-    if (sqlite3_step(pS) == SQLITE_ROW) {
-      if (sqlite3_column_int64(pS, 0) > 0) {
-        zErr = sqlite3_mprintf("%s: table \"%s\" is already guarded by ledger %s", zFunc, zTable,
-                               ledger_name(p));
-        rc = SQLITE_CONSTRAINT;
-        goto done;
-      }
-      gid = sqlite3_column_int64(pS, 1);
+    if (bGuarded) {
+      zErr = sqlite3_mprintf("%s: table \"%s\" is already guarded by ledger %s", zFunc, zTable,
+                             ledger_name(p));
+      rc = SQLITE_CONSTRAINT;
+      goto done;
     }
-    rc = sqlite3_finalize(pS);
-    pS = 0;
-    if (rc) goto done;
     rc = ledger_guard_create(db, ledger_schema(p), ledger_name(p), ledger_identity(p), gid, zTable,
                              zTable, zKeyCol, zTenCol, zTokCol, 0);
     if (rc) goto done;
-    sqlite3_free(zSql);
-    zSql = sqlite3_mprintf(
-        "INSERT INTO \"%w\".\"%w_guards\"(id,tbl,key_column,"
-        "tenant_column,token_column) VALUES(%lld,%Q,%Q,%Q,%Q)",
-        ledger_schema(p), ledger_name(p), gid, zTable, zKeyCol, zTenCol, zTokCol);
-    rc = zSql ? sqlite3_exec(db, zSql, 0, 0, 0) : SQLITE_NOMEM;
+    rc = storage_guard_insert(p, gid, zTable, zKeyCol, zTenCol, zTokCol);
     if (rc) goto done;
   }
   rc = sqlite3_exec(db, "RELEASE idem_guard", 0, 0, 0);
@@ -227,9 +195,8 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   IdemLedger *p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   const char *zTable = 0;
-  char *zErr = 0, *zSql, *zBase = 0;
-  sqlite3_stmt *pS = 0;
-  sqlite3_int64 iGuard;
+  char *zErr = 0, *zBase = 0, *zKey = 0;
+  sqlite3_int64 iGuard = 0;
   int rc, bSave = 0;
   (void)argc;
   if (p == 0) return;
@@ -246,86 +213,35 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   /* it reads the guards before it writes: the write lock first (its
   ** statement writes the rows table, which a broken ledger may lack: then
   ** the lock comes with the first write below) */
-  if (table_exists(db, ledger_schema(p), ledger_name(p), "rows")) {
+  if (storage_table_exists(p, LEDGER_TABLE_ROWS)) {
     rc = ledger_write_first(p, zFunc, &zErr);
     if (rc) goto done;
   }
-  /* the guard of the table by its current name (it may have been renamed
-  ** since: its insert trigger moved with it) */
-  zSql = sqlite3_mprintf(
-      "SELECT g.id, g.tbl FROM \"%w\".\"%w_guards\" AS g"
-      " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
-      " AND t.name=g.tbl||'_idem_'||%Q||'_insert'"
-      " WHERE coalesce(t.tbl_name, g.tbl)=%Q COLLATE NOCASE",
-      ledger_schema(p), ledger_name(p), ledger_schema(p), ledger_name(p), zTable);
-  if (zSql == 0) {
-    rc = SQLITE_NOMEM;
-    goto done;
-  }
-  rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
-  sqlite3_free(zSql);
+  /* the guard of the table by its current name */
+  rc = storage_guard_find(p, zTable, &iGuard, &zBase);
   if (rc) goto done;
-  if (sqlite3_step(pS) != SQLITE_ROW) {
-    rc = sqlite3_reset(pS);
-    if (rc == SQLITE_OK) {
-      zErr = sqlite3_mprintf("%s: table \"%s\" is not guarded by ledger %s", zFunc, zTable,
-                             ledger_name(p));
-      rc = SQLITE_ERROR;
-    }
-    goto done;
-  }
-  zBase = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(pS, 1));
-  iGuard = sqlite3_column_int64(pS, 0);
-  sqlite3_finalize(pS);
-  pS = 0;
   if (zBase == 0) {
-    rc = SQLITE_NOMEM;
-    goto done;
-  }
-  if (!table_exists(db, ledger_schema(p), ledger_name(p), "rows") ||
-      !table_exists(db, ledger_schema(p), ledger_name(p), "members")) {
-    /* a broken ledger (ledger_lifecycle.c): no claim of it can go on, and
-    ** the guards table's delete trigger, which reads both, cannot run;
-    ** the guards go so that DROP TABLE can remove the ledger */
-    zSql = sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_guards_delete\"", ledger_schema(p),
+    zErr = sqlite3_mprintf("%s: table \"%s\" is not guarded by ledger %s", zFunc, zTable,
                            ledger_name(p));
-    rc = zSql ? sqlite3_exec(db, zSql, 0, 0, 0) : SQLITE_NOMEM;
-    sqlite3_free(zSql);
-    zSql = sqlite3_mprintf("SELECT NULL WHERE 0");
-  } else {
-    /* rows written under a claim that is still open are its members: the
-    ** guard that records them stays until the claim is settled */
-    zSql = sqlite3_mprintf(
-        "SELECT r.\"key\" FROM \"%w\".\"%w_members\" AS m JOIN \"%w\".\"%w_rows\" AS r"
-        " ON r.id=m.claim WHERE m.guard=%lld AND (r.status='claimed' OR r.status='unknown')"
-        " LIMIT 1",
-        ledger_schema(p), ledger_name(p), ledger_schema(p), ledger_name(p), iGuard);
-  }
-  if (rc == SQLITE_OK) rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
-  sqlite3_free(zSql);
-  if (rc) goto done;
-  if (sqlite3_step(pS) == SQLITE_ROW) {
-    zErr = sqlite3_mprintf(
-        "%s: table \"%s\" has rows written under the open claim of key \"%s\" of ledger %s; "
-        "settle or resolve it first",
-        zFunc, zTable, sqlite3_column_text(pS, 0), ledger_name(p));
     rc = SQLITE_ERROR;
     goto done;
   }
-  rc = sqlite3_finalize(pS);
-  pS = 0;
+  /* rows written under a claim that is still open are its members: the
+  ** guard that records them stays until the claim is settled */
+  rc = storage_guard_open_key(p, iGuard, &zKey);
   if (rc) goto done;
+  if (zKey) {
+    zErr = sqlite3_mprintf(
+        "%s: table \"%s\" has rows written under the open claim of key \"%s\" of ledger %s; "
+        "settle or resolve it first",
+        zFunc, zTable, zKey, ledger_name(p));
+    rc = SQLITE_ERROR;
+    goto done;
+  }
   /* the triggers first: the guards table's own trigger requires them gone */
   rc = ledger_guard_drop(db, ledger_schema(p), ledger_name(p), zBase);
   if (rc) goto done;
-  zSql = sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", ledger_schema(p),
-                         ledger_name(p), iGuard);
-  if (zSql == 0) {
-    rc = SQLITE_NOMEM;
-    goto done;
-  }
-  rc = sqlite3_exec(db, zSql, 0, 0, 0);
-  sqlite3_free(zSql);
+  rc = storage_guard_delete(p, iGuard);
   if (rc) goto done;
   if (sqlite3_changes(db) != 1) {
     zErr = sqlite3_mprintf("%s: the guard of \"%s\" could not be removed", zFunc, zTable);
@@ -335,8 +251,8 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   rc = sqlite3_exec(db, "RELEASE idem_unguard", 0, 0, 0);
   if (rc == SQLITE_OK) bSave = 0;
 done:
-  sqlite3_finalize(pS);
   sqlite3_free(zBase);
+  sqlite3_free(zKey);
   guard_answer(ctx, db, zFunc, bSave ? azUnguardUndo : 0, rc, rc, zErr);
 }
 
@@ -403,7 +319,7 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  rc = idem_ledger_live_claim(p, argv[3], argv[4], argc > 5 ? argv[5] : 0, &zWhy);
+  rc = ledger_live_claim(p, argv[3], argv[4], argc > 5 ? argv[5] : 0, &zWhy);
   if (rc == SQLITE_OK && zWhy == 0) {
     sqlite3_result_int(ctx, 1);
     return;

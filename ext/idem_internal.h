@@ -146,16 +146,16 @@ void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_
 /* SQL layer (files that include sqlite3ext.h first)                   */
 /* ------------------------------------------------------------------ */
 /* IDEM_GUARDED(f) defines f_guarded, which runs the SQL function f between
-** idem_conn_enter and idem_conn_leave (its user data is the IdemConn), so a
+** ledger_conn_enter and ledger_conn_leave (its user data is the IdemConn), so a
 ** ledger disconnected while f runs is finished after it (ledger_conn.c). Only
 ** files of the SQL layer expand it; it stands outside the section below so
 ** that static analysis without sqlite3ext.h still knows the macro. */
 #define IDEM_GUARDED(f)                                                           \
   static void f##_guarded(sqlite3_context *ctx, int argc, sqlite3_value **argv) { \
     void *pConn = sqlite3_user_data(ctx);                                         \
-    idem_conn_enter(pConn);                                                       \
+    ledger_conn_enter(pConn);                                                     \
     f(ctx, argc, argv);                                                           \
-    idem_conn_leave(pConn);                                                       \
+    ledger_conn_leave(pConn);                                                     \
   }
 
 #if defined(SQLITE3EXT_H)
@@ -321,7 +321,7 @@ int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
 ** <name>_members, so the storage owns their text; guard.c installs them) */
 #define IDEM_GUARD_N_TRIGGER 3
 /* insert, member, update */
-extern const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER];
+extern const char *const ledger_guard_kind[IDEM_GUARD_N_TRIGGER];
 /* Trigger k of guard gid (zDb NULL: the text SQLite stores). sqlite3_malloc. */
 char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, const char *zLedgerId,
                                sqlite3_int64 gid, const char *zBase, const char *zTable,
@@ -336,6 +336,32 @@ int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const c
 int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase,
                        char **pzTable);
 
+/* A ledger's tables <name>_<ledger_shadow_suffix[i]>, by index. */
+#define LEDGER_TABLE_ROWS 0
+#define LEDGER_TABLE_META 1
+#define LEDGER_TABLE_GUARDS 2
+#define LEDGER_TABLE_MEMBERS 3
+#define LEDGER_N_TABLE 4
+/* Is zTable (any case) one of ledger zLedger's four tables? */
+int storage_is_own_table(const char *zLedger, const char *zTable);
+/* Does table LEDGER_TABLE_<iTable> of p exist? */
+int storage_table_exists(const IdemLedger *p, int iTable);
+/* idem_guard: is zTable guarded already, under its current name or the
+** one it was guarded under (*pbGuarded)? Else *pGid the new guard's id. */
+int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid);
+/* idem_guard: record guard gid (after its triggers exist). */
+int storage_guard_insert(IdemLedger *p, sqlite3_int64 gid, const char *zTable, const char *zKeyCol,
+                         const char *zTenCol, const char *zTokCol);
+/* idem_unguard: the guard of table zTable by its current name: *pGid and
+** *pzBase its base name (sqlite3_malloc), or *pzBase NULL when none. */
+int storage_guard_find(IdemLedger *p, const char *zTable, sqlite3_int64 *pGid, char **pzBase);
+/* idem_unguard: *pzKey the key of an open claim that wrote rows under
+** guard gid (sqlite3_malloc), or NULL. A broken ledger has none, and
+** loses the guards table's delete trigger, so its guards can go. */
+int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey);
+/* idem_unguard: delete guard gid's row (after its triggers are dropped). */
+int storage_guard_delete(IdemLedger *p, sqlite3_int64 gid);
+
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_state.c                                */
 /* ------------------------------------------------------------------ */
@@ -348,8 +374,8 @@ int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
 ** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
-int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
-                           sqlite3_value *pToken, char **pzWhy);
+int ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
+                      sqlite3_value *pToken, char **pzWhy);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_conn.c                                 */
@@ -357,8 +383,8 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
 
 /* Bracket every ledger and guard function (user data pConn): a ledger
 ** disconnected meanwhile is finished when the outermost call leaves. */
-void idem_conn_enter(void *pConn);
-void idem_conn_leave(void *pConn);
+void ledger_conn_enter(void *pConn);
+void ledger_conn_leave(void *pConn);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger.c                                      */
@@ -406,7 +432,7 @@ void idem_unregister_guard(sqlite3 *db);
 /* The ledger's fields, read and written only by the ledger's files. */
 /* The calls of ledger and guard functions running on a connection (the
 ** registry keeps it, each ledger points at it): depth, and a number that
-** changes on every idem_conn_enter and idem_conn_leave. Two reads under
+** changes on every ledger_conn_enter and ledger_conn_leave. Two reads under
 ** one number, with depth above 0, are in one call, with no other ledger
 ** or guard function between them. */
 typedef struct LedgerCalls LedgerCalls;
@@ -436,12 +462,12 @@ struct IdemLedger {
   int bUnread;               /* connected, its file not read yet (ledger_ready) */
   int iTempNow;              /* temp's schema version as last read ... */
   unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
-  sqlite3_stmt *pGetChecked; /* aStmt[ST_GET] when the triggers were last checked */
+  sqlite3_stmt *pGetChecked; /* the row lookup when the triggers were last checked */
   int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
   char *zForeign;            /* why operations are refused, or NULL */
   char zId[17];              /* random identity, kept in <name>_meta: guards name it */
   /* retention_seconds (ledger_retention.c): where the next walk over old
-  ** rows starts (its statements are ST_RET_SCAN and ST_RET_DELETE) */
+  ** rows starts (storage_retention_scan) */
   sqlite3_int64 iRetCursor;
   char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
   IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
@@ -497,7 +523,7 @@ int ledger_drop_schema(IdemLedger *p);
 int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
 /*
 ** The same check, for a claim outside a transaction once its read pass has
-** run the row lookup (ST_GET): SQLite prepares a statement again when the
+** run the row lookup (storage_row_find): SQLite prepares a statement again when the
 ** schema it reads has changed, so an unchanged lookup statement stands for
 ** an unchanged main schema and only temp's version is read. This spares
 ** the claim the read transaction that PRAGMA schema_version would open.
@@ -514,39 +540,7 @@ int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr);
 */
 int ledger_temp_version(IdemLedger *p, int *pV, int bReuse);
 
-/* Prepared statements of a ledger, made on first use. */
-enum {
-  ST_INSERT,
-  ST_GET,
-  ST_BY_TOKEN,
-  ST_RECLAIM,
-  ST_SETTLE,
-  ST_PURGE,
-  ST_DELETE,
-  ST_SCHEMA_VERSION,
-  ST_TEMP_SCHEMA_VERSION,
-  ST_GUARDS,
-  ST_COUNT_LIVE,
-  ST_GET_KEY,
-  ST_SYNCHRONOUS,
-  ST_SAVEPOINT,
-  ST_RELEASE,
-  ST_ROLLBACK_TO,
-  ST_ROLLBACK,
-  ST_WRITE_LOCK,
-  ST_RENEW,
-  ST_RET_SCAN,
-  ST_RET_DELETE,
-  ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
-  ST_CUR_KEY,
-  ST_CUR_TENANT,
-  ST_CUR_TOKEN,
-  ST_CUR_OPEN,
-  ST_MEMBERS,
-  ST_GUARD_NAMES,
-  N_STMT
-};
-/* Column numbers of the cursor statements (ST_CUR_*): ROW_COLUMNS then created_at. */
+/* Column numbers of the row statements (the cursor statements add created_at). */
 #define RC_ID 0
 #define RC_CONV 1
 #define RC_TOOL 2
@@ -565,12 +559,20 @@ enum {
 #define RC_EXPIRATIONS 15
 #define RC_CREATED 16
 
-/* Statement i of ledger p, prepared on first use (owned by p). */
+/*
+** The one set of statements storage exports, for stepping a result set:
+** the cursor statements of the ledger's virtual table, one per xBestIndex
+** plan (idxNum order: all, tenant and key, tenant, token, open rows),
+** bound by the caller with the plan's values in order, read with the RC_*
+** column numbers above. storage_cursor_slot is plan iPlan's statement
+** slot (p->aStmt, p->mBusy); ledger_stmt lends the ledger's own (prepared
+** on first use, owned by p), ledger_stmt_new makes a second one for a
+** self-join (the caller finalizes). Every other statement is private to
+** ledger_storage.c, behind the named operations below.
+*/
+int storage_cursor_slot(int iPlan);
 int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
-/* A new statement of kind i (a second cursor of a plan): the caller finalizes. */
 int ledger_stmt_new(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
-/* Run statement i of p to completion (a savepoint command). */
-int ledger_exec(IdemLedger *p, int i);
 /* Finalize p's statements, leaving one lent to a cursor to the cursor. */
 void ledger_finalize_all(IdemLedger *p);
 /* Step pS once, reset it; SQLITE_OK for a row or done. */
@@ -616,10 +618,73 @@ void ledger_row_free(LedgerRow *r);
 /* Run row query pS (bound by the caller), load its row; pS is reset. */
 int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound);
 
-/* The shadow tables every ledger needs: their suffixes, in bit order. */
+/* Named operations on the shadow tables. Each binds and runs one of the
+** ledger's cached statements; a row read is copied into *r (*pbFound). */
+/* The row of (tenant, key); pTenant NULL: of the key alone (single_tenant). */
+int storage_row_find(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey, LedgerRow *r,
+                     int *pbFound);
+/* storage_row_find for C strings (zTenant NULL: the key alone). */
+int storage_row_find_text(IdemLedger *p, const char *zTenant, const char *zKey, LedgerRow *r,
+                          int *pbFound);
+/* The row of token (id, rnd). */
+int storage_row_by_token(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, LedgerRow *r,
+                         int *pbFound);
+/* Insert fresh claim r (request columns, tokenRnd, updatedAt as created_at
+** and updated_at, leaseUntil; nArgs -1 when zArgs is NUL-terminated). When
+** a constraint refuses it (the key is held), *pzTaken gets SQLite's message
+** and SQLITE_OK is returned. */
+int storage_row_insert(IdemLedger *p, const LedgerRow *r, char **pzTaken);
+/* Claim row r again, compare-and-set on its status and token: token rnd,
+** lease until lease; bTakeover counts an expiry. */
+int storage_row_reclaim(IdemLedger *p, const LedgerRow *r, sqlite3_int64 rnd, sqlite3_int64 now,
+                        sqlite3_int64 lease, int bTakeover);
+/* Record outcome zStatus of row r, compare-and-set on its status and token:
+** the result or the error (nDetail bytes, -1 to its NUL; NULL stores NULL),
+** the members (JSON array), updated_at now. */
+int storage_row_settle(IdemLedger *p, const LedgerRow *r, const char *zStatus, const char *zResult,
+                       const char *zError, int nDetail, const char *zMembers, sqlite3_int64 now);
+/* Extend the live claim of token (id, rnd) to until (never shortened):
+** *pbRenewed, and *pLease its lease_until when renewed. */
+int storage_row_renew(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, sqlite3_int64 until,
+                      sqlite3_int64 now, sqlite3_int64 *pLease, int *pbRenewed);
+/* Delete row pId when terminal (the virtual table's DELETE). */
+int storage_row_delete_terminal(IdemLedger *p, sqlite3_value *pId);
+/* Delete the terminal rows updated before cutoff (idem_purge). */
+int storage_purge_before(IdemLedger *p, sqlite3_int64 cutoff);
+/* Retention: read up to RETENTION_SCAN rows after id iFrom; the ids of
+** those due (terminal, updated before cutoff) into aDue[*pnDue]; *piNext
+** where the next scan starts (0: from the beginning again). */
+int storage_retention_scan(IdemLedger *p, sqlite3_int64 iFrom, sqlite3_int64 cutoff,
+                           sqlite3_int64 *aDue, int *pnDue, sqlite3_int64 *piNext);
+/* Retention: delete row id if it is still due. */
+int storage_retention_delete(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 cutoff);
+/* Guards plus claimed and unknown rows (all shadow tables present). */
+int storage_count_held(IdemLedger *p, sqlite3_int64 *pn);
+/* Take the write lock, writing nothing. A failure to prepare is
+** SQLITE_NOMEM when memory ran out, else SQLITE_OK (no rows table). */
+int storage_write_lock(IdemLedger *p);
+/* The claim's savepoint: prepare all its commands first (so that undoing
+** cannot fail to prepare), then begin, release, roll back to, and roll
+** back the whole transaction. */
+int storage_savepoint_prepare(IdemLedger *p);
+int storage_savepoint_begin(IdemLedger *p);
+int storage_savepoint_release(IdemLedger *p);
+int storage_savepoint_undo(IdemLedger *p);
+int storage_rollback(IdemLedger *p);
+/* Does claim (id, attempt) have a member? */
+int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, int *pb);
+/* For stepping: *ppM the members of claim (id, attempt) (columns: guard,
+** rid; by guard then rowid); *ppG the guards (columns: id, tbl,
+** key_column, tenant_column, the insert trigger's table or NULL; by id),
+** rewound by the caller after each walk. */
+int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, sqlite3_stmt **ppM,
+                         sqlite3_stmt **ppG);
+
+/* The suffixes of a ledger's tables (LEDGER_TABLE_* order); the first
+** LEDGER_N_SHADOW, the shadow tables every ledger needs, in bit order. */
 #define LEDGER_N_SHADOW 3
 #define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
-extern const char *const ledger_shadow_suffix[LEDGER_N_SHADOW];
+extern const char *const ledger_shadow_suffix[LEDGER_N_TABLE];
 /* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
 int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
 /* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
@@ -645,15 +710,15 @@ int ledger_ready(IdemLedger *p, char **pzErr);
 ** adopt them: *pbAdopted = 1, aVal, zId and *piFormat the stored ones. When none
 ** exists, *pbAdopted = 0 (create them). Anything else is an error.
 */
-int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
-                 int *piFormat, int *pbAdopted, char **pzErr);
+int ledger_lifecycle_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal,
+                           char *zId, int *piFormat, int *pbAdopted, char **pzErr);
 /* DROP TABLE's count: guards plus claimed and unknown rows, in the shadow
 ** tables that exist. */
-int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn);
-/* For idem_ledger_live_claim: when p is broken, or rc (an error reading
+int ledger_lifecycle_held_count(IdemLedger *p, sqlite3_int64 *pn);
+/* For ledger_live_claim: when p is broken, or rc (an error reading
 ** the rows) comes from a shadow table dropped since, *pzWhy says so and
 ** SQLITE_OK is returned; otherwise rc. */
-int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
+int ledger_lifecycle_broken_why(IdemLedger *p, int rc, char **pzWhy);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_retention.c: retention_seconds         */
@@ -667,7 +732,7 @@ int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy);
 ** fails the claim.
 */
 int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
-/* Rows read (and at most deleted) per retention step: ST_RET_SCAN's LIMIT. */
+/* Rows read (and at most deleted) per retention step: storage_retention_scan LIMIT. */
 #define RETENTION_SCAN 16
 
 /* ------------------------------------------------------------------ */
@@ -757,10 +822,6 @@ int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_last.c: idem_last_claim(ledger)        */
 /* ------------------------------------------------------------------ */
-/* idem_ledger_resolve for a function that only reads (idem_last_claim):
-** no write lock is taken. */
-IdemLedger *idem_ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
-                                     const char *zFunc);
 /* The claims of the last INSERT statement into each ledger, kept by the
 ** connection (not the ledger object, which SQLite disconnects when a
 ** schema change is rolled back), each tagged with its ledger's identity. */

@@ -126,8 +126,10 @@ IdemLedger *idem_ledger_resolve(sqlite3_context *ctx, int iArg, sqlite3_value *p
   return ledger_resolve(ctx, iArg, pName, zFunc, 1);
 }
 
-IdemLedger *idem_ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
-                                     const char *zFunc) {
+/* idem_ledger_resolve for a function that only reads (idem_last_claim):
+** no write lock is taken. */
+static IdemLedger *ledger_resolve_read(sqlite3_context *ctx, int iArg, sqlite3_value *pName,
+                                       const char *zFunc) {
   return ledger_resolve(ctx, iArg, pName, zFunc, 0);
 }
 
@@ -167,7 +169,7 @@ static void idem_last_claim_func(sqlite3_context *ctx, int argc, sqlite3_value *
   char *zJson = 0;
   int rc;
   (void)argc;
-  p = idem_ledger_resolve_read(ctx, 0, argv[0], "idem_last_claim");
+  p = ledger_resolve_read(ctx, 0, argv[0], "idem_last_claim");
   if (p == 0) return;
   rc = ledger_last_answer(ledger_conn_last(p), p, &zJson);
   if (rc) {
@@ -278,7 +280,6 @@ static void outcome_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const char *zFunc = "idem_purge";
   IdemLedger *p;
-  sqlite3_stmt *pDel = 0;
   char *zErr = 0;
   sqlite3_int64 n;
   int rc;
@@ -300,11 +301,7 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   /* inside a transaction resolving took the write lock first; outside,
   ** the trigger check reads on its own and the DELETE takes the lock */
   rc = ledger_check_triggers(p, zFunc, &zErr);
-  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_PURGE, &pDel);
-  if (rc == SQLITE_OK) {
-    sqlite3_bind_int64(pDel, 1, ledger_now(p) - n * 1000);
-    rc = ledger_step_done(pDel);
-  }
+  if (rc == SQLITE_OK) rc = storage_purge_before(p, ledger_now(p) - n * 1000);
   if (rc) {
     if (zErr == 0 && rc != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
     idem_result_error(ctx, rc, zErr);
@@ -405,7 +402,7 @@ static int ledger_init(sqlite3 *db, void *pAux, int argc, const char *const *arg
   if (bCreate) {
     int bAdopted = 0;
     /* shadow tables left by a copy (.clone) are adopted, not recreated */
-    rc = ledger_adopt(db, argc, argv, aVal, zId, &iFormat, &bAdopted, pzErr);
+    rc = ledger_lifecycle_adopt(db, argc, argv, aVal, zId, &iFormat, &bAdopted, pzErr);
     if (rc) return rc;
     if (!bAdopted) {
       unsigned char a[8];
@@ -535,7 +532,7 @@ static int xDestroy(sqlite3_vtab *pVtab) {
   ** (DROP TABLE is a write statement: its lock is held) */
   int rc = vtab_ready(p);
   if (rc) return rc;
-  rc = ledger_held_count(p, &nHeld);
+  rc = ledger_lifecycle_held_count(p, &nHeld);
   if (rc) return rc;
   /* SQLite shows no module message for a refused DROP TABLE (it reads
   ** "constraint failed"), so none is set: it would only leak */
@@ -742,7 +739,7 @@ static int xFilter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, in
   LedgerCursor *c = (LedgerCursor *)pCur;
   IdemLedger *p = (IdemLedger *)pCur->pVtab;
   int bNone = 0, iPlan = filter_plan(idxNum, argc, argv, &bNone);
-  int iSlot = ST_CUR_ALL + iPlan;
+  int iSlot = storage_cursor_slot(iPlan);
   int rc, i;
   (void)idxStr;
   cursor_release(c);
@@ -858,15 +855,11 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
 
   if (argc == 1) {
     /* DELETE: terminal rows only */
-    sqlite3_stmt *pDel = 0;
     rc = vtab_ready(p);
     if (rc) return rc;
     rc = ledger_check_triggers(p, "idempotency", &zErr);
     if (rc) return vtab_error(pVtab, rc, zErr);
-    rc = ledger_stmt(p, ST_DELETE, &pDel);
-    if (rc) return rc;
-    sqlite3_bind_value(pDel, 1, argv[0]);
-    rc = ledger_step_done(pDel);
+    rc = storage_row_delete_terminal(p, argv[0]);
     if (rc) return rc;
     if (sqlite3_changes(db) != 1) {
       zErr = sqlite3_mprintf(

@@ -63,13 +63,13 @@ void ledger_conn_unref(IdemLedger *p) {
 ** one returns: its statements (also those prepared after the disconnect)
 ** are finalized then, before sqlite3_close could find them.
 */
-void idem_conn_enter(void *pConnArg) {
+void ledger_conn_enter(void *pConnArg) {
   LedgerCalls *c = &((IdemConn *)pConnArg)->calls;
   c->nDepth++;
   if (++c->iCall == 0) c->iCall = 1;
 }
 
-void idem_conn_leave(void *pConnArg) {
+void ledger_conn_leave(void *pConnArg) {
   IdemConn *pConn = (IdemConn *)pConnArg;
   if (++pConn->calls.iCall == 0) pConn->calls.iCall = 1;
   if (--pConn->calls.nDepth > 0) return;
@@ -377,7 +377,7 @@ void ledger_conn_disconnect(IdemLedger *p) {
   }
   p->bDead = 1;
   if (pConn->calls.nDepth > 0) {
-    /* inside one of our calls (see idem_conn_enter): finished by its leave */
+    /* inside one of our calls (see ledger_conn_enter): finished by its leave */
     p->pNext = pConn->pDead;
     pConn->pDead = p;
     return;

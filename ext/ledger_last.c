@@ -100,17 +100,13 @@ void ledger_last_free(LedgerLastList *l) {
 
 /* Does claim c still hold its row (same row id and token)? */
 static int last_exists(IdemLedger *p, const LedgerLastClaim *c, int *pbFound) {
-  sqlite3_stmt *pGet = 0;
   sqlite3_int64 iId = 0, iRnd = 0;
   LedgerRow r;
   int rc;
   *pbFound = 0;
+  memset(&r, 0, sizeof(r));
   if (!ledger_token_parse(c->zToken, &iId, &iRnd)) return SQLITE_OK;
-  rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
-  if (rc) return rc;
-  sqlite3_bind_int64(pGet, 1, iId);
-  sqlite3_bind_int64(pGet, 2, iRnd);
-  rc = ledger_row_fetch(pGet, &r, pbFound);
+  rc = storage_row_by_token(p, iId, iRnd, &r, pbFound);
   ledger_row_free(&r);
   return rc;
 }

@@ -31,8 +31,8 @@ SQLITE_EXTENSION_INIT3
 
 #include <string.h>
 
-int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal, char *zId,
-                 int *piFormat, int *pbAdopted, char **pzErr) {
+int ledger_lifecycle_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *aVal,
+                           char *zId, int *piFormat, int *pbAdopted, char **pzErr) {
   const char *zDb = argv[1], *zName = argv[2];
   sqlite3_int64 aStored[IDEM_N_OPT];
   int mMissing = 0, rc, i;
@@ -73,33 +73,27 @@ int ledger_adopt(sqlite3 *db, int argc, const char *const *argv, sqlite3_int64 *
   return SQLITE_OK;
 }
 
-int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn) {
+int ledger_lifecycle_held_count(IdemLedger *p, sqlite3_int64 *pn) {
   sqlite3_stmt *pS = 0;
   int mMissing = 0, rc;
   char *zSql;
   *pn = 0;
   rc = ledger_shadow_missing(p->db, p->zDb, p->zName, &mMissing);
   if (rc) return rc;
-  if (mMissing == 0) {
-    rc = ledger_stmt(p, ST_COUNT_LIVE, &pS);
-    if (rc) return rc;
-    if (sqlite3_step(pS) == SQLITE_ROW) {
-      *pn = sqlite3_column_int64(pS, 0) + sqlite3_column_int64(pS, 1);
-    }
-    return sqlite3_reset(pS);
-  }
+  if (mMissing == 0) return storage_count_held(p, pn);
   /* a broken ledger: count in what is left */
   {
     sqlite3_str *s = sqlite3_str_new(0);
     sqlite3_str_appendall(s, "SELECT 0");
     if ((mMissing & 4) == 0) {
-      sqlite3_str_appendf(s, "+(SELECT count(*) FROM \"%w\".\"%w_guards\")", p->zDb, p->zName);
+      sqlite3_str_appendf(s, "+(SELECT count(*) FROM \"%w\".\"%w_%s\")", p->zDb, p->zName,
+                          ledger_shadow_suffix[LEDGER_TABLE_GUARDS]);
     }
     if ((mMissing & 1) == 0) {
       sqlite3_str_appendf(s,
-                          "+(SELECT count(*) FROM \"%w\".\"%w_rows\""
+                          "+(SELECT count(*) FROM \"%w\".\"%w_%s\""
                           " WHERE status IN ('claimed','unknown'))",
-                          p->zDb, p->zName);
+                          p->zDb, p->zName, ledger_shadow_suffix[LEDGER_TABLE_ROWS]);
     }
     zSql = sqlite3_str_finish(s);
   }
@@ -111,7 +105,7 @@ int ledger_held_count(IdemLedger *p, sqlite3_int64 *pn) {
   return sqlite3_finalize(pS);
 }
 
-int ledger_broken_why(IdemLedger *p, int rc, char **pzWhy) {
+int ledger_lifecycle_broken_why(IdemLedger *p, int rc, char **pzWhy) {
   int mMissing = 0;
   if (p->zBroken == 0) {
     /* an error reading the rows: a shadow table dropped since the last

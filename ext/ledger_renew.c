@@ -63,12 +63,11 @@ static char *renew_why_not(const LedgerRow *r, int eEff) {
 */
 int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_int64 nSec,
                  sqlite3_int64 *pLease, char **pzErr) {
-  sqlite3_stmt *pGet = 0, *pUpd = 0;
   const char *zToken = 0;
   sqlite3_int64 iId = 0, iRnd = 0;
   char *zWhy = 0;
   sqlite3_int64 now = ledger_now(p);
-  int rc, bFound = 0, eEff = 0;
+  int rc, bFound = 0, bRenewed = 0, eEff = 0;
   LedgerRow r;
 
   memset(&r, 0, sizeof(r));
@@ -80,31 +79,12 @@ int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite
   }
   rc = ledger_check_triggers(p, zFunc, pzErr);
   if (rc) goto done;
-  rc = ledger_stmt(p, ST_RENEW, &pUpd);
-  if (rc) goto done;
-  sqlite3_bind_int64(pUpd, 1, now + nSec * 1000);
-  sqlite3_bind_int64(pUpd, 2, now);
-  sqlite3_bind_int64(pUpd, 3, iId);
-  sqlite3_bind_int64(pUpd, 4, iRnd);
-  rc = sqlite3_step(pUpd);
-  if (rc == SQLITE_ROW) {
-    /* renewed: a lease is never shortened (max), so 0 seconds only checks */
-    *pLease = sqlite3_column_int64(pUpd, 0);
-    rc = sqlite3_step(pUpd);
-    if (rc == SQLITE_DONE) rc = SQLITE_OK;
-    goto done;
-  }
-  if (rc != SQLITE_DONE) goto done;
-  rc = sqlite3_reset(pUpd);
-  pUpd = 0;
-  if (rc) goto done;
+  /* renewed: a lease is never shortened (max), so 0 seconds only checks */
+  rc = storage_row_renew(p, iId, iRnd, now + nSec * 1000, now, pLease, &bRenewed);
+  if (rc || bRenewed) goto done;
 
   /* nothing renewed: say why */
-  rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
-  if (rc) goto done;
-  sqlite3_bind_int64(pGet, 1, iId);
-  sqlite3_bind_int64(pGet, 2, iRnd);
-  rc = ledger_row_fetch(pGet, &r, &bFound);
+  rc = storage_row_by_token(p, iId, iRnd, &r, &bFound);
   if (rc) goto done;
   if (!bFound) {
     *pzErr = sqlite3_mprintf(
@@ -130,10 +110,6 @@ int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite
   rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
 
 done:
-  if (pUpd) {
-    int rcR = sqlite3_reset(pUpd);
-    if (rc == SQLITE_OK) rc = rcR;
-  }
   sqlite3_free(zWhy);
   ledger_row_free(&r);
   return rc;

@@ -35,39 +35,14 @@ SQLITE_EXTENSION_INIT3
 #include "idem_internal.h"
 
 int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr) {
-  sqlite3_int64 aDue[RETENTION_SCAN], iLast = p->iRetCursor, cutoff;
-  sqlite3_stmt *pScan = 0, *pDel = 0;
-  int nDue = 0, nRead = 0, bWrap = 0, rc, i;
+  sqlite3_int64 aDue[RETENTION_SCAN], cutoff;
+  int nDue = 0, rc, i;
   if (p->aOpt[IDEM_OPT_RETENTION] <= 0) return SQLITE_OK;
   cutoff = ledger_now(p) - p->aOpt[IDEM_OPT_RETENTION] * 1000;
-  rc = ledger_stmt(p, ST_RET_SCAN, &pScan);
-  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_RET_DELETE, &pDel);
-  if (rc) return rc;
-
   /* read the batch first: no statement of ours is stepping while we delete */
-  sqlite3_bind_int64(pScan, 1, p->iRetCursor);
-  sqlite3_bind_int64(pScan, 2, cutoff);
-  while ((rc = sqlite3_step(pScan)) == SQLITE_ROW) {
-    nRead++;
-    if (sqlite3_column_int(pScan, 2)) {
-      bWrap = 1; /* this row and every later one are younger than the cutoff */
-      break;
-    }
-    iLast = sqlite3_column_int64(pScan, 0);
-    if (sqlite3_column_int(pScan, 1)) aDue[nDue++] = iLast;
-  }
-  if (rc == SQLITE_DONE && nRead < RETENTION_SCAN) bWrap = 1; /* the end of the table */
-  if (rc == SQLITE_ROW || rc == SQLITE_DONE) rc = SQLITE_OK;
-  else rc = sqlite3_reset(pScan);
-  sqlite3_reset(pScan);
+  rc = storage_retention_scan(p, p->iRetCursor, cutoff, aDue, &nDue, &p->iRetCursor);
   if (rc) return rc;
-  p->iRetCursor = bWrap ? 0 : iLast;
-
-  for (i = 0; rc == SQLITE_OK && i < nDue; i++) {
-    sqlite3_bind_int64(pDel, 1, aDue[i]);
-    sqlite3_bind_int64(pDel, 2, cutoff);
-    rc = ledger_step_done(pDel);
-  }
+  for (i = 0; rc == SQLITE_OK && i < nDue; i++) rc = storage_retention_delete(p, aDue[i], cutoff);
   if (rc && rc != SQLITE_NOMEM) *pzErr = idem_db_error(p->db, zFunc, rc);
   return rc;
 }

@@ -32,20 +32,6 @@ SQLITE_EXTENSION_INIT3
 /* Members (recorded by the guards' triggers in <name>_members)         */
 /* ------------------------------------------------------------------ */
 
-/* Does claim (id, attempt) have a member? */
-static int has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, int *pb) {
-  sqlite3_stmt *pM = 0;
-  int rc = ledger_stmt(p, ST_MEMBERS, &pM);
-  *pb = 0;
-  if (rc) return rc;
-  sqlite3_bind_int64(pM, 1, id);
-  sqlite3_bind_int64(pM, 2, attempt);
-  rc = sqlite3_step(pM);
-  *pb = rc == SQLITE_ROW;
-  rc = sqlite3_reset(pM);
-  return rc;
-}
-
 /*
 ** The members of claim (id, attempt) of (zTenant, zKey): *pnMember = the
 ** guarded rows written under it, whatever rowid they got (recorded by the
@@ -64,25 +50,21 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
   int rc, n = 0;
   *pz = 0;
   *pnMember = 0;
-  rc = ledger_stmt(p, ST_MEMBERS, &pM);
-  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_GUARDS, &pG);
+  rc = storage_members_scan(p, id, attempt, &pM, &pG);
   if (rc) return rc;
   p->iTempStamp = 0; /* sqlite_schema is read: temp's version is read again */
-  sqlite3_bind_int64(pM, 1, id);
-  sqlite3_bind_int64(pM, 2, attempt);
   idem_json_begin_array(&j);
   while (rc == SQLITE_OK && sqlite3_step(pM) == SQLITE_ROW) {
     sqlite3_int64 g = sqlite3_column_int64(pM, 0);
     n++;
     if (g != iGuard) {
-      /* the guard's table by its current name (ST_GUARDS is in id order),
+      /* the guard's table by its current name (the guards are in id order),
       ** and the lookup of a row of it with the claim's key and tenant */
       iGuard = g;
       sqlite3_free(zTable);
       zTable = 0;
       sqlite3_finalize(pRow);
       pRow = 0;
-      sqlite3_bind_text(pG, 1, p->zName, -1, SQLITE_STATIC);
       while (rc == SQLITE_OK && sqlite3_step(pG) == SQLITE_ROW) {
         const char *zTbl = (const char *)sqlite3_column_text(pG, 4);
         const char *zKeyCol = (const char *)sqlite3_column_text(pG, 2);
@@ -207,7 +189,7 @@ int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
     *peEff = EFF_UNKNOWN;
   } else {
     /* an expired local claim: rows that landed without a settle make it unknown */
-    int n = 0, rc = has_members(p, id, attempt, &n);
+    int n = 0, rc = storage_has_members(p, id, attempt, &n);
     (void)pzMembers; /* built by the settle, which knows the key (ledger_members) */
     if (rc) return rc;
     *peEff = n > 0 ? EFF_UNKNOWN : EFF_EXPIRED;
@@ -353,11 +335,6 @@ static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char 
 }
 
 /* Bind the same-row compare-and-set arguments. */
-static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
-  sqlite3_bind_int64(pS, i, r->id);
-  sqlite3_bind_text(pS, i + 1, r->zStatus, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(pS, i + 2, r->tokenRnd);
-}
 
 /*
 ** The fresh-claim INSERT, one statement and atomic on its own. The answer
@@ -369,31 +346,25 @@ static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
 */
 static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now, sqlite3_int64 lease,
                         int bCommitted, LedgerDecision *d, char **pzTaken) {
-  sqlite3_stmt *pIns = 0;
-  sqlite3_int64 rnd = 0;
+  LedgerRow r;
   char zToken[33], *zAt;
   int rc;
   *pzTaken = 0;
-  sqlite3_randomness(sizeof(rnd), &rnd);
-  ledger_token_hex(0, rnd, zToken);
+  memset(&r, 0, sizeof(r));
+  sqlite3_randomness(sizeof(r.tokenRnd), &r.tokenRnd);
+  ledger_token_hex(0, r.tokenRnd, zToken);
   rc = build_admitted(p, q, zToken, 1, lease, bCommitted, d);
-  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_INSERT, &pIns);
   if (rc) return rc;
-  sqlite3_bind_text(pIns, 1, q->zTenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(pIns, 2, q->zKey, -1, SQLITE_STATIC);
-  sqlite3_bind_text(pIns, 3, q->zConv, -1, SQLITE_STATIC);
-  sqlite3_bind_text(pIns, 4, q->zTool, -1, SQLITE_STATIC);
-  sqlite3_bind_text(pIns, 5, q->args.z, q->bArgsTerm ? -1 : (int)q->args.n, SQLITE_STATIC);
-  sqlite3_bind_text(pIns, 6, q->zEffect, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(pIns, 7, rnd);
-  sqlite3_bind_int64(pIns, 8, now);
-  sqlite3_bind_int64(pIns, 9, lease);
-  rc = ledger_step_done(pIns);
-  if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-    *pzTaken = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
-    rc = *pzTaken ? SQLITE_OK : SQLITE_NOMEM;
-  }
-  sqlite3_clear_bindings(pIns);
+  r.zTenant = q->zTenant;
+  r.zKey = q->zKey;
+  r.zConv = q->zConv;
+  r.zTool = q->zTool;
+  r.zArgs = q->args.z;
+  r.nArgs = q->bArgsTerm ? -1 : (int)q->args.n;
+  r.zEffect = q->zEffect;
+  r.updatedAt = now;
+  r.leaseUntil = lease;
+  rc = storage_row_insert(p, &r, pzTaken);
   if (rc || *pzTaken) {
     sqlite3_free(d->zJson);
     memset(d, 0, sizeof(*d));
@@ -405,7 +376,7 @@ static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now, sq
     return SQLITE_INTERNAL; /* an INSERT of one row that ran without error */
   }
   d->id = sqlite3_last_insert_rowid(p->db);
-  ledger_token_hex(d->id, rnd, d->zToken);
+  ledger_token_hex(d->id, r.tokenRnd, d->zToken);
   zAt = strstr(d->zJson, "\"token\":\"");
   if (zAt) memcpy(zAt + 9, d->zToken, 16);
   return SQLITE_OK;
@@ -425,19 +396,11 @@ static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now, sq
 ** decides a mismatch (*pbDecided). */
 static int claim_find_row(IdemLedger *p, const LedgerReq *q, LedgerRow *r, int *pbFound,
                           LedgerDecision *d, int *pbDecided) {
-  sqlite3_stmt *pGet = 0;
-  int rc = ledger_stmt(p, ST_GET, &pGet);
+  int rc = storage_row_find_text(p, q->zTenant, q->zKey, r, pbFound);
   *pbDecided = 0;
-  if (rc) return rc;
-  sqlite3_bind_text(pGet, 1, q->zTenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(pGet, 2, q->zKey, -1, SQLITE_STATIC);
-  rc = ledger_row_fetch(pGet, r, pbFound);
   if (rc || *pbFound || !p->aOpt[IDEM_OPT_SINGLE]) return rc;
   /* single_tenant: the key may be held under another tenant */
-  rc = ledger_stmt(p, ST_GET_KEY, &pGet);
-  if (rc) return rc;
-  sqlite3_bind_text(pGet, 1, q->zKey, -1, SQLITE_STATIC);
-  rc = ledger_row_fetch(pGet, r, pbFound);
+  rc = storage_row_find_text(p, 0, q->zKey, r, pbFound);
   if (rc || !*pbFound) return rc;
   *pbDecided = 1;
   return build_simple(p, r, DEC_MISMATCH, "tenant", q->bNoWhy, d);
@@ -449,7 +412,6 @@ static int claim_find_row(IdemLedger *p, const LedgerReq *q, LedgerRow *r, int *
 ** failed with it. */
 static int claim_poison(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
                         LedgerRow *r, sqlite3_int64 now, LedgerDecision *d, char **pzErr) {
-  sqlite3_stmt *pUpd = 0;
   char zMsg[100];
   char *zErr;
   IdemJson jErr;
@@ -470,16 +432,8 @@ static int claim_poison(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   rc = build_replay(p, zFunc, r, q->bNoWhy, d, pzErr);
   r->zStatus = "claimed";
   r->zError = 0;
-  if (rc == SQLITE_OK && bWrite != 3) rc = ledger_stmt(p, ST_SETTLE, &pUpd);
-  if (rc == SQLITE_OK && pUpd) {
-    sqlite3_bind_text(pUpd, 1, "failed", -1, SQLITE_STATIC);
-    sqlite3_bind_null(pUpd, 2);
-    sqlite3_bind_text(pUpd, 3, zErr, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(pUpd, 4, "[]", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(pUpd, 5, now);
-    bind_cas(pUpd, 6, r);
-    rc = ledger_step_done(pUpd);
-    sqlite3_clear_bindings(pUpd);
+  if (rc == SQLITE_OK && bWrite != 3) {
+    rc = storage_row_settle(p, r, "failed", 0, zErr, -1, "[]", now);
     if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "poison update", pzErr);
   }
   sqlite3_free(zErr);
@@ -491,7 +445,6 @@ static int claim_poison(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
 static int claim_again(IdemLedger *p, const char *zFunc, const LedgerReq *q, const LedgerRow *r,
                        sqlite3_int64 now, sqlite3_int64 lease, int bCommitted, LedgerDecision *d,
                        char **pzErr) {
-  sqlite3_stmt *pUpd = 0;
   sqlite3_int64 rnd = 0;
   char zToken[33];
   int rc;
@@ -499,16 +452,8 @@ static int claim_again(IdemLedger *p, const char *zFunc, const LedgerReq *q, con
   ledger_token_hex(r->id, rnd, zToken);
   rc = build_admitted(p, q, zToken, r->attempt + 1, lease, bCommitted, d);
   if (rc) return rc;
-  rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
-  if (rc) return rc;
-  sqlite3_bind_int64(pUpd, 1, rnd);
-  sqlite3_bind_int64(pUpd, 2, now);
-  sqlite3_bind_int64(pUpd, 3, lease);
   /* a take-over counts an expiry; a re-claim after a release does not */
-  sqlite3_bind_int(pUpd, 4, strcmp(r->zStatus, "claimed") == 0);
-  bind_cas(pUpd, 5, r);
-  rc = ledger_step_done(pUpd);
-  sqlite3_clear_bindings(pUpd);
+  rc = storage_row_reclaim(p, r, rnd, now, lease, strcmp(r->zStatus, "claimed") == 0);
   if (rc == SQLITE_OK) rc = ledger_write_check(p, zFunc, "re-claim update", pzErr);
   if (rc == SQLITE_OK) d->id = r->id;
   return rc;
@@ -729,12 +674,9 @@ static int writer_in_progress(sqlite3 *db) {
 ** Other errors come with *pzErr ("<zFunc>: ...") when there is a message.
 */
 int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr) {
-  sqlite3_stmt *pS = 0;
   int eTxn = sqlite3_txn_state(p->db, p->zDb), rc;
   if (eTxn == SQLITE_TXN_WRITE) return SQLITE_OK;
-  rc = ledger_stmt(p, ST_WRITE_LOCK, &pS);
-  if (rc) return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
-  rc = ledger_step_done(pS);
+  rc = storage_write_lock(p);
   if (rc == SQLITE_OK) return SQLITE_OK;
   if (eTxn == SQLITE_TXN_READ && (rc & 0xff) == SQLITE_BUSY) {
     *pzErr = sqlite3_mprintf(
@@ -819,19 +761,17 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
   {
     /* prepared before anything is written, so that undoing cannot fail
     ** for want of memory to prepare it */
-    sqlite3_stmt *pX;
-    int i;
-    for (i = ST_SAVEPOINT; rc == SQLITE_OK && i <= ST_ROLLBACK; i++) rc = ledger_stmt(p, i, &pX);
+    rc = storage_savepoint_prepare(p);
     if (rc) goto done;
   }
-  rc = ledger_exec(p, ST_SAVEPOINT);
+  rc = storage_savepoint_begin(p);
   if (rc) goto done;
   bSave = 1;
   /* in a transaction the insert was refused just now: do not repeat it */
   rc = ledger_claim_decide(p, zFunc, q, bAuto || !bOneInsert ? 1 : 2, bAuto, d, pzErr);
   if (rc == SQLITE_OK && d->eDec == DEC_ADMITTED) rc = ledger_retention_step(p, zFunc, pzErr);
   if (rc == SQLITE_OK) {
-    rc = ledger_exec(p, ST_RELEASE);
+    rc = storage_savepoint_release(p);
     if (rc == SQLITE_OK) bSave = 0;
   }
 
@@ -839,9 +779,9 @@ done:
   /* the message of the failing statement, before the rollback replaces it */
   if (rc && *pzErr == 0 && rc != SQLITE_NOMEM) *pzErr = idem_db_error(db, zFunc, rc);
   if (bSave) {
-    int rcU = ledger_exec(p, ST_ROLLBACK_TO);
-    if (rcU == SQLITE_OK) rcU = ledger_exec(p, ST_RELEASE);
-    if (rcU != SQLITE_OK && bAuto) ledger_exec(p, ST_ROLLBACK); /* the transaction is ours */
+    int rcU = storage_savepoint_undo(p);
+    if (rcU == SQLITE_OK) rcU = storage_savepoint_release(p);
+    if (rcU != SQLITE_OK && bAuto) storage_rollback(p); /* the transaction is ours */
   }
   if (rc) {
     sqlite3_free(d->zJson);
@@ -931,14 +871,13 @@ static int sent_first(const char *z, size_t n, IdemBuf *pOut) {
 static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const char *zStatus,
                          const IdemBuf *pDetail, int bResolve, int *pbStale, char **pzJson,
                          char **pzErr) {
-  sqlite3_stmt *pUpd = 0;
   sqlite3_int64 now = ledger_now(p);
   const char *zEff; /* effective status */
   char *zMembers = 0;
   IdemBuf sent = {&idem_sqlite_mem, 0, 0, 0, 0}; /* a release's detail, "sent" first */
   const char *zDet = pDetail->z;
   size_t nDet = pDetail->n;
-  int rc, nMember = 0, eEff = 0, bLocal = is_local(r->zEffect);
+  int rc, nMember = 0, eEff = 0, bLocal = is_local(r->zEffect), bSucceeded;
 
   *pzJson = 0;
   rc = ledger_args_check(p, zFunc, r->zKey, r->zArgs, (size_t)r->nArgs, pzErr);
@@ -1007,22 +946,6 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
       nDet = sent.n;
     }
   }
-  rc = ledger_stmt(p, ST_SETTLE, &pUpd);
-  if (rc) goto done;
-  sqlite3_bind_text(pUpd, 1, zStatus, -1, SQLITE_STATIC);
-  if (strcmp(zStatus, "succeeded") == 0) {
-    if (zDet) sqlite3_bind_text(pUpd, 2, zDet, (int)nDet, SQLITE_STATIC);
-    sqlite3_bind_null(pUpd, 3);
-  } else {
-    sqlite3_bind_null(pUpd, 2);
-    if (zDet) sqlite3_bind_text(pUpd, 3, zDet, (int)nDet, SQLITE_STATIC);
-  }
-  if (zMembers) sqlite3_bind_text(pUpd, 4, zMembers, -1, SQLITE_STATIC);
-  else sqlite3_bind_text(pUpd, 4, "[]", 2, SQLITE_STATIC);
-  sqlite3_bind_int64(pUpd, 5, now);
-  sqlite3_bind_int64(pUpd, 6, r->id);
-  sqlite3_bind_text(pUpd, 7, r->zStatus, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(pUpd, 8, r->tokenRnd);
   {
     IdemJson j;
     idem_json_begin(&j);
@@ -1033,12 +956,10 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
     idem_json_literal(&j, "members", zMembers ? zMembers : "[]");
     *pzJson = idem_json_finish(&j, &rc);
   }
-  if (*pzJson == 0) {
-    sqlite3_clear_bindings(pUpd);
-    goto done;
-  }
-  rc = ledger_step_done(pUpd);
-  sqlite3_clear_bindings(pUpd);
+  if (*pzJson == 0) goto done;
+  bSucceeded = strcmp(zStatus, "succeeded") == 0;
+  rc = storage_row_settle(p, r, zStatus, bSucceeded ? zDet : 0, bSucceeded ? 0 : zDet, (int)nDet,
+                          zMembers ? zMembers : "[]", now);
   if (rc == SQLITE_OK && pbStale && sqlite3_changes(p->db) == 0) {
     *pbStale = 1;
     sqlite3_free(*pzJson);
@@ -1116,7 +1037,6 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
                    sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,
                    char **pzJson, char **pzErr) {
   IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0, 0};
-  sqlite3_stmt *pGet = 0;
   sqlite3_int64 iId = 0, iRnd = 0;
   int rc, bFound = 0, bResolve = pToken == 0, bSave = 0, bStale = 0;
   /* in autocommit the read below and the write are two transactions */
@@ -1135,16 +1055,11 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
   if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, pzErr);
   if (rc) goto done;
 again:
-  rc = ledger_stmt(p, bResolve ? ST_GET : ST_BY_TOKEN, &pGet);
-  if (rc) goto done;
   if (bResolve) {
-    sqlite3_bind_value(pGet, 1, pTenant);
-    sqlite3_bind_value(pGet, 2, pKey);
+    rc = storage_row_find(p, pTenant, pKey, &r, &bFound);
   } else {
-    sqlite3_bind_int64(pGet, 1, iId);
-    sqlite3_bind_int64(pGet, 2, iRnd);
+    rc = storage_row_by_token(p, iId, iRnd, &r, &bFound);
   }
-  rc = ledger_row_fetch(pGet, &r, &bFound);
   if (rc) goto done;
   if (!bFound && bResolve) {
     *pzErr = sqlite3_mprintf("%s: ledger %s has no key \"%s\" for tenant \"%s\"", zFunc, p->zName,
@@ -1169,15 +1084,13 @@ again:
     ** it, through the busy handler), so that nothing can change it between
     ** that read and the write. Only a write that still changes nothing is
     ** refused as interfered with. The common case reads once. */
-    sqlite3_stmt *pX;
-    int i;
     bStale = 0;
     ledger_row_free(&r);
     memset(&r, 0, sizeof(r));
     /* prepared before anything is written, so that undoing cannot fail
     ** for want of memory to prepare it */
-    for (i = ST_SAVEPOINT; rc == SQLITE_OK && i <= ST_ROLLBACK; i++) rc = ledger_stmt(p, i, &pX);
-    if (rc == SQLITE_OK) rc = ledger_exec(p, ST_SAVEPOINT);
+    rc = storage_savepoint_prepare(p);
+    if (rc == SQLITE_OK) rc = storage_savepoint_begin(p);
     if (rc) goto done;
     bSave = 1;
     rc = ledger_write_first(p, zFunc, pzErr);
@@ -1185,7 +1098,7 @@ again:
     goto again;
   }
   if (rc == SQLITE_OK && bSave) {
-    rc = ledger_exec(p, ST_RELEASE);
+    rc = storage_savepoint_release(p);
     if (rc == SQLITE_OK) bSave = 0;
   }
 done:
@@ -1193,9 +1106,9 @@ done:
     int rcU;
     /* the message of the failing statement, before the rollback replaces it */
     if (rc && *pzErr == 0 && (rc & 0xff) != SQLITE_NOMEM) *pzErr = idem_db_error(p->db, zFunc, rc);
-    rcU = ledger_exec(p, ST_ROLLBACK_TO);
-    if (rcU == SQLITE_OK) rcU = ledger_exec(p, ST_RELEASE);
-    if (rcU != SQLITE_OK) (void)ledger_exec(p, ST_ROLLBACK); /* the transaction is ours */
+    rcU = storage_savepoint_undo(p);
+    if (rcU == SQLITE_OK) rcU = storage_savepoint_release(p);
+    if (rcU != SQLITE_OK) (void)storage_rollback(p); /* the transaction is ours */
   }
   if (rc) {
     sqlite3_free(*pzJson);
@@ -1219,14 +1132,13 @@ static int token_names(sqlite3_value *v, const LedgerRow *r) {
 ** (with token pToken when not NULL)? SQLITE_OK with *pzWhy NULL when it
 ** does; SQLITE_OK with *pzWhy saying why not (sqlite3_malloc) otherwise.
 */
-int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
-                           sqlite3_value *pToken, char **pzWhy) {
-  sqlite3_stmt *pGet = 0;
+int ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey,
+                      sqlite3_value *pToken, char **pzWhy) {
   int rc, bFound = 0, eEff = 0;
   LedgerRow r;
   *pzWhy = 0;
   /* a shadow table is missing: refused, saying so (ledger_lifecycle.c) */
-  if (p->zBroken) return ledger_broken_why(p, SQLITE_OK, pzWhy);
+  if (p->zBroken) return ledger_lifecycle_broken_why(p, SQLITE_OK, pzWhy);
   if (p->iFormat != LEDGER_FORMAT) {
     /* an earlier format's guard triggers record no members */
     *pzWhy = sqlite3_mprintf(
@@ -1235,18 +1147,10 @@ int idem_ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value 
         p->zName, p->iFormat, p->zName);
     return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
   }
-  if (p->aOpt[IDEM_OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL) {
-    rc = ledger_stmt(p, ST_GET_KEY, &pGet);
-    if (rc) return ledger_broken_why(p, rc, pzWhy);
-    sqlite3_bind_value(pGet, 1, pKey);
-  } else {
-    rc = ledger_stmt(p, ST_GET, &pGet);
-    if (rc) return ledger_broken_why(p, rc, pzWhy);
-    sqlite3_bind_value(pGet, 1, pTenant);
-    sqlite3_bind_value(pGet, 2, pKey);
-  }
-  rc = ledger_row_fetch(pGet, &r, &bFound);
-  if (rc) return ledger_broken_why(p, rc, pzWhy);
+  rc = storage_row_find(
+      p, p->aOpt[IDEM_OPT_SINGLE] && sqlite3_value_type(pTenant) == SQLITE_NULL ? 0 : pTenant, pKey,
+      &r, &bFound);
+  if (rc) return ledger_lifecycle_broken_why(p, rc, pzWhy);
   if (!bFound) {
     *pzWhy = sqlite3_mprintf("there is no claim for it");
   } else if (strcmp(r.zStatus, "claimed") != 0) {

@@ -243,9 +243,50 @@ int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd
 #define IDEM_STR_(x) #x
 #define IDEM_STR(x) IDEM_STR_(x)
 
+/* The name of guard trigger <kind> (ledger_guard_kind) of ledger <L> on a
+** table guarded under the name <base>: <base>_idem_<L>_<kind>. Written
+** once here: as a printf format (base, ledger, kind), and as an SQL
+** expression of SQL texts base and ledger. */
+#define GUARD_TRIGGER_INFIX "_idem_"
+#define GUARD_TRIGGER_FMT "%s" GUARD_TRIGGER_INFIX "%s_%s"
+#define GUARD_TRIGGER_SQL(base, ledger, kind) \
+  base "||'" GUARD_TRIGGER_INFIX "'||" ledger "||'_" kind "'"
+
 /* The WHERE of the partial index of open rows (create_indexes). */
 #define OPEN_WHERE "status='claimed' OR status='unknown'"
 
+/* Prepared statements of a ledger, made on first use. */
+enum {
+  ST_INSERT,
+  ST_GET,
+  ST_BY_TOKEN,
+  ST_RECLAIM,
+  ST_SETTLE,
+  ST_PURGE,
+  ST_DELETE,
+  ST_SCHEMA_VERSION,
+  ST_TEMP_SCHEMA_VERSION,
+  ST_GUARDS,
+  ST_COUNT_LIVE,
+  ST_GET_KEY,
+  ST_SYNCHRONOUS,
+  ST_SAVEPOINT,
+  ST_RELEASE,
+  ST_ROLLBACK_TO,
+  ST_ROLLBACK,
+  ST_WRITE_LOCK,
+  ST_RENEW,
+  ST_RET_SCAN,
+  ST_RET_DELETE,
+  ST_CUR_ALL, /* cursor statements, one per xBestIndex plan (idxNum order) */
+  ST_CUR_KEY,
+  ST_CUR_TENANT,
+  ST_CUR_TOKEN,
+  ST_CUR_OPEN,
+  ST_MEMBERS,
+  ST_GUARD_NAMES,
+  N_STMT
+};
 /* The columns every row query selects, in RC_* order. */
 #define ROW_COLUMNS                                                                 \
   "id,conversation,tool,args,effect,status,result,error,attempt,token,lease_until," \
@@ -284,7 +325,7 @@ static const char *const azStmtSql[N_STMT] = {
     /* ST_GUARDS */
     "SELECT g.id, g.tbl, g.key_column, g.tenant_column, t.tbl_name"
     " FROM \"%w\".\"%w_guards\" AS g LEFT JOIN \"%w\".sqlite_schema AS t"
-    " ON t.type='trigger' AND t.name=g.tbl||'_idem_'||?1||'_insert' ORDER BY g.id",
+    " ON t.type='trigger' AND t.name=" GUARD_TRIGGER_SQL("g.tbl", "?1", "insert") " ORDER BY g.id",
     /* ST_COUNT_LIVE */
     "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\"),"
     " (SELECT count(*) FROM \"%w\".\"%w_rows\" WHERE status IN ('claimed','unknown'))",
@@ -554,8 +595,10 @@ static const OwnTrigger aOwn[] = {
      " BEGIN SELECT RAISE(ABORT,'" MSG_META "'); END"},
     {"guards", "insert",
      "CREATE TRIGGER \"$_guards_insert\" BEFORE INSERT ON \"$_guards\" WHEN NOT coalesce(("
-     "SELECT count(*) FROM sqlite_schema WHERE type='trigger' AND (name=NEW.tbl||'_idem_@_insert'"
-     " OR name=NEW.tbl||'_idem_@_member' OR name=NEW.tbl||'_idem_@_update'))=3,0)"
+     "SELECT count(*) FROM sqlite_schema WHERE type='trigger' AND "
+     "(name=NEW.tbl||'" GUARD_TRIGGER_INFIX "@_insert'"
+     " OR name=NEW.tbl||'" GUARD_TRIGGER_INFIX "@_member' OR name=NEW.tbl||'" GUARD_TRIGGER_INFIX
+     "@_update'))=3,0)"
      " OR EXISTS(SELECT 1 FROM \"$_guards\" WHERE id=NEW.id OR tbl=NEW.tbl)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
     {"guards", "update",
@@ -563,8 +606,10 @@ static const OwnTrigger aOwn[] = {
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
     {"guards", "delete",
      "CREATE TRIGGER \"$_guards_delete\" BEFORE DELETE ON \"$_guards\" WHEN coalesce("
-     "EXISTS(SELECT 1 FROM sqlite_schema WHERE type='trigger' AND (name=OLD.tbl||'_idem_@_insert'"
-     " OR name=OLD.tbl||'_idem_@_member' OR name=OLD.tbl||'_idem_@_update'))"
+     "EXISTS(SELECT 1 FROM sqlite_schema WHERE type='trigger' AND "
+     "(name=OLD.tbl||'" GUARD_TRIGGER_INFIX "@_insert'"
+     " OR name=OLD.tbl||'" GUARD_TRIGGER_INFIX "@_member' OR name=OLD.tbl||'" GUARD_TRIGGER_INFIX
+     "@_update'))"
      " OR EXISTS(SELECT 1 FROM \"$_members\" AS m JOIN \"$_rows\" AS r ON r.id=m.claim"
      " WHERE m.guard=OLD.id AND (r.status IS 'claimed' OR r.status IS 'unknown')),1)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
@@ -904,17 +949,19 @@ static int scan_note(TriggerScan *t, char *zWhy, int bRepair) {
 }
 
 /* The guard trigger names end in _idem_<ledger>_<kind>; the kind's index
-** (idem_guard_kind) when zTrig is one of p's, else -1; *pnBase
+** (ledger_guard_kind) when zTrig is one of p's, else -1; *pnBase
 ** the length of the base before it. */
 static int guard_trigger_kind(const IdemLedger *p, const char *zTrig, size_t *pnBase) {
   size_t n = strlen(zTrig), nL = strlen(p->zName);
   int k;
   for (k = 0; k < IDEM_GUARD_N_TRIGGER; k++) {
-    const char *zKind = idem_guard_kind[k];
-    size_t nK = strlen(zKind), nTail = 6 + nL + 1 + nK; /* _idem_ L _ kind */
+    const char *zKind = ledger_guard_kind[k];
+    size_t nI = sizeof(GUARD_TRIGGER_INFIX) - 1;
+    size_t nK = strlen(zKind), nTail = nI + nL + 1 + nK; /* _idem_ L _ kind */
     if (n <= nTail) continue;
-    if (memcmp(zTrig + n - nTail, "_idem_", 6) || memcmp(zTrig + n - nTail + 6, p->zName, nL) ||
-        zTrig[n - nK - 1] != '_' || strcmp(zTrig + n - nK, zKind)) {
+    if (memcmp(zTrig + n - nTail, GUARD_TRIGGER_INFIX, nI) ||
+        memcmp(zTrig + n - nTail + nI, p->zName, nL) || zTrig[n - nK - 1] != '_' ||
+        strcmp(zTrig + n - nK, zKind)) {
       continue;
     }
     *pnBase = n - nTail;
@@ -952,7 +999,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
       break;
     }
     for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
-      char *zName = sqlite3_mprintf("%s_idem_%s_%s", zBase, p->zName, idem_guard_kind[k]);
+      char *zName = sqlite3_mprintf(GUARD_TRIGGER_FMT, zBase, p->zName, ledger_guard_kind[k]);
       if (zName == 0) {
         rc = SQLITE_NOMEM;
         break;
@@ -978,11 +1025,12 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
     for (k = 0; rc == SQLITE_OK && nHave > 0 && k < IDEM_GUARD_N_TRIGGER; k++) {
       char *zExpect;
       if (!aHave[k]) {
-        rc = scan_note(t,
-                       sqlite3_mprintf("is missing its guard trigger \"%s_idem_%s_%s\" on table "
-                                       "\"%s\"",
-                                       zBase, p->zName, idem_guard_kind[k], zTable),
-                       1);
+        rc = scan_note(
+            t,
+            sqlite3_mprintf("is missing its guard trigger \"" GUARD_TRIGGER_FMT "\" on table "
+                            "\"%s\"",
+                            zBase, p->zName, ledger_guard_kind[k], zTable),
+            1);
         continue;
       }
       zExpect = ledger_guard_trigger_sql(
@@ -992,8 +1040,8 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
         rc = SQLITE_NOMEM;
       } else if (strcmp(zExpect, azSql[k]) != 0) {
         rc = scan_note(t,
-                       sqlite3_mprintf("has its guard trigger \"%s_idem_%s_%s\" altered", zBase,
-                                       p->zName, idem_guard_kind[k]),
+                       sqlite3_mprintf("has its guard trigger \"" GUARD_TRIGGER_FMT "\" altered",
+                                       zBase, p->zName, ledger_guard_kind[k]),
                        1);
       }
       sqlite3_free(zExpect);
@@ -1009,7 +1057,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
   /* a trigger named as one of this ledger's guard triggers needs its row */
   zSql = sqlite3_mprintf(
       "SELECT t.name FROM \"%w\".sqlite_schema AS t WHERE t.type='trigger'"
-      " AND t.name GLOB '*_idem_%q_[imu]*'",
+      " AND t.name GLOB '*" GUARD_TRIGGER_INFIX "%q_[imu]*'",
       p->zDb, p->zName);
   rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pT, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
@@ -1406,18 +1454,253 @@ int ledger_step_done(sqlite3_stmt *pS) {
 /* ------------------------------------------------------------------ */
 
 /* Run prepared statement i of p (a savepoint command) to completion. */
-int ledger_exec(IdemLedger *p, int i) {
+static int ledger_exec(IdemLedger *p, int i) {
   sqlite3_stmt *pS = 0;
   int rc = ledger_stmt(p, i, &pS);
   if (rc) return rc;
   return ledger_step_done(pS);
 }
 
+int storage_savepoint_prepare(IdemLedger *p) {
+  sqlite3_stmt *pX;
+  int i, rc = SQLITE_OK;
+  for (i = ST_SAVEPOINT; rc == SQLITE_OK && i <= ST_ROLLBACK; i++) rc = ledger_stmt(p, i, &pX);
+  return rc;
+}
+int storage_savepoint_begin(IdemLedger *p) { return ledger_exec(p, ST_SAVEPOINT); }
+int storage_savepoint_release(IdemLedger *p) { return ledger_exec(p, ST_RELEASE); }
+int storage_savepoint_undo(IdemLedger *p) { return ledger_exec(p, ST_ROLLBACK_TO); }
+int storage_rollback(IdemLedger *p) { return ledger_exec(p, ST_ROLLBACK); }
+
+/* ------------------------------------------------------------------ */
+/* Named operations on the rows                                        */
+/* ------------------------------------------------------------------ */
+
+int storage_cursor_slot(int iPlan) { return ST_CUR_ALL + iPlan; }
+
+/* The row lookup statement: by (tenant, key), or bKeyOnly by the key. */
+static int row_lookup(IdemLedger *p, int bKeyOnly, sqlite3_stmt **ppGet) {
+  return ledger_stmt(p, bKeyOnly ? ST_GET_KEY : ST_GET, ppGet);
+}
+
+int storage_row_find(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey, LedgerRow *r,
+                     int *pbFound) {
+  sqlite3_stmt *pGet = 0;
+  int rc = row_lookup(p, pTenant == 0, &pGet);
+  if (rc) return rc;
+  if (pTenant) sqlite3_bind_value(pGet, 1, pTenant);
+  sqlite3_bind_value(pGet, pTenant ? 2 : 1, pKey);
+  return ledger_row_fetch(pGet, r, pbFound);
+}
+
+int storage_row_find_text(IdemLedger *p, const char *zTenant, const char *zKey, LedgerRow *r,
+                          int *pbFound) {
+  sqlite3_stmt *pGet = 0;
+  int rc = row_lookup(p, zTenant == 0, &pGet);
+  if (rc) return rc;
+  if (zTenant) sqlite3_bind_text(pGet, 1, zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pGet, zTenant ? 2 : 1, zKey, -1, SQLITE_STATIC);
+  return ledger_row_fetch(pGet, r, pbFound);
+}
+
+int storage_row_by_token(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, LedgerRow *r,
+                         int *pbFound) {
+  sqlite3_stmt *pGet = 0;
+  int rc = ledger_stmt(p, ST_BY_TOKEN, &pGet);
+  if (rc) return rc;
+  sqlite3_bind_int64(pGet, 1, id);
+  sqlite3_bind_int64(pGet, 2, rnd);
+  return ledger_row_fetch(pGet, r, pbFound);
+}
+
+int storage_row_insert(IdemLedger *p, const LedgerRow *r, char **pzTaken) {
+  sqlite3_stmt *pIns = 0;
+  int rc = ledger_stmt(p, ST_INSERT, &pIns);
+  *pzTaken = 0;
+  if (rc) return rc;
+  sqlite3_bind_text(pIns, 1, r->zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 2, r->zKey, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 3, r->zConv, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 4, r->zTool, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 5, r->zArgs, r->nArgs, SQLITE_STATIC);
+  sqlite3_bind_text(pIns, 6, r->zEffect, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pIns, 7, r->tokenRnd);
+  sqlite3_bind_int64(pIns, 8, r->updatedAt);
+  sqlite3_bind_int64(pIns, 9, r->leaseUntil);
+  rc = ledger_step_done(pIns);
+  if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+    *pzTaken = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
+    rc = *pzTaken ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  sqlite3_clear_bindings(pIns);
+  return rc;
+}
+
+/* Bind row r's compare-and-set (id, status, token) from parameter i on. */
+static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
+  sqlite3_bind_int64(pS, i, r->id);
+  sqlite3_bind_text(pS, i + 1, r->zStatus, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(pS, i + 2, r->tokenRnd);
+}
+
+/* Run the bound write pS, then clear its bindings. */
+static int write_done(sqlite3_stmt *pS) {
+  int rc = ledger_step_done(pS);
+  sqlite3_clear_bindings(pS);
+  return rc;
+}
+
+int storage_row_reclaim(IdemLedger *p, const LedgerRow *r, sqlite3_int64 rnd, sqlite3_int64 now,
+                        sqlite3_int64 lease, int bTakeover) {
+  sqlite3_stmt *pUpd = 0;
+  int rc = ledger_stmt(p, ST_RECLAIM, &pUpd);
+  if (rc) return rc;
+  sqlite3_bind_int64(pUpd, 1, rnd);
+  sqlite3_bind_int64(pUpd, 2, now);
+  sqlite3_bind_int64(pUpd, 3, lease);
+  sqlite3_bind_int(pUpd, 4, bTakeover);
+  bind_cas(pUpd, 5, r);
+  return write_done(pUpd);
+}
+
+int storage_row_settle(IdemLedger *p, const LedgerRow *r, const char *zStatus, const char *zResult,
+                       const char *zError, int nDetail, const char *zMembers, sqlite3_int64 now) {
+  sqlite3_stmt *pUpd = 0;
+  int rc = ledger_stmt(p, ST_SETTLE, &pUpd);
+  if (rc) return rc;
+  sqlite3_bind_text(pUpd, 1, zStatus, -1, SQLITE_STATIC);
+  if (zResult) sqlite3_bind_text(pUpd, 2, zResult, nDetail, SQLITE_STATIC);
+  if (zError) sqlite3_bind_text(pUpd, 3, zError, nDetail, SQLITE_STATIC);
+  sqlite3_bind_text(pUpd, 4, zMembers, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pUpd, 5, now);
+  bind_cas(pUpd, 6, r);
+  return write_done(pUpd);
+}
+
+int storage_row_renew(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, sqlite3_int64 until,
+                      sqlite3_int64 now, sqlite3_int64 *pLease, int *pbRenewed) {
+  sqlite3_stmt *pUpd = 0;
+  int rc = ledger_stmt(p, ST_RENEW, &pUpd), rcR;
+  *pbRenewed = 0;
+  if (rc) return rc;
+  sqlite3_bind_int64(pUpd, 1, until);
+  sqlite3_bind_int64(pUpd, 2, now);
+  sqlite3_bind_int64(pUpd, 3, id);
+  sqlite3_bind_int64(pUpd, 4, rnd);
+  rc = sqlite3_step(pUpd);
+  if (rc == SQLITE_ROW) {
+    *pLease = sqlite3_column_int64(pUpd, 0);
+    *pbRenewed = 1;
+    rc = sqlite3_step(pUpd);
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  rcR = sqlite3_reset(pUpd);
+  return rc == SQLITE_OK ? rcR : rc;
+}
+
+int storage_row_delete_terminal(IdemLedger *p, sqlite3_value *pId) {
+  sqlite3_stmt *pDel = 0;
+  int rc = ledger_stmt(p, ST_DELETE, &pDel);
+  if (rc) return rc;
+  sqlite3_bind_value(pDel, 1, pId);
+  return ledger_step_done(pDel);
+}
+
+int storage_purge_before(IdemLedger *p, sqlite3_int64 cutoff) {
+  sqlite3_stmt *pDel = 0;
+  int rc = ledger_stmt(p, ST_PURGE, &pDel);
+  if (rc) return rc;
+  sqlite3_bind_int64(pDel, 1, cutoff);
+  return ledger_step_done(pDel);
+}
+
+int storage_retention_scan(IdemLedger *p, sqlite3_int64 iFrom, sqlite3_int64 cutoff,
+                           sqlite3_int64 *aDue, int *pnDue, sqlite3_int64 *piNext) {
+  sqlite3_int64 iLast = iFrom;
+  sqlite3_stmt *pScan = 0, *pDel = 0;
+  int nRead = 0, bWrap = 0, rc;
+  *pnDue = 0;
+  /* the delete is prepared before the first one is needed */
+  rc = ledger_stmt(p, ST_RET_SCAN, &pScan);
+  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_RET_DELETE, &pDel);
+  if (rc) return rc;
+  sqlite3_bind_int64(pScan, 1, iFrom);
+  sqlite3_bind_int64(pScan, 2, cutoff);
+  while ((rc = sqlite3_step(pScan)) == SQLITE_ROW) {
+    nRead++;
+    if (sqlite3_column_int(pScan, 2)) {
+      bWrap = 1; /* this row and every later one are younger than the cutoff */
+      break;
+    }
+    iLast = sqlite3_column_int64(pScan, 0);
+    if (sqlite3_column_int(pScan, 1)) aDue[(*pnDue)++] = iLast;
+  }
+  if (rc == SQLITE_DONE && nRead < RETENTION_SCAN) bWrap = 1; /* the end of the table */
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE) rc = SQLITE_OK;
+  else rc = sqlite3_reset(pScan);
+  sqlite3_reset(pScan);
+  if (rc == SQLITE_OK) *piNext = bWrap ? 0 : iLast;
+  return rc;
+}
+
+int storage_retention_delete(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 cutoff) {
+  sqlite3_stmt *pDel = 0;
+  int rc = ledger_stmt(p, ST_RET_DELETE, &pDel);
+  if (rc) return rc;
+  sqlite3_bind_int64(pDel, 1, id);
+  sqlite3_bind_int64(pDel, 2, cutoff);
+  return ledger_step_done(pDel);
+}
+
+int storage_count_held(IdemLedger *p, sqlite3_int64 *pn) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_COUNT_LIVE, &pS);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    *pn = sqlite3_column_int64(pS, 0) + sqlite3_column_int64(pS, 1);
+  }
+  return sqlite3_reset(pS);
+}
+
+int storage_write_lock(IdemLedger *p) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_WRITE_LOCK, &pS);
+  if (rc) return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
+  return ledger_step_done(pS);
+}
+
+/* ------------------------------------------------------------------ */
+/* Named operations on the members and guards                          */
+/* ------------------------------------------------------------------ */
+
+int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, int *pb) {
+  sqlite3_stmt *pM = 0;
+  int rc = ledger_stmt(p, ST_MEMBERS, &pM);
+  *pb = 0;
+  if (rc) return rc;
+  sqlite3_bind_int64(pM, 1, id);
+  sqlite3_bind_int64(pM, 2, attempt);
+  rc = sqlite3_step(pM);
+  *pb = rc == SQLITE_ROW;
+  return sqlite3_reset(pM);
+}
+
+int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, sqlite3_stmt **ppM,
+                         sqlite3_stmt **ppG) {
+  int rc = ledger_stmt(p, ST_MEMBERS, ppM);
+  if (rc == SQLITE_OK) rc = ledger_stmt(p, ST_GUARDS, ppG);
+  if (rc) return rc;
+  sqlite3_bind_int64(*ppM, 1, id);
+  sqlite3_bind_int64(*ppM, 2, attempt);
+  sqlite3_bind_text(*ppG, 1, p->zName, -1, SQLITE_STATIC);
+  return SQLITE_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* Guard triggers                                                      */
 /* ------------------------------------------------------------------ */
 
-const char *const idem_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "update"};
+const char *const ledger_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member", "update"};
 
 /*
 ** The SQL of guard trigger k (0 insert, 1 member, 2 update) of
@@ -1460,7 +1743,8 @@ char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, cons
   sqlite3_str *s = sqlite3_str_new(0);
   sqlite3_str_appendall(s, "CREATE TRIGGER ");
   if (zDb) sqlite3_str_appendf(s, "\"%w\".", zDb);
-  sqlite3_str_appendf(s, "\"%w_idem_%w_%s\" ", zBase, zLedger, idem_guard_kind[k]);
+  sqlite3_str_appendf(s, "\"%w" GUARD_TRIGGER_INFIX "%w_%s\" ", zBase, zLedger,
+                      ledger_guard_kind[k]);
   if (k == 0) {
     sqlite3_str_appendf(s, "BEFORE INSERT ON \"%w\" BEGIN SELECT idem_guard_check(%Q, %Q, %Q, ",
                         zTable, zLedger, zLedgerId, zBase);
@@ -1515,10 +1799,11 @@ int ledger_guard_create(sqlite3 *db, const char *zDb, const char *zLedger, const
 int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase) {
   int k, rc = SQLITE_OK;
   for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
-    rc = exec_free(db,
-                   sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_idem_%w_%s\"", zDb, zBase,
-                                   zLedger, idem_guard_kind[k]),
-                   0);
+    rc = exec_free(
+        db,
+        sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w" GUARD_TRIGGER_INFIX "%w_%s\"", zDb,
+                        zBase, zLedger, ledger_guard_kind[k]),
+        0);
   }
   return rc;
 }
@@ -1535,7 +1820,8 @@ int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const 
   int rc;
   char *zSql = sqlite3_mprintf(
       "SELECT tbl_name FROM \"%w\".sqlite_schema WHERE type='trigger' AND name IN"
-      " (%Q||'_idem_'||%Q||'_insert', %Q||'_idem_'||%Q||'_member', %Q||'_idem_'||%Q||'_update')"
+      " (" GUARD_TRIGGER_SQL("%Q", "%Q", "insert") ", " GUARD_TRIGGER_SQL("%Q", "%Q", "member") ", "
+      GUARD_TRIGGER_SQL("%Q", "%Q", "update") ")"
       " UNION ALL SELECT name FROM \"%w\".sqlite_schema WHERE type='table' AND name=%Q",
       zDb, zBase, zLedger, zBase, zLedger, zBase, zLedger, zDb, zBase);
   *pzTable = 0;
@@ -1549,6 +1835,131 @@ int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const 
   if (rc == SQLITE_OK) rc = sqlite3_reset(pS);
   sqlite3_finalize(pS);
   return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Named operations on <name>_guards (idem_guard, idem_unguard)         */
+/* ------------------------------------------------------------------ */
+
+int storage_is_own_table(const char *zLedger, const char *zTable) {
+  size_t nL = strlen(zLedger);
+  int i;
+  if (sqlite3_strnicmp(zTable, zLedger, (int)nL) != 0 || zTable[nL] != '_') return 0;
+  for (i = 0; i < LEDGER_N_TABLE; i++) {
+    if (sqlite3_stricmp(zTable + nL + 1, ledger_shadow_suffix[i]) == 0) return 1;
+  }
+  return 0;
+}
+
+int storage_table_exists(const IdemLedger *p, int iTable) {
+  char *zTable = sqlite3_mprintf("%s_%s", p->zName, ledger_shadow_suffix[iTable]);
+  int b =
+      zTable && sqlite3_table_column_metadata(p->db, p->zDb, zTable, 0, 0, 0, 0, 0, 0) == SQLITE_OK;
+  sqlite3_free(zTable);
+  return b;
+}
+
+int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  /* one guard per table, under its current name or the one it was
+  ** guarded under */
+  char *zSql = sqlite3_mprintf(
+      "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\" AS g"
+      " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
+      " AND t.name=" GUARD_TRIGGER_SQL("g.tbl", "%Q", "insert")
+      " WHERE g.tbl=%Q COLLATE NOCASE OR t.tbl_name=%Q COLLATE NOCASE),"
+      " (SELECT coalesce(max(id),0)+1 FROM \"%w\".\"%w_guards\")",
+      p->zDb, p->zName, p->zDb, p->zName, zTable, zTable, p->zDb, p->zName);
+  *pbGuarded = 0;
+  *pGid = 0;
+  rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    if (sqlite3_column_int64(pS, 0) > 0) {
+      *pbGuarded = 1;
+      sqlite3_finalize(pS);
+      return SQLITE_OK;
+    }
+    *pGid = sqlite3_column_int64(pS, 1);
+  }
+  return sqlite3_finalize(pS);
+}
+
+int storage_guard_insert(IdemLedger *p, sqlite3_int64 gid, const char *zTable, const char *zKeyCol,
+                         const char *zTenCol, const char *zTokCol) {
+  return exec_free(p->db,
+                   sqlite3_mprintf("INSERT INTO \"%w\".\"%w_guards\"(id,tbl,key_column,"
+                                   "tenant_column,token_column) VALUES(%lld,%Q,%Q,%Q,%Q)",
+                                   p->zDb, p->zName, gid, zTable, zKeyCol, zTenCol, zTokCol),
+                   0);
+}
+
+int storage_guard_find(IdemLedger *p, const char *zTable, sqlite3_int64 *pGid, char **pzBase) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  /* by its table's current name (it may have been renamed since: its
+  ** insert trigger moved with it) */
+  char *zSql = sqlite3_mprintf(
+      "SELECT g.id, g.tbl FROM \"%w\".\"%w_guards\" AS g"
+      " LEFT JOIN \"%w\".sqlite_schema AS t ON t.type='trigger'"
+      " AND t.name=" GUARD_TRIGGER_SQL(
+          "g.tbl", "%Q", "insert") " WHERE coalesce(t.tbl_name, g.tbl)=%Q COLLATE NOCASE",
+      p->zDb, p->zName, p->zDb, p->zName, zTable);
+  *pzBase = 0;
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pS) != SQLITE_ROW) {
+    rc = sqlite3_reset(pS);
+    sqlite3_finalize(pS);
+    return rc;
+  }
+  *pzBase = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(pS, 1));
+  *pGid = sqlite3_column_int64(pS, 0);
+  sqlite3_finalize(pS);
+  return *pzBase ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey) {
+  sqlite3_stmt *pS = 0;
+  char *zSql;
+  int rc = SQLITE_OK;
+  *pzKey = 0;
+  if (!storage_table_exists(p, LEDGER_TABLE_ROWS) ||
+      !storage_table_exists(p, LEDGER_TABLE_MEMBERS)) {
+    /* a broken ledger (ledger_lifecycle.c): no claim of it can go on, and
+    ** the guards table's delete trigger, which reads both, cannot run;
+    ** the guards go so that DROP TABLE can remove the ledger */
+    rc = exec_free(
+        p->db,
+        sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w_guards_delete\"", p->zDb, p->zName), 0);
+    zSql = sqlite3_mprintf("SELECT NULL WHERE 0");
+  } else {
+    /* rows written under a claim that is still open are its members */
+    zSql = sqlite3_mprintf(
+        "SELECT r.\"key\" FROM \"%w\".\"%w_members\" AS m JOIN \"%w\".\"%w_rows\" AS r"
+        " ON r.id=m.claim WHERE m.guard=%lld AND (r.status='claimed' OR r.status='unknown')"
+        " LIMIT 1",
+        p->zDb, p->zName, p->zDb, p->zName, gid);
+  }
+  if (rc == SQLITE_OK) rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    *pzKey = sqlite3_mprintf("%s", sqlite3_column_text(pS, 0));
+    sqlite3_finalize(pS);
+    return *pzKey ? SQLITE_OK : SQLITE_NOMEM;
+  }
+  return sqlite3_finalize(pS);
+}
+
+int storage_guard_delete(IdemLedger *p, sqlite3_int64 gid) {
+  return exec_free(
+      p->db,
+      sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", p->zDb, p->zName, gid), 0);
 }
 
 /*
@@ -1947,17 +2358,19 @@ int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sq
 /* Which shadow tables exist                                           */
 /* ------------------------------------------------------------------ */
 
-/* The suffixes of the shadow tables SQLite is told of (xShadowName) and
-** that every ledger needs, in LEDGER_SHADOW_* bit order. */
-const char *const ledger_shadow_suffix[LEDGER_N_SHADOW] = {"rows", "meta", "guards"};
+/* The suffixes of a ledger's tables: first the shadow tables SQLite is
+** told of (xShadowName) and that every ledger needs, in LEDGER_SHADOW_*
+** bit order, then <name>_members. */
+const char *const ledger_shadow_suffix[LEDGER_N_TABLE] = {"rows", "meta", "guards", "members"};
 
 int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing) {
   sqlite3_stmt *pS = 0;
   int rc, i;
   char *zSql = sqlite3_mprintf(
       "SELECT lower(name) FROM \"%w\".sqlite_schema WHERE type='table' AND lower(name) IN "
-      "(lower('%q_rows'),lower('%q_meta'),lower('%q_guards'))",
-      zDb, zName, zName, zName);
+      "(lower('%q_%s'),lower('%q_%s'),lower('%q_%s'))",
+      zDb, zName, ledger_shadow_suffix[0], zName, ledger_shadow_suffix[1], zName,
+      ledger_shadow_suffix[2]);
   *pmMissing = LEDGER_SHADOW_ALL;
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
@@ -1966,7 +2379,7 @@ int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *
   while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
     const char *z = (const char *)sqlite3_column_text(pS, 0);
     size_t n = z ? strlen(z) : 0;
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < LEDGER_N_SHADOW; i++) {
       size_t nSuffix = strlen(ledger_shadow_suffix[i]);
       if (n > nSuffix && z[n - nSuffix - 1] == '_' &&
           strcmp(z + n - nSuffix, ledger_shadow_suffix[i]) == 0) {
@@ -1981,7 +2394,7 @@ int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *
 int ledger_shadow_list(sqlite3_str *s, const char *zName, int m) {
   int i, n = 0;
   sqlite3_str_appendall(s, (m & (m - 1)) ? " tables" : " table");
-  for (i = 0; i < 3; i++) {
+  for (i = 0; i < LEDGER_N_SHADOW; i++) {
     if ((m & (1 << i)) == 0) continue;
     sqlite3_str_appendf(s, "%s %s_%s", n++ ? "," : "", zName, ledger_shadow_suffix[i]);
   }
