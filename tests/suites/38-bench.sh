@@ -10,6 +10,13 @@
 # temporary directory. Each run is bounded by timeout(1): a hang is a FAIL.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+if [ -n "${SANITIZE:-}" ]; then
+  # the bench program measures speed, so it is built without the
+  # sanitizers, and an unsanitized program cannot load the sanitized
+  # extension; make test and make valgrind run this suite
+  echo "SKIP bench: runs in make test and make valgrind only: the bench program is built without the sanitizers"
+  exit 0
+fi
 # shellcheck source=tests/lib/stress.sh
 . tests/lib/stress.sh
 stress_prog bench/bench
