@@ -669,8 +669,9 @@ int storage_write_lock(IdemLedger *p);
 int storage_savepoint_prepare(IdemLedger *p);
 int storage_savepoint_begin(IdemLedger *p);
 int storage_savepoint_release(IdemLedger *p);
-int storage_savepoint_undo(IdemLedger *p);
-int storage_rollback(IdemLedger *p);
+/* Undo and end the savepoint; when that fails and the transaction is the
+** caller's own (autocommit before the savepoint), roll it back. */
+void storage_savepoint_abandon(IdemLedger *p, int bOwnTxn);
 /* Does claim (id, attempt) have a member? */
 int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, int *pb);
 /* For stepping: *ppM the members of claim (id, attempt) (columns: guard,

@@ -779,9 +779,7 @@ done:
   /* the message of the failing statement, before the rollback replaces it */
   if (rc && *pzErr == 0 && rc != SQLITE_NOMEM) *pzErr = idem_db_error(db, zFunc, rc);
   if (bSave) {
-    int rcU = storage_savepoint_undo(p);
-    if (rcU == SQLITE_OK) rcU = storage_savepoint_release(p);
-    if (rcU != SQLITE_OK && bAuto) storage_rollback(p); /* the transaction is ours */
+    storage_savepoint_abandon(p, bAuto);
   }
   if (rc) {
     sqlite3_free(d->zJson);
@@ -1103,12 +1101,9 @@ again:
   }
 done:
   if (bSave) {
-    int rcU;
     /* the message of the failing statement, before the rollback replaces it */
     if (rc && *pzErr == 0 && (rc & 0xff) != SQLITE_NOMEM) *pzErr = idem_db_error(p->db, zFunc, rc);
-    rcU = storage_savepoint_undo(p);
-    if (rcU == SQLITE_OK) rcU = storage_savepoint_release(p);
-    if (rcU != SQLITE_OK) (void)storage_rollback(p); /* the transaction is ours */
+    storage_savepoint_abandon(p, 1); /* only taken in autocommit */
   }
   if (rc) {
     sqlite3_free(*pzJson);

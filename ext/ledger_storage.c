@@ -1469,8 +1469,11 @@ int storage_savepoint_prepare(IdemLedger *p) {
 }
 int storage_savepoint_begin(IdemLedger *p) { return ledger_exec(p, ST_SAVEPOINT); }
 int storage_savepoint_release(IdemLedger *p) { return ledger_exec(p, ST_RELEASE); }
-int storage_savepoint_undo(IdemLedger *p) { return ledger_exec(p, ST_ROLLBACK_TO); }
-int storage_rollback(IdemLedger *p) { return ledger_exec(p, ST_ROLLBACK); }
+void storage_savepoint_abandon(IdemLedger *p, int bOwnTxn) {
+  int rc = ledger_exec(p, ST_ROLLBACK_TO);
+  if (rc == SQLITE_OK) rc = ledger_exec(p, ST_RELEASE);
+  if (rc != SQLITE_OK && bOwnTxn) (void)ledger_exec(p, ST_ROLLBACK); /* the transaction is ours */
+}
 
 /* ------------------------------------------------------------------ */
 /* Named operations on the rows                                        */
