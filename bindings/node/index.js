@@ -795,6 +795,9 @@ module.exports = {
   RawJson,
   rawJson,
 };
+// The JSON reader and writer, for the package's own files (reconcile.js),
+// under a symbol: not a name of the ES module or of the types.
+module.exports[Symbol.for('sqlite-idempotency.json')] = Object.freeze({ parseJson, jsonText });
 // Defined after the exports above, which reconcile.js and metrics.js use.
 module.exports.Answer = require('./reconcile.js').Answer;
 module.exports.Metrics = require('./metrics.js').Metrics;
