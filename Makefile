@@ -11,7 +11,8 @@
 #     (optional: needs redis-server, postgresql and npm ci in bench/peers; says so and skips without them)
 #   make lint       clang-format drift, cppcheck, -Werror build
 #   make install    PREFIX=/usr/local DESTDIR= (LIBDIR, INCLUDEDIR); make uninstall
-#   make dist       build/dist/: manylinux wheels, sdist, npm packages (x86_64, arm64), SHA256SUMS
+#   make dist       build/dist/: this machine's manylinux wheel, the sdist, npm packages, SHA256SUMS
+#     (PLATFORMS="linux-x64 linux-arm64" for both, as make release does)
 #   make sql-audit DB=app.db      the sql/ kit, run with sqlite3 -bail
 #     (also sql-operations, sql-migrate, sql-install)
 
@@ -98,20 +99,24 @@ install: all
 	install -m 0755 $(EXT) "$(DESTDIR)$(LIBDIR)/sqlite3/idempotency.$(SO)"
 	install -m 0644 include/idempotency.h "$(DESTDIR)$(INCLUDEDIR)/idempotency.h"
 
-# make dist (also make release): every release artifact and SHA256SUMS in
-# $(DIST) (bindings/dist.sh, docs/install.md): the extension built per
-# platform (bindings/dist-lib.sh: linux-arm64 cross-compiled on an x86_64
-# machine, each checked by bindings/check-lib.sh), the manylinux wheels, the
-# sdist, the npm package and its per-platform packages. DIST_PLATFORMS
-# chooses the platforms, DIST_PARTS the packages (python, node).
+# make dist: the release artifacts and SHA256SUMS in $(DIST)
+# (bindings/dist.sh, docs/install.md) for PLATFORMS, by default this
+# machine's alone (so no cross compiler is needed): the extension built per
+# platform (bindings/dist-lib.sh: the other platform cross-compiled, each
+# checked by bindings/check-lib.sh), the manylinux wheels, the sdist, the npm
+# package and its per-platform packages. DIST_PARTS chooses the packages
+# (python, node). make release is make dist for every release platform.
 DIST ?= $(BUILD)/dist
-DIST_PLATFORMS ?= linux-x64 linux-arm64
-DIST_LIBS := $(foreach p,$(DIST_PLATFORMS),$(DIST)/lib/$(p)/idempotency.so)
+RELEASE_PLATFORMS := linux-x64 linux-arm64
+HOST_PLATFORM := $(patsubst x86_64,linux-x64,$(patsubst aarch64,linux-arm64,$(shell uname -m)))
+PLATFORMS ?= $(HOST_PLATFORM)
+DIST_LIBS := $(foreach p,$(PLATFORMS),$(DIST)/lib/$(p)/idempotency.so)
 $(DIST)/lib/%/idempotency.so: $(EXT_SRC) $(EXT_HDR) Makefile bindings/dist-lib.sh bindings/check-lib.sh | deps
 	@CC="$(CC)" bash bindings/dist-lib.sh $* $@ $(EXT_SRC)
 dist: deps $(DIST_LIBS)
-	@bash bindings/dist.sh "$(DIST)" "$(DIST_PLATFORMS)" $(DIST_PARTS)
-release: dist
+	@bash bindings/dist.sh "$(DIST)" "$(PLATFORMS)" $(DIST_PARTS)
+release:
+	@$(MAKE) --no-print-directory dist PLATFORMS="$(RELEASE_PLATFORMS)"
 .PHONY: dist release
 
 uninstall:

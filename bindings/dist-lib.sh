@@ -32,8 +32,8 @@ case "$(uname -m)" in
   *) die "the release libraries are built on an x86_64 or aarch64 Linux machine, not $(uname -m)" ;;
 esac
 case "$plat" in
-  linux-x64) cross=${DIST_CC_X64:-x86_64-linux-gnu-gcc} crosspkg=gcc-x86-64-linux-gnu ;;
-  linux-arm64) cross=${DIST_CC_ARM64:-aarch64-linux-gnu-gcc} crosspkg=gcc-aarch64-linux-gnu ;;
+  linux-x64) cross=${DIST_CC_X64:-x86_64-linux-gnu-gcc} crosspkg=gcc-x86-64-linux-gnu crosslibc=libc6-dev-amd64-cross ;;
+  linux-arm64) cross=${DIST_CC_ARM64:-aarch64-linux-gnu-gcc} crosspkg=gcc-aarch64-linux-gnu crosslibc=libc6-dev-arm64-cross ;;
   *) die "unknown platform '$plat' (the release platforms are linux-x64 and linux-arm64)" ;;
 esac
 
@@ -48,7 +48,10 @@ if [ "$plat" = "$host" ]; then
 else
   read -r -a compiler <<<"$cross"
   command -v "${compiler[0]}" >/dev/null 2>&1 ||
-    die "no cross compiler '$cross' to build $plat (Debian: apt-get install $crosspkg), or build this machine's platform only: make dist DIST_PLATFORMS=$host"
+    die "no cross compiler '$cross' to build $plat (Debian: apt-get install $crosspkg $crosslibc), or build this machine's platform only: make dist (PLATFORMS=$host)"
+  # the compiler without its C library's headers (a recommends left out)
+  printf '#include <stdint.h>\nint x;\n' | "${compiler[@]}" -x c -c -o /dev/null - 2>/dev/null ||
+    die "the cross compiler '$cross' finds no C library headers for $plat (Debian: apt-get install $crosslibc), or build this machine's platform only: make dist (PLATFORMS=$host)"
   # The headers, located by this machine's compiler, copied alone.
   inc=$(mktemp -d)
   trap 'rm -rf "$inc"' EXIT

@@ -3,7 +3,8 @@
 #
 #   bash bindings/dist.sh DIST "PLATFORMS" [python] [node]    (both when none is named)
 #
-# PLATFORMS are linux-x64 and/or linux-arm64; the library of each is
+# PLATFORMS are linux-x64 and/or linux-arm64 (make dist: this machine's,
+# unless PLATFORMS names more); the library of each is
 # DIST/lib/PLATFORM/idempotency.so, built and checked by bindings/dist-lib.sh
 # (the Makefile's dist target). Writes into DIST (docs/install.md says what
 # each is for and how a release is published):

@@ -35,8 +35,10 @@ export function headerValue(key: string): string;
 
 /**
  * A JSON value (what args, results and errors must be). A bigint is written
- * as its digits; an integer beyond Number.MAX_SAFE_INTEGER in a stored
- * result, error or member is read back as a bigint holding its digits.
+ * as its digits (in args, one beyond +-(2^53-1) is refused by the extension,
+ * as that integer is from any language); an integer beyond
+ * Number.MAX_SAFE_INTEGER in a stored result, error or member is read back
+ * as a bigint holding its digits.
  */
 export type Json = null | boolean | number | bigint | string | Json[] | { [member: string]: Json };
 

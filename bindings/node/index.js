@@ -220,13 +220,18 @@ const rawJson = (text) => new RawJson(text);
 // primitives, own enumerable keys in order), except that a BigInt is its
 // digits, a RawJson its text, and what JSON cannot hold (undefined, a
 // function, a symbol, NaN, an infinity, a cycle) is refused, naming it.
+// A BigInt is an integer whatever BigInt.prototype.toJSON says (a common
+// patch makes it a string, which would give 10n another key than 10): in
+// args one beyond 2^53-1 then meets the extension's refusal of that
+// integer, the same as from any language (docs/install.md, "Node").
 function jsonText(value, what) {
   if (value === undefined) throw new TypeError(`sqlite-idempotency: ${what} is not JSON: undefined`);
   const parts = [];
   const open = new Set();
   const bad = (k, is) => new TypeError(`sqlite-idempotency: ${what} is not JSON: ${k === '' ? 'the value' : `member ${JSON.stringify(k)}`} is ${is}`);
   const put = (k, v) => {
-    if (v !== null && (typeof v === 'object' || typeof v === 'bigint') && typeof v.toJSON === 'function') v = v.toJSON(k);
+    if (v instanceof BigInt) v = v.valueOf();
+    if (v !== null && typeof v === 'object' && typeof v.toJSON === 'function') v = v.toJSON(k);
     if (v instanceof Number || v instanceof String || v instanceof Boolean || v instanceof BigInt) v = v.valueOf();
     switch (typeof v) {
       case 'string': parts.push(JSON.stringify(v)); return;
@@ -795,6 +800,9 @@ module.exports = {
   RawJson,
   rawJson,
 };
+// The JSON reader and writer, for the package's own files (reconcile.js),
+// under a symbol: not a name of the ES module or of the types.
+module.exports[Symbol.for('sqlite-idempotency.json')] = Object.freeze({ parseJson, jsonText });
 // Defined after the exports above, which reconcile.js and metrics.js use.
 module.exports.Answer = require('./reconcile.js').Answer;
 module.exports.Metrics = require('./metrics.js').Metrics;

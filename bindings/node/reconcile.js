@@ -23,8 +23,12 @@
 // never resolve a row twice: the one that loses reports the row as raced. A
 // reconciler that throws leaves its row unknown (reported under errors); the
 // others go on. Tools without a reconciler are reported under needsPerson.
-// Nothing is held open while a reconciler runs. The Python package's
-// reconcile.py is the same.
+// Nothing is held open while a reconciler runs. The stored JSON is read and
+// the detail written with the package's own parser and writer (index.js), as
+// Ledger.call does: a 64-bit id in a detail reaches the reconciler as a
+// BigInt with its digits, a BigInt in an answer is recorded as its digits,
+// and what JSON cannot hold (NaN, undefined, a cycle) is refused, leaving
+// the row unknown. The Python package's reconcile.py is the same.
 const NOW_SQL = "CAST(strftime('%s', 'now') AS INTEGER) * 1000 + CAST(substr(strftime('%f', 'now'), 4) AS INTEGER)";
 const ANSWERS = ['succeeded', 'failed', 'not_sent', 'unknown'];
 
@@ -69,6 +73,7 @@ const entry = (call, more) => ({ tenant: call.tenant, key: call.key, tool: call.
 
 // The unknown rows in row order, batchSize at a time (no statement left open between batches).
 function* batches(ledger, batchSize, limit, tenant) {
+  const { parseJson } = require('./index.js')[Symbol.for('sqlite-idempotency.json')];
   const sql = `SELECT rowid AS rid, tenant, key, conversation, tool, args, effect, attempt, error, created_at, updated_at, lease_until FROM ${ledger.sqlName()} WHERE status = 'unknown' AND rowid > ?${tenant !== undefined ? ' AND tenant = ?' : ''} ORDER BY rowid LIMIT ?`;
   let last = 0;
   let seen = 0;
@@ -91,10 +96,10 @@ function* batches(ledger, batchSize, limit, tenant) {
         key: r.key,
         conversation: r.conversation,
         tool: r.tool,
-        args: JSON.parse(r.args),
+        args: parseJson(r.args),
         effect: r.effect,
         attempt: Number(r.attempt),
-        detail: r.error === null ? null : JSON.parse(r.error),
+        detail: r.error === null ? null : parseJson(r.error),
         createdAt: Number(r.created_at),
         updatedAt: Number(r.updated_at),
         leaseUntil: Number(r.lease_until),
@@ -110,6 +115,7 @@ function* batches(ledger, batchSize, limit, tenant) {
 // Resolves one row with answer a, in a transaction that first checks it is
 // still unknown at call.attempt.
 function resolveRow(ledger, call, a, by, report) {
+  const { jsonText } = require('./index.js')[Symbol.for('sqlite-idempotency.json')];
   const db = ledger.db;
   let status;
   try {
@@ -126,7 +132,7 @@ function resolveRow(ledger, call, a, by, report) {
       if (a.status === 'succeeded') [status, detail] = ['succeeded', { reconciled: mark, result: a.result === undefined ? null : a.result }];
       else if (a.status === 'failed') [status, detail] = ['failed', { error: a.error === undefined ? null : a.error, reconciled: mark }];
       else [status, detail] = ['released', { sent: false, reason: a.reason === undefined ? null : a.reason, reconciled: mark }];
-      const text = JSON.stringify(detail);
+      const text = jsonText(detail, 'the reconciled detail');
       db.prepare('SELECT idem_resolve(?, ?, ?, ?, ?) AS v').get(ledger.name, call.tenant, call.key, status, text);
       db.exec('COMMIT');
     } finally {

@@ -95,6 +95,29 @@ async function reconcileTests() {
   e = await raises(() => ledger.reconcile({}, { batchSize: 0 }));
   eq('batch-size', e && e.message, 'Ledger.reconcile: batchSize must be an integer from 1 to 10000, got 0');
   eq('left-unknown', (await ledger.reconcile({})).needsPerson.map((r) => r.key), [kMail, kSms]);
+
+  // The stored JSON keeps its digits both ways, as in Ledger.call: a 64-bit
+  // id in the detail reaches the reconciler as a BigInt, a BigInt in an
+  // answer is recorded as its digits, and NaN is refused (the row stays
+  // unknown), never stored as null.
+  const digits = Ledger.open(new Database(file), { name: 'digits' });
+  const unknownRow = (n, detail) => {
+    const d = digits.claim('t', 'c', 'charge', { n });
+    digits.settle(d.token, 'unknown', detail);
+    return d.key;
+  };
+  const [kId, kBig, kNaN] = [unknownRow(1, { order_id: 1234567890123456789n }), unknownRow(2, { order_id: 1 }), unknownRow(3, null)];
+  const seen = [];
+  const answers = { 1: (call) => Answer.succeeded({ id: call.detail.order_id }), 2: () => Answer.succeeded({ id: 9223372036854775807n }), 3: () => Answer.succeeded({ x: NaN }) };
+  const dr = await digits.reconcile({ charge: (call) => { seen.push(call.detail); return answers[call.args.n](call); } }, { by: 'r' });
+  const stored = (key) => digits.db.prepare('SELECT status, result FROM digits WHERE key = ?').get(key);
+  checks.report(seen[0]?.order_id === 1234567890123456789n, 'digits:detail-as-bigint', `the reconciler got ${String(seen[0]?.order_id)} (${typeof seen[0]?.order_id})`);
+  const resultOf = (key) => /"result":(.*)\}$/.exec(stored(key).result || '')?.[1];
+  eq('digits:id-recorded', [stored(kId).status, resultOf(kId)], ['succeeded', '{"id":1234567890123456789}']);
+  eq('digits:bigint-recorded', [stored(kBig).status, resultOf(kBig)], ['succeeded', '{"id":9223372036854775807}']);
+  eq('digits:nan-refused', [stored(kNaN).status, dr.errors.map((x) => [x.key, x.error])],
+     ['unknown', [[kNaN, 'sqlite-idempotency: the reconciled detail is not JSON: member "x" is NaN']]]);
+  eq('digits:report', dr.resolved.map((x) => x.key), [kId, kBig]);
 }
 
 async function metricsTests() {

@@ -348,6 +348,40 @@ async function run(tmp) {
   report(e instanceof idem.LedgerError && e.message === 'idem_claim: args: integer 1234567890123456789 at byte 6 is beyond 2^53-1 and would lose precision; send it as a string',
          'big-id-args-still-refused', desc(e));
   report(big.claim(T, C, 'create_order', { n: 1n }).decision === 'replay', 'bigint-args-same-key', 'args {n: 1n} is not the key of {n: 1}');
+  // A BigInt in args is an integer: within 2^53-1 the key of that Number,
+  // beyond it the extension's refusal of that integer (what Python gets for
+  // the same int), also when BigInt.prototype.toJSON is patched to a string.
+  const keyOf = (args) => big.claim(T, C, 'lookup', args).key;
+  report(keyOf({ n: 2n ** 53n - 1n }) === keyOf({ n: 2 ** 53 - 1 }) && keyOf({ n: -(2n ** 53n - 1n) }) === keyOf({ n: -(2 ** 53 - 1) }),
+         'bigint-args-edge-is-integer', 'a BigInt of +-(2^53-1) is not the key of that Number');
+  const refusal = (n, at = 5) => `idem_claim: args: integer ${n} at byte ${at} is beyond 2^53-1 and would lose precision; send it as a string`;
+  for (const [name, args, want] of [['2^53', { n: 2n ** 53n }, refusal('9007199254740992')], ['2^60', { n: 2n ** 60n }, refusal('1152921504606846976')],
+    ['minus-2^60', { n: -(2n ** 60n) }, refusal('-1152921504606846976')], ['nested', { a: [{ id: 1234567890123456789n }] }, refusal('1234567890123456789', 12)]]) {
+    e = raised(() => big.claim(T, C, 'lookup', args));
+    report(e instanceof idem.LedgerError && e.message === want, `bigint-args-refused-${name}`, desc(e));
+  }
+  const patched = Object.getOwnPropertyDescriptor(BigInt.prototype, 'toJSON');
+  BigInt.prototype.toJSON = function toJSON() { return this.toString(); };
+  try {
+    report(keyOf({ n: 7n }) === keyOf({ n: 7 }) && keyOf({ n: Object(7n) }) === keyOf({ n: 7 }), 'bigint-args-tojson-patched-still-integer',
+           `with BigInt.prototype.toJSON patched, {n: 7n} got the key of ${keyOf({ n: 7n }) === keyOf({ n: '7' }) ? "{n: '7'}" : 'something else'}`);
+    e = raised(() => big.claim(T, C, 'lookup', { n: 2n ** 60n }));
+    report(e instanceof idem.LedgerError && e.message === refusal('1152921504606846976'), 'bigint-args-tojson-patched-refused', desc(e));
+  } finally {
+    if (patched) Object.defineProperty(BigInt.prototype, 'toJSON', patched);
+    else delete BigInt.prototype.toJSON;
+  }
+  // A result keeps its numbers as written (docs/reference.md, "Numbers in a
+  // result or an error"): stored so, and replayed as the package reads them.
+  const nums = '[1e400, 1e-400, 9007199254740993, 2.50]';
+  act = counter({ result: idem.rawJson(nums) });
+  const firstM = await big.call(T, C, 'read_meter', { meter: 7 }, act);
+  const againM = await big.call(T, C, 'read_meter', { meter: 7 }, act);
+  const wantM = [Infinity, 0, 9007199254740993n, 2.5];
+  const isWantM = (r) => Array.isArray(r) && r.length === 4 && r.every((x, i) => Object.is(x, wantM[i]));
+  report(bigText(firstM.key, 'result') === '[1e400,1e-400,9007199254740993,2.50]' && isWantM(firstM.result) && isWantM(againM.result) &&
+         againM.idempotent === true && act.runs === 1 && isWantM(big.claim(T, C, 'read_meter', { meter: 7 }).result),
+         'result-numbers-as-written', `stored ${bigText(firstM.key, 'result')}, replayed ${String(againM.result)}`);
   e = raised(() => idem.rawJson('{"id": 1} x'));
   report(e instanceof TypeError && e.message.startsWith('sqlite-idempotency: rawJson: text is not one JSON value: '), 'raw-json-not-json', desc(e));
   e = raised(() => idem.rawJson({ id: 1 }));

@@ -386,6 +386,26 @@ def run(tmp):
     e = raised(lambda: big.call(T, C, "create_order", {"id": 1234567890123456789}, Counter()))
     report(isinstance(e, idem.LedgerError) and str(e) == "idem_claim: args: integer 1234567890123456789 at byte 6 "
            "is beyond 2^53-1 and would lose precision; send it as a string", "big-id-args-still-refused", f"got {e!r}")
+    # the refusal Node gives for the BigInt 2n ** 60n, word for word
+    e = raised(lambda: big.claim(T, C, "lookup", {"n": 2 ** 60}))
+    report(isinstance(e, idem.LedgerError) and str(e) == "idem_claim: args: integer 1152921504606846976 at byte 5 "
+           "is beyond 2^53-1 and would lose precision; send it as a string", "big-int-args-refused", f"got {e!r}")
+    # a result of 2 ** 60 is JSON: stored with its digits and returned as that int (not unknown)
+    act = Counter(result=2 ** 60)
+    first = big.call(T, C, "count_rows", {"n": 1}, act)
+    stored = big.conn.execute("SELECT result FROM big WHERE key = ?", (first.key,)).fetchone()[0]
+    report(first.status == "succeeded" and first.result == 2 ** 60 and type(first.result) is int
+           and stored == "1152921504606846976", "big-int-result-succeeded", f"got {first!r}, stored {stored!r}")
+    # numbers beyond a double, and 2.50, as written (docs/reference.md, "Numbers in a result or an error")
+    d = big.claim(T, C, "read_meter", {"meter": 7})
+    big.conn.execute("SELECT idem_settle(?, ?, 'succeeded', ?)", (big.name, d.token, "[1e400, 1e-400, 9007199254740993, 2.50]"))
+    stored = big.conn.execute("SELECT result FROM big WHERE key = ?", (d.key,)).fetchone()[0]
+    r = big.claim(T, C, "read_meter", {"meter": 7})
+    o = big.call(T, C, "read_meter", {"meter": 7}, Counter())
+    want = [float("inf"), 0.0, 9007199254740993, 2.5]
+    report(stored == "[1e400,1e-400,9007199254740993,2.50]" and r.result == want and o.result == want and o.idempotent
+           and [type(x) for x in o.result] == [float, float, int, float],
+           "result-numbers-as-written", f"stored {stored!r}, replayed {r.result!r}, call {o!r}")
     big.close()
 
     # A result the ledger cannot store (not JSON: a lone surrogate, a float

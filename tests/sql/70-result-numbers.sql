@@ -18,6 +18,7 @@ SELECT 'claim-k9', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'externa
 SELECT 'claim-k10', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k10'), '$.decision') = 'admitted';
 SELECT 'claim-k11', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k11'), '$.decision') = 'admitted';
 SELECT 'claim-k12', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k12'), '$.decision') = 'admitted';
+SELECT 'claim-k13', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k13'), '$.decision') = 'admitted';
 CREATE TEMP VIEW tok(name, t) AS SELECT "key", token FROM L;
 
 -- ---------------------------------------------------------------- a 64-bit id, settled and replayed
@@ -53,6 +54,20 @@ SELECT 'overflow-settle', json_extract(idem_settle('L', (SELECT t FROM tok WHERE
          '{"big":1e400,"neg":-1E+400,"tiny":1e-400}'), '$.status') = 'succeeded';
 SELECT 'overflow-stored', (SELECT result FROM L_rows WHERE "key" = 'k4') = '{"big":1e400,"neg":-1E+400,"tiny":1e-400}';
 SELECT 'overflow-replay', instr(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k4'), '"result":{"big":1e400,"neg":-1E+400,"tiny":1e-400}') > 0;
+
+-- ---------------------------------------------------------------- the four numbers of docs/reference.md
+-- ("Numbers in a result or an error"): stored and replayed as written
+SELECT 'doc-numbers-settle', idem_settle('L', (SELECT t FROM tok WHERE name = 'k13'), 'succeeded', '[1e400, 1e-400, 9007199254740993, 2.50]')
+       = '{"key":"k13","status":"succeeded","attempt":1,"members":[]}';
+SELECT 'doc-numbers-stored', (SELECT result FROM L_rows WHERE "key" = 'k13') = '[1e400,1e-400,9007199254740993,2.50]';
+SELECT 'doc-numbers-replay', idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k13')
+       = '{"decision":"replay","idempotent":true,"key":"k13","status":"succeeded","attempt":1,"result":[1e400,1e-400,9007199254740993,2.50],"members":[]}';
+-- each of them refused in args (docs/keys.md), kept in an error
+SELECT 'doc-numbers-args-' || n, errmsg('SELECT idem_key(''t'', ''c'', ''send'', ''[' || n || ']'')') = want
+  FROM (SELECT '1e400' AS n, 'idem_key: args: number 1e400 at byte 1 overflows a double' AS want
+        UNION ALL SELECT '1e-400', 'idem_key: args: number 1e-400 at byte 1 underflows to zero'
+        UNION ALL SELECT '9007199254740993', 'idem_key: args: integer 9007199254740993 at byte 1 is beyond 2^53-1 and would lose precision; send it as a string');
+SELECT 'doc-numbers-args-2.50-is-2.5', idem_canonical('[2.50]') = '[2.5]';
 
 -- ---------------------------------------------------------------- the structure is canonical
 SELECT 'structure-settle', json_extract(idem_settle('L', (SELECT t FROM tok WHERE name = 'k5'), 'succeeded',

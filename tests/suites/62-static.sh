@@ -62,6 +62,37 @@ else
 fi
 run minver "$dir/minver"
 
+# docs/install.md's static link ("Linking it into a program"), as written:
+# the block marked as run by this suite, its make line at the top of the
+# tree (the target this suite's programs come from), its cc line in a
+# directory holding the page's C block as app.c beside include/ and build/
+# of the tree; then the program, which makes its ledger in app.db.
+if [ "$BUILD" != build ] || [ -n "${TEST_WRAP:-}" ]; then
+  echo "SKIP static:docs-link: docs/install.md's lines link build/static with plain flags; this run's archive is $lib"
+else
+  page=docs/install.md
+  cmds=$(awk '/^<!-- run by tests\/suites\/62-static.sh -->$/ { m = 1; next } m == 1 && /^```sh$/ { m = 2; next } m == 2 && /^```$/ { exit } m == 2' "$page")
+  awk -v want="$(sed -n '2p' <<<"$cmds")" 'f == 0 && $0 == "```c" && seen { f = 1; next } f == 1 && /^```$/ { exit } f == 1 { print } index($0, want) == 1 { seen = 1 }' "$page" >"$tmp/app.c"
+  link=$tmp/link
+  mkdir -p "$link"
+  mv "$tmp/app.c" "$link/app.c"
+  ln -s "$PWD/include" "$link/include"
+  ln -s "$PWD/build" "$link/build"
+  if [ "$(wc -l <<<"$cmds")" -ne 2 ] || [ "$(sed -n '1p' <<<"$cmds" | sed 's/ *#.*//')" != "make static" ] || [ ! -s "$link/app.c" ]; then
+    echo "FAIL static:docs-link: $page has no block marked as run by this suite holding make static, one cc line and a C block after it: $(tr '\n' '|' <<<"$cmds")"
+  elif ! out=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL bash -c "$(sed -n '1p' <<<"$cmds")" 2>&1); then
+    echo "FAIL static:docs-link: $(sed -n '1p' <<<"$cmds") failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
+  elif ! out=$(cd "$link" && bash -c "$(sed -n '2p' <<<"$cmds")" 2>&1); then
+    echo "FAIL static:docs-link: $(sed -n '2p' <<<"$cmds") failed: $(head -n 3 <<<"$out" | tr '\n' ' ')"
+  elif ! (cd "$link" && ./a.out); then
+    echo "FAIL static:docs-link: the program of $page exited with status $?"
+  elif [ "$(sqlite3 "$link/app.db" "SELECT count(*) FROM sqlite_schema WHERE name = 'ledger_rows'")" != 1 ]; then
+    echo "FAIL static:docs-link: the program of $page made no ledger in app.db"
+  else
+    echo "PASS static:docs-link ($page's make static and cc line as written, the program made its ledger)"
+  fi
+fi
+
 # The public header next to sqlite3.h, both orders, C and C++.
 cc=${CC:-cc}
 for order in sqlite-first header-first; do

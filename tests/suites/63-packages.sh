@@ -2,8 +2,10 @@
 # The release artifacts as a registry checks them and a user installs them
 # (bindings/, `make dist`, docs/install.md):
 #
-#   dist     make dist builds the extension for linux-x64 and linux-arm64
-#            (cross-compiled), the manylinux_2_17 wheels, the sdist, the npm
+#   dist     make dist alone would build this machine's platform only (a
+#            dry run says so); make dist PLATFORMS="linux-x64 linux-arm64"
+#            builds the extension for both (the other one cross-compiled;
+#            this machine's alone without its compiler), the manylinux_2_17 wheels, the sdist, the npm
 #            package and its platform packages, and SHA256SUMS; its output
 #            and the docs' other commands are compared with docs/install.md;
 #            the glibc symbol check refuses a library that needs a newer
@@ -23,8 +25,10 @@
 #   node     the npm package installed into a fresh npm project in which
 #            npm chooses the platform package by os/cpu (overrides point
 #            the optional dependencies at the tarballs, as the registry
-#            would serve them), beside better-sqlite3 12 (linked from
-#            tests/js/node_modules) and libsql: the package tests per
+#            would serve them), and docs/install.md's npm install of the
+#            two tarballs as written, in a project without overrides;
+#            beside better-sqlite3 12 (linked from tests/js/node_modules)
+#            and libsql: the package tests per
 #            driver, the HTTP adapter example per driver, node:sqlite where
 #            the running Node has it, the docs' JavaScript example; tsc
 #            (typescript 5) checks index.d.ts (tests/js/consumer_package.ts,
@@ -87,17 +91,20 @@ fi
 # --- which platforms ------------------------------------------------------------
 # This machine's platform is built natively, the other one cross-compiled.
 case "$(uname -s)-$(uname -m)" in
-  Linux-x86_64) host=linux-x64 other=linux-arm64 other_cc=aarch64-linux-gnu-gcc other_pkg=gcc-aarch64-linux-gnu
+  Linux-x86_64) host=linux-x64 other=linux-arm64 other_cc=aarch64-linux-gnu-gcc other_pkg=gcc-aarch64-linux-gnu other_libc=libc6-dev-arm64-cross
     qarch=aarch64 qloader=ld-linux-aarch64.so.1 debarch=arm64 ;;
-  Linux-aarch64) host=linux-arm64 other=linux-x64 other_cc=x86_64-linux-gnu-gcc other_pkg=gcc-x86-64-linux-gnu
+  Linux-aarch64) host=linux-arm64 other=linux-x64 other_cc=x86_64-linux-gnu-gcc other_pkg=gcc-x86-64-linux-gnu other_libc=libc6-dev-amd64-cross
     qarch=x86_64 qloader=ld-linux-x86-64.so.2 debarch=amd64 ;;
   *) echo "SKIP packages: the release packages are built on Linux x86_64 or aarch64, not $(uname -s) $(uname -m)"; exit 0 ;;
 esac
-if command -v "$other_cc" >/dev/null 2>&1; then
-  platforms=(linux-x64 linux-arm64) # make dist's order
-else
+if ! command -v "$other_cc" >/dev/null 2>&1; then
   platforms=("$host")
   echo "SKIP packages.$other: no $other_cc to cross-compile the $other build (Debian: apt-get install $other_pkg); make dist builds $host only"
+elif ! printf '#include <stdint.h>\nint x;\n' | "$other_cc" -x c -c -o /dev/null - 2>/dev/null; then
+  platforms=("$host")
+  echo "SKIP packages.$other: $other_cc finds no C library headers for $other (Debian: apt-get install $other_libc); make dist builds $host only"
+else
+  platforms=(linux-x64 linux-arm64) # make dist's order
 fi
 built() { [[ " ${platforms[*]} " == *" $1 "* ]]; }
 wheel_tag() { case "$1" in linux-x64) echo manylinux_2_17_x86_64.manylinux2014_x86_64 ;; *) echo manylinux_2_17_aarch64.manylinux2014_aarch64 ;; esac; }
@@ -113,10 +120,18 @@ if ! out=$("$PY" tests/python/doc_blocks.py docs/install.md "$docs" 2>&1); then
 fi
 # the docs' commands run from the project root against $DIST for build/dist
 doc_cmd() { grep -lx "$1" "$docs"/*.cmd 2>/dev/null | head -n 1; }
-make_cmd=$(doc_cmd 'make dist')
-[ -n "$make_cmd" ] || { echo "FAIL packages.docs:make-dist: docs/install.md shows no \`\$ make dist\`"; rc=1; }
+make_cmd=$(doc_cmd 'make dist PLATFORMS="linux-x64 linux-arm64"')
+[ -n "$make_cmd" ] || { echo "FAIL packages.docs:make-dist: docs/install.md shows no \`\$ make dist PLATFORMS=\"linux-x64 linux-arm64\"\`"; rc=1; }
+# make dist alone builds this machine's platform (no cross compiler needed)
+if dry=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -n dist BUILD="$tmp/build" DIST="$DIST" 2>&1) &&
+  [ "$(grep -o 'dist-lib\.sh [a-z0-9-]*' <<<"$dry" | tr '\n' ' ')" = "dist-lib.sh $host " ]; then
+  echo "PASS packages.dist:host-only (make dist builds $host alone)"
+else
+  echo "FAIL packages.dist:host-only: make -n dist would build: $(grep -o 'dist-lib\.sh [a-z0-9-]*' <<<"$dry" | tr '\n' ' ') $(tail -n 2 <<<"$dry" | tr '\n' ' ')"
+  rc=1
+fi
 if ! out=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j2 dist \
-  BUILD="$tmp/build" DIST="$DIST" DIST_PLATFORMS="${platforms[*]}" DIST_PARTS="${parts[*]}" 2>&1); then
+  BUILD="$tmp/build" DIST="$DIST" PLATFORMS="${platforms[*]}" DIST_PARTS="${parts[*]}" 2>&1); then
   printf '%s\n' "$out"
   echo "FAIL packages.dist: make dist failed"
   exit 1
@@ -487,6 +502,31 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   else
     echo "FAIL packages.node.loadable-path: npm install --omit=optional $(basename "$tgz"): $(tr '\n' ' ' <<<"$out")"
     rc=1
+  fi
+  # docs/install.md's install of a build of one's own, as written: both
+  # tarballs into a project without overrides (a user's), better-sqlite3 12
+  # from tests/js for better-sqlite3@12 (no network needed)
+  doc_npm=$(grep -m 1 '^npm install ./build/dist/' docs/install.md)
+  if [ "$host" != linux-x64 ]; then
+    echo "SKIP packages.node:docs-install: docs/install.md installs the linux-x64 tarball, this machine is $host"
+  elif [ -z "$doc_npm" ] || [[ "$doc_npm" != *" ./build/dist/sqlite-idempotency-linux-x64-$version.tgz "* ]]; then
+    echo "FAIL packages.node:docs-install: docs/install.md has no npm install line of both tarballs (the main package and sqlite-idempotency-linux-x64): '$doc_npm'"
+    rc=1
+  else
+    dproj=$tmp/npm-docs
+    mkdir -p "$dproj"
+    echo '{ "name": "idem-docs-install", "version": "0.0.0", "private": true }' >"$dproj/package.json"
+    c=$(sed -e "s|\./build/dist/|$DIST/|g" -e "s|better-sqlite3@12|$bs3|" <<<"$doc_npm")
+    if ! out=$(cd "$dproj" && bash -c "$c --ignore-scripts --no-audit --no-fund --loglevel=error" 2>&1); then
+      echo "FAIL packages.node:docs-install: $doc_npm: $(tr '\n' ' ' <<<"$out")"
+      rc=1
+    elif got=$(cd "$dproj" && node -e 'const D = require("better-sqlite3"), db = new D(":memory:"); require("sqlite-idempotency").load(db);
+        console.log(db.prepare("SELECT idem_version() AS v").get().v)' 2>&1) && [ "$got" = "$version" ]; then
+      echo "PASS packages.node:docs-install ($doc_npm, as written: load(db) finds the library, idem_version() is $got)"
+    else
+      echo "FAIL packages.node:docs-install: after $doc_npm: $got"
+      rc=1
+    fi
   fi
   if out=$(npm_install "libsql@$LIBSQL_VERSION"); then
     drivers+=(libsql)
