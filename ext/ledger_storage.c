@@ -285,6 +285,7 @@ enum {
   ST_CUR_OPEN,
   ST_MEMBERS,
   ST_GUARD_NAMES,
+  ST_GUARD_TENANT,
   N_STMT
 };
 /* The columns every row query selects, in RC_* order. */
@@ -373,6 +374,8 @@ static const char *const azStmtSql[N_STMT] = {
     " ORDER BY guard, rid",
     /* ST_GUARD_NAMES: each guard's id and base name */
     "SELECT id, tbl FROM \"%w\".\"%w_guards\" ORDER BY id",
+    /* ST_GUARD_TENANT: the tenant column of the guard installed as ?1 */
+    "SELECT tenant_column FROM \"%w\".\"%w_guards\" WHERE tbl=?1",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -927,13 +930,15 @@ int ledger_drop_schema(IdemLedger *p) {
 ** found intact; zWhy (sqlite3_malloc) the first problem as a sentence
 ** without the ledger's name, or NULL; zAltered the name of an own trigger
 ** found altered (idem_upgrade drops it); bRepair that every problem found
-** is one idem_upgrade repairs (a missing or altered own or guard trigger).
+** is one idem_upgrade repairs (a missing or altered own or guard trigger);
+** bGuard that the problem is a guard's.
 */
 typedef struct TriggerScan TriggerScan;
 struct TriggerScan {
   unsigned mOwn;
   char *zWhy;
   int bRepair;
+  int bGuard; /* zWhy is about a guard's triggers */
 };
 
 /* Record problem zWhy (sqlite3_mprintf'd) unless one is recorded. */
@@ -1157,7 +1162,10 @@ static int triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) 
       rc = scan_note(t, sqlite3_mprintf("is missing its trigger \"%s\"", azName[i]), 1);
     }
   }
-  if (rc == SQLITE_OK && iFormat == LEDGER_FORMAT && t->zWhy == 0) rc = scan_guards(p, t);
+  if (rc == SQLITE_OK && iFormat == LEDGER_FORMAT && t->zWhy == 0) {
+    rc = scan_guards(p, t);
+    t->bGuard = t->zWhy != 0;
+  }
 done:
   sqlite3_finalize(pQ);
   for (i = 0; i < N_OWN; i++) {
@@ -1220,17 +1228,28 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
     if (rc == SQLITE_OK && t.zWhy) {
       /* the remedy must work in this state: the ledger refuses reads now,
       ** its rows table does not */
-      p->zForeign = t.bRepair
-                        ? sqlite3_mprintf(
-                              "ledger %s %s; rows may have been changed without it: check them "
-                              "(SELECT * FROM \"%w_rows\") against what the application and "
-                              "the targets know, then restore it with SELECT "
-                              "idem_upgrade('%q'); every ledger operation is refused until then",
-                              p->zName, t.zWhy, p->zName, p->zName)
-                        : sqlite3_mprintf(
-                              "ledger %s %s; every ledger operation is refused until it is "
-                              "dropped",
-                              p->zName, t.zWhy);
+      p->zForeign =
+          t.bRepair && t.bGuard
+              /* rows of a guarded table written meanwhile may lack
+                        ** their members (docs/operating.md gives the query) */
+              ? sqlite3_mprintf(
+                    "ledger %s %s; rows may have been written to its guarded tables "
+                    "without being checked or recorded as members: find them (the "
+                    "rows whose key holds a claimed or unknown local claim in "
+                    "\"%w_rows\" and that have no row in \"%w_members\"), then "
+                    "restore it with SELECT idem_upgrade('%q'); every ledger "
+                    "operation is refused until then",
+                    p->zName, t.zWhy, p->zName, p->zName, p->zName)
+              : t.bRepair ? sqlite3_mprintf(
+                                "ledger %s %s; rows may have been changed without it: check them "
+                                "(SELECT * FROM \"%w_rows\") against what the application and "
+                                "the targets know, then restore it with SELECT "
+                                "idem_upgrade('%q'); every ledger operation is refused until then",
+                                p->zName, t.zWhy, p->zName, p->zName)
+                          : sqlite3_mprintf(
+                                "ledger %s %s; every ledger operation is refused until it is "
+                                "dropped",
+                                p->zName, t.zWhy);
       rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
     }
   }
@@ -1888,6 +1907,28 @@ int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite
     *pGid = sqlite3_column_int64(pS, 1);
   }
   return sqlite3_finalize(pS);
+}
+
+int storage_guard_tenant_column(IdemLedger *p, const char *zBase, char **pzCol) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_GUARD_TENANT, &pS);
+  *pzCol = 0;
+  if (rc) return rc;
+  sqlite3_bind_text(pS, 1, zBase, -1, SQLITE_STATIC);
+  if (sqlite3_step(pS) == SQLITE_ROW && sqlite3_column_type(pS, 0) == SQLITE_TEXT) {
+    *pzCol = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(pS, 0));
+    if (*pzCol == 0) {
+      sqlite3_reset(pS);
+      return SQLITE_NOMEM;
+    }
+  }
+  rc = sqlite3_reset(pS);
+  sqlite3_clear_bindings(pS);
+  if (rc) {
+    sqlite3_free(*pzCol);
+    *pzCol = 0;
+  }
+  return rc;
 }
 
 int storage_guard_insert(IdemLedger *p, sqlite3_int64 gid, const char *zTable, const char *zKeyCol,
