@@ -864,7 +864,9 @@ static int sent_first(const char *z, size_t n, IdemBuf *pOut) {
 ** with a compare-and-set on the row's status and token. When pbStale is
 ** given and the write changed no row (another writer changed r since it
 ** was read), *pbStale is set and nothing is answered (SQLITE_OK, *pzJson
-** 0); otherwise that is the "another writer interfered" error.
+** 0); otherwise that is the "another writer interfered" error. A local
+** claim's settle with pbStale given sets it before reading the members,
+** which are read under the write lock only.
 */
 static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const char *zStatus,
                          const IdemBuf *pDetail, int bResolve, int *pbStale, char **pzJson,
@@ -910,6 +912,15 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
         "key \"%s\" is known: settle succeeded, failed or released",
         zFunc, r->zKey);
     rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    goto done;
+  }
+  if (bLocal && pbStale) {
+    /* an autocommit settle of a local claim reads its members under the
+    ** write lock (ledger_outcome's locked pass): a member another
+    ** connection commits between an unlocked read and the write would be
+    ** missing from the snapshot, and the compare-and-set on the row's
+    ** status and token cannot see it */
+    *pbStale = 1;
     goto done;
   }
   if (bLocal && zMembers == 0) {
@@ -1081,7 +1092,9 @@ again:
     ** read under the write lock (a savepoint whose first statement takes
     ** it, through the busy handler), so that nothing can change it between
     ** that read and the write. Only a write that still changes nothing is
-    ** refused as interfered with. The common case reads once. */
+    ** refused as interfered with. The common case reads once; a local
+    ** claim's settle always takes this pass, its members read under the
+    ** lock. */
     bStale = 0;
     ledger_row_free(&r);
     memset(&r, 0, sizeof(r));
