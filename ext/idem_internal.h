@@ -357,6 +357,8 @@ int storage_table_exists(const IdemLedger *p, int iTable);
 /* idem_guard: is zTable guarded already, under its current name or the
 ** one it was guarded under (*pbGuarded)? Else *pGid the new guard's id. */
 int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid);
+/* Is PRAGMA query_only on for p's connection (*pb)? */
+int storage_query_only(IdemLedger *p, int *pb);
 /* idem_guard_check: *pzCol the tenant column of the guard installed
 ** under the name zBase (sqlite3_malloc), or NULL when it names none. */
 int storage_guard_tenant_column(IdemLedger *p, const char *zBase, char **pzCol);
@@ -868,6 +870,13 @@ LedgerLastList *ledger_conn_last(IdemLedger *p);
 ** table name: SQLITE_OK with *pp, or an error with *pzErr ("<zFunc>: ..."). */
 int ledger_conn_lookup(IdemConn *pConn, sqlite3 *db, const char *zName, int nName,
                        const char *zFunc, IdemLedger **pp, char **pzErr);
+/*
+** Refuse a function that writes (zFunc) on a connection that cannot write
+** ledger p: its database opened read-only (sqlite3_db_readonly) or PRAGMA
+** query_only on. SQLITE_OK, or SQLITE_READONLY with *pzErr naming the
+** likely causes. Called before anything of the ledger is read.
+*/
+int ledger_conn_writable(IdemLedger *p, const char *zFunc, char **pzErr);
 /* idem_ledger_find_by_id over registry pConn of db. */
 IdemLedger *ledger_conn_find_by_id(IdemConn *pConn, sqlite3 *db, const char *zName, const char *zId,
                                    int *pRc);

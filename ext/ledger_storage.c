@@ -286,6 +286,7 @@ enum {
   ST_MEMBERS,
   ST_GUARD_NAMES,
   ST_GUARD_TENANT,
+  ST_QUERY_ONLY,
   N_STMT
 };
 /* The columns every row query selects, in RC_* order. */
@@ -376,6 +377,8 @@ static const char *const azStmtSql[N_STMT] = {
     "SELECT id, tbl FROM \"%w\".\"%w_guards\" ORDER BY id",
     /* ST_GUARD_TENANT: the tenant column of the guard installed as ?1 */
     "SELECT tenant_column FROM \"%w\".\"%w_guards\" WHERE tbl=?1",
+    /* ST_QUERY_ONLY (%.0s consumes the names) */
+    "PRAGMA query_only%.0s%.0s",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -1907,6 +1910,15 @@ int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite
     *pGid = sqlite3_column_int64(pS, 1);
   }
   return sqlite3_finalize(pS);
+}
+
+int storage_query_only(IdemLedger *p, int *pb) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_QUERY_ONLY, &pS);
+  *pb = 0;
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) *pb = sqlite3_column_int(pS, 0) != 0;
+  return sqlite3_reset(pS);
 }
 
 int storage_guard_tenant_column(IdemLedger *p, const char *zBase, char **pzCol) {
