@@ -2089,13 +2089,48 @@ static sqlite3_int64 old_mark(const char *zMarks, sqlite3_int64 iGuard) {
   return -1;
 }
 
+/* upgrade_members: refuse (*pzErr) when table zTable has a row of claim
+** pR's key above mark iMark whose tenant column zTen is not TEXT. */
+static int upgrade_tenant_check(IdemLedger *p, sqlite3_stmt *pR, const char *zTable,
+                                const char *zKeyCol, const char *zTen, sqlite3_int64 iMark,
+                                char **pzErr) {
+  sqlite3_stmt *pS = 0;
+  const char *zKey = (const char *)sqlite3_column_text(pR, 3);
+  char *zSql = sqlite3_mprintf(
+      "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 COLLATE BINARY"
+      " AND typeof(\"%w\")<>'text' AND rowid>?2 ORDER BY rowid LIMIT 1",
+      p->zDb, zTable, zKeyCol, zTen);
+  int rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  sqlite3_bind_text(pS, 1, zKey, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pS, 2, iMark);
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    *pzErr = sqlite3_mprintf(
+        "idem_upgrade: ledger %s has a row of \"%s\" (rowid %lld) of the open local claim of "
+        "key \"%s\" whose tenant column \"%s\" is not TEXT: a guarded row's tenant is its "
+        "claim's, so it cannot be recorded as a member and the claim's take-over would write it "
+        "again; delete the row, or give it the claim's tenant, then upgrade (nothing was changed)",
+        p->zName, zTable, sqlite3_column_int64(pS, 0), zKey, zTen);
+    rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pS);
+  sqlite3_finalize(pS);
+  return rc;
+}
+
 /*
 ** The members of the open local claims of a format-1/2 rows table zRows,
 ** which inferred them from rowid marks: the guarded rows of the claim's
 ** (tenant, key) above its mark, recorded now in <name>_members (the best
 ** the old file knows; from now on they are recorded as they are written).
+** The tenant rule of idem_guard_check: where the guard names a tenant
+** column, a row of the claim's key whose tenant there is not TEXT (an old
+** guard took a NULL on a single_tenant=1 ledger) cannot be a member, and
+** would be written again by a take-over: the upgrade is refused, naming
+** it (*pzErr).
 */
-static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn) {
+static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn, char **pzErr) {
   sqlite3_stmt *pR = 0, *pG = 0;
   int rc;
   char *zSql = sqlite3_mprintf(
@@ -2120,6 +2155,10 @@ static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn) 
         break;
       }
       rc = ledger_guard_table(p->db, p->zDb, p->zName, zBase, &zTable);
+      if (rc == SQLITE_OK && zTable && zTen) {
+        rc = upgrade_tenant_check(p, pR, zTable, (const char *)sqlite3_column_text(pG, 2), zTen,
+                                  old_mark((const char *)sqlite3_column_text(pR, 4), gid), pzErr);
+      }
       if (rc == SQLITE_OK && zTable) {
         char *zIns = sqlite3_mprintf(
             "INSERT OR IGNORE INTO \"%w\".\"%w_members\"(claim,attempt,guard,rid)"
@@ -2220,14 +2259,14 @@ static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnR
 ** triggers of format 3. *pnRow counts rows copied (format 1), *pnMember
 ** the members found. */
 static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_int64 *pnMember,
-                        int *pnTrig) {
+                        int *pnTrig, char **pzErr) {
   int bSingle = (int)p->aOpt[IDEM_OPT_SINGLE], n = 0, rc;
   char *zNew = 0;
   rc = create_members(p->db, p->zDb, p->zName, 0);
   if (rc == SQLITE_OK) rc = drop_triggers(p->db, p->zDb, p->zName, iFrom);
   if (rc == SQLITE_OK) {
     zNew = sqlite3_mprintf("%s_rows", p->zName);
-    rc = zNew ? upgrade_members(p, zNew, pnMember) : SQLITE_NOMEM;
+    rc = zNew ? upgrade_members(p, zNew, pnMember, pzErr) : SQLITE_NOMEM;
     sqlite3_free(zNew);
     zNew = 0;
   }
@@ -2294,7 +2333,7 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   }
   ledger_finalize_all(p);
   if (iFrom != LEDGER_FORMAT) {
-    rc = upgrade_from(p, iFrom, &nRow, &nMember, &nCreated);
+    rc = upgrade_from(p, iFrom, &nRow, &nMember, &nCreated, pzErr);
   } else {
     /* format 3: the own triggers missing (or dropped above as altered),
     ** and, when a guard trigger is missing or altered, every guard's
