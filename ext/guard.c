@@ -296,13 +296,17 @@ static int tenant_check(sqlite3_context *ctx, IdemLedger *p, const char *zTable,
   }
   if (zCol == 0 && bNull && ledger_option(p, IDEM_OPT_SINGLE)) return SQLITE_OK;
   zCur = current_table(p, zTable);
-  zErr = zCur == 0 ? 0
-         : zCol    ? sqlite3_mprintf(
-                         "idem_guard: insert into \"%s\" needs a TEXT tenant in column \"%s\", which "
-                            "its guard names (a guarded row's tenant is its claim's); got %s",
-                         zCur, zCol, bNull ? "NULL" : "a non-text value")
-                : sqlite3_mprintf("idem_guard: insert into \"%s\" needs a TEXT tenant; got %s",
-                                  zCur, bNull ? "NULL" : "a non-text value");
+  if (zCur && zCol) {
+    zErr = sqlite3_mprintf(
+        "idem_guard: insert into \"%s\" needs a TEXT tenant in column \"%s\", which its guard "
+        "names (a guarded row's tenant is its claim's); got %s",
+        zCur, zCol, bNull ? "NULL" : "a non-text value");
+  } else {
+    /* no guard row names the table: the ledger's check names that gap */
+    zErr = zCur ? sqlite3_mprintf("idem_guard: insert into \"%s\" needs a TEXT tenant; got %s",
+                                  zCur, bNull ? "NULL" : "a non-text value")
+                : 0;
+  }
   sqlite3_free(zCol);
   sqlite3_free(zCur);
   idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
@@ -368,10 +372,11 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
     }
     if (zErr) {
       /* "idem_guard: <why>" as "idem_guard: insert into ... refused: <why>" */
+      size_t n = strlen(zFunc);
+      const char *zWhyNot = strncmp(zErr, zFunc, n) == 0 && zErr[n] == ':' ? zErr + n + 2 : zErr;
       char *zCur = current_table(p, zTable);
-      char *zMsg = zCur ? sqlite3_mprintf("%s: insert into \"%s\" refused: %s", zFunc, zCur,
-                                          zErr + strlen(zFunc) + 2)
-                        : 0;
+      char *zMsg =
+          zCur ? sqlite3_mprintf("%s: insert into \"%s\" refused: %s", zFunc, zCur, zWhyNot) : 0;
       sqlite3_free(zCur);
       sqlite3_free(zErr);
       zErr = zMsg;

@@ -1231,28 +1231,28 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
     if (rc == SQLITE_OK && t.zWhy) {
       /* the remedy must work in this state: the ledger refuses reads now,
       ** its rows table does not */
-      p->zForeign =
-          t.bRepair && t.bGuard
-              /* rows of a guarded table written meanwhile may lack
-                        ** their members (docs/operating.md gives the query) */
-              ? sqlite3_mprintf(
-                    "ledger %s %s; rows may have been written to its guarded tables "
-                    "without being checked or recorded as members: find them (the "
-                    "rows whose key holds a claimed or unknown local claim in "
-                    "\"%w_rows\" and that have no row in \"%w_members\"), then "
-                    "restore it with SELECT idem_upgrade('%q'); every ledger "
-                    "operation is refused until then",
-                    p->zName, t.zWhy, p->zName, p->zName, p->zName)
-              : t.bRepair ? sqlite3_mprintf(
-                                "ledger %s %s; rows may have been changed without it: check them "
-                                "(SELECT * FROM \"%w_rows\") against what the application and "
-                                "the targets know, then restore it with SELECT "
-                                "idem_upgrade('%q'); every ledger operation is refused until then",
-                                p->zName, t.zWhy, p->zName, p->zName)
-                          : sqlite3_mprintf(
-                                "ledger %s %s; every ledger operation is refused until it is "
-                                "dropped",
-                                p->zName, t.zWhy);
+      if (t.bRepair && t.bGuard) {
+        /* rows of a guarded table written meanwhile may lack their
+        ** members: the message says which (docs/operating.md, "After a
+        ** trigger was dropped", gives the query) */
+        p->zForeign = sqlite3_mprintf(
+            "ledger %s %s; rows may have been written to its guarded tables without being "
+            "checked or recorded as members: find them (the rows whose key holds a claimed or "
+            "unknown local claim in \"%w_rows\" and that have no row in \"%w_members\"), then "
+            "restore it with SELECT idem_upgrade('%q'); every ledger operation is refused until "
+            "then",
+            p->zName, t.zWhy, p->zName, p->zName, p->zName);
+      } else if (t.bRepair) {
+        p->zForeign = sqlite3_mprintf(
+            "ledger %s %s; rows may have been changed without it: check them (SELECT * FROM "
+            "\"%w_rows\") against what the application and the targets know, then restore it "
+            "with SELECT idem_upgrade('%q'); every ledger operation is refused until then",
+            p->zName, t.zWhy, p->zName, p->zName);
+      } else {
+        p->zForeign =
+            sqlite3_mprintf("ledger %s %s; every ledger operation is refused until it is dropped",
+                            p->zName, t.zWhy);
+      }
       rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
     }
   }
