@@ -2110,7 +2110,8 @@ static int upgrade_tenant_check(IdemLedger *p, sqlite3_stmt *pR, const char *zTa
         "idem_upgrade: ledger %s has a row of \"%s\" (rowid %lld) of the open local claim of "
         "key \"%s\" whose tenant column \"%s\" is not TEXT: a guarded row's tenant is its "
         "claim's, so it cannot be recorded as a member and the claim's take-over would write it "
-        "again; delete the row, or give it the claim's tenant, then upgrade (nothing was changed)",
+        "again; delete the row (the claim's next attempt writes it again, recorded), then "
+        "upgrade (nothing was changed)",
         p->zName, zTable, sqlite3_column_int64(pS, 0), zKey, zTen);
     rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }

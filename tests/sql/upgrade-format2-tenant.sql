@@ -15,7 +15,7 @@ INSERT INTO f2.S_rows(tenant, "key", conversation, tool, args, effect, status, a
   VALUES ('solo', 's-loc', 'c1', 'run', '{}', 'local', 'claimed', 1, 7, 0, 0, 4102444800000);
 INSERT INTO f2.jobs(tenant, k) VALUES ('solo', 's-loc'), (NULL, 's-loc'), (NULL, 'other');
 SELECT 'refused', errmsg('SELECT idem_upgrade(''S'')')
-       = 'idem_upgrade: ledger S has a row of "jobs" (rowid 2) of the open local claim of key "s-loc" whose tenant column "tenant" is not TEXT: a guarded row''s tenant is its claim''s, so it cannot be recorded as a member and the claim''s take-over would write it again; delete the row, or give it the claim''s tenant, then upgrade (nothing was changed)';
+       = 'idem_upgrade: ledger S has a row of "jobs" (rowid 2) of the open local claim of key "s-loc" whose tenant column "tenant" is not TEXT: a guarded row''s tenant is its claim''s, so it cannot be recorded as a member and the claim''s take-over would write it again; delete the row (the claim''s next attempt writes it again, recorded), then upgrade (nothing was changed)';
 SELECT 'refused-code', errcode('SELECT idem_upgrade(''S'')') = 19;
 SELECT 'nothing-changed', (SELECT v FROM f2.S_meta WHERE k = 'format') = 2
    AND (SELECT count(*) FROM f2.sqlite_schema WHERE name = 'S_members') = 0
