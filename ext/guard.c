@@ -160,6 +160,9 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   /* the write lock before the guards table is read: a read first would
   ** not wait for it (its upgrade to a write skips the busy handler) */
   rc = ledger_write_first(p, zFunc, &zErr);
+  /* a ledger missing one of its own triggers (or a guard's) takes no new
+  ** guard: its member trigger would write into tables no longer checked */
+  if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, &zErr);
   if (rc) goto done;
   {
     /* one guard per table; the new guard's id is known before its
@@ -270,6 +273,47 @@ static char *current_table(IdemLedger *p, const char *zBase) {
 }
 
 /*
+** The tenant rule of a guarded row, the one the member trigger, the
+** settle's snapshot and idem_upgrade's inference also follow (they match a
+** row to its claim by tenant where the guard names a tenant column): a
+** guard with a tenant column needs a TEXT tenant in it, also on a
+** single_tenant=1 ledger, whose claims are found by key alone; a NULL
+** there would pass the check and never be recorded as a member. Only a
+** guard without a tenant column (single_tenant=1 only) passes NULL, which
+** the trigger writes as a literal. For a tenant pTenant that is not TEXT:
+** SQLITE_OK when it is that literal NULL, else the refusal is reported
+** on ctx and the error code returned.
+*/
+static int tenant_check(sqlite3_context *ctx, IdemLedger *p, const char *zTable,
+                        sqlite3_value *pTenant) {
+  char *zCol = 0, *zErr, *zCur;
+  int bNull = sqlite3_value_type(pTenant) == SQLITE_NULL;
+  int rc = storage_guard_tenant_column(p, zTable, &zCol);
+  if (rc) {
+    idem_result_error(ctx, rc,
+                      rc == SQLITE_NOMEM ? 0 : idem_db_error(ledger_db(p), "idem_guard", rc));
+    return rc;
+  }
+  if (zCol == 0 && bNull && ledger_option(p, IDEM_OPT_SINGLE)) return SQLITE_OK;
+  zCur = current_table(p, zTable);
+  if (zCur && zCol) {
+    zErr = sqlite3_mprintf(
+        "idem_guard: insert into \"%s\" needs a TEXT tenant in column \"%s\", which its guard "
+        "names (a guarded row's tenant is its claim's); got %s",
+        zCur, zCol, bNull ? "NULL" : "a non-text value");
+  } else {
+    /* no guard row names the table: the ledger's check names that gap */
+    zErr = zCur ? sqlite3_mprintf("idem_guard: insert into \"%s\" needs a TEXT tenant; got %s",
+                                  zCur, bNull ? "NULL" : "a non-text value")
+                : 0;
+  }
+  sqlite3_free(zCol);
+  sqlite3_free(zCur);
+  idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
+  return zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+}
+
+/*
 ** idem_guard_check(ledger, ledger_id, table, tenant, key [, token]): 1 when
 ** (tenant, key) holds a live claimed claim of the ledger with that name
 ** and identity (with that token, when given); otherwise SQLITE_CONSTRAINT
@@ -305,12 +349,9 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
     idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
     return;
   }
-  if (ledger_option(p, IDEM_OPT_SINGLE) == 0 && sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
-    zErr =
-        sqlite3_mprintf("%s: insert into \"%s\" needs a tenant; got %s", zFunc, zTable,
-                        sqlite3_value_type(argv[3]) == SQLITE_NULL ? "NULL" : "a non-text value");
-    idem_result_error(ctx, zErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM, zErr);
-    return;
+  if (sqlite3_value_type(argv[3]) != SQLITE_TEXT) {
+    rc = tenant_check(ctx, p, zTable, argv[3]);
+    if (rc != SQLITE_OK) return;
   }
   if (sqlite3_value_type(argv[4]) != SQLITE_TEXT) {
     zErr =
@@ -321,7 +362,27 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
   }
   rc = ledger_live_claim(p, argv[3], argv[4], argc > 5 ? argv[5] : 0, &zWhy);
   if (rc == SQLITE_OK && zWhy == 0) {
-    sqlite3_result_int(ctx, 1);
+    /* the row would be accepted: only while the guard is whole, so that
+    ** its member trigger records it (checked again only when a schema
+    ** version changed, as every ledger operation checks) */
+    rc = ledger_check_triggers(p, zFunc, &zErr);
+    if (rc == SQLITE_OK) {
+      sqlite3_result_int(ctx, 1);
+      return;
+    }
+    if (zErr) {
+      /* "idem_guard: <why>" as "idem_guard: insert into ... refused: <why>" */
+      size_t n = strlen(zFunc);
+      const char *zWhyNot = strncmp(zErr, zFunc, n) == 0 && zErr[n] == ':' ? zErr + n + 2 : zErr;
+      char *zCur = current_table(p, zTable);
+      char *zMsg =
+          zCur ? sqlite3_mprintf("%s: insert into \"%s\" refused: %s", zFunc, zCur, zWhyNot) : 0;
+      sqlite3_free(zCur);
+      sqlite3_free(zErr);
+      zErr = zMsg;
+      if (zErr == 0) rc = SQLITE_NOMEM;
+    }
+    idem_result_error(ctx, rc, zErr);
     return;
   }
   if (rc == SQLITE_OK) {

@@ -316,6 +316,14 @@ sqlite3_int64 ledger_option(const IdemLedger *p, int iOpt); /* IDEM_OPT_* */
 ** "<zFunc>: ledger ... is missing ..." and p stays refused until it is
 ** reconnected. */
 int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
+/*
+** Fail when the triggers on the shadow tables and the guarded tables are
+** not exactly the ledger's own (by name and stored SQL). Re-read only when
+** a schema version changed. Returns SQLITE_OK, or an error with *pzErr
+** ("<zFunc>: ...", sqlite3_malloc). guard.c asks it before a guarded row
+** is accepted and before a guard is added.
+*/
+int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* The guards' triggers (they write the ledger's
 ** <name>_members, so the storage owns their text; guard.c installs them) */
@@ -349,6 +357,11 @@ int storage_table_exists(const IdemLedger *p, int iTable);
 /* idem_guard: is zTable guarded already, under its current name or the
 ** one it was guarded under (*pbGuarded)? Else *pGid the new guard's id. */
 int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid);
+/* Is PRAGMA query_only on for p's connection (*pb)? */
+int storage_query_only(IdemLedger *p, int *pb);
+/* idem_guard_check: *pzCol the tenant column of the guard installed
+** under the name zBase (sqlite3_malloc), or NULL when it names none. */
+int storage_guard_tenant_column(IdemLedger *p, const char *zBase, char **pzCol);
 /* idem_guard: record guard gid (after its triggers exist). */
 int storage_guard_insert(IdemLedger *p, sqlite3_int64 gid, const char *zTable, const char *zKeyCol,
                          const char *zTenCol, const char *zTokCol);
@@ -514,13 +527,6 @@ int ledger_rename_schema(IdemLedger *p, const char *zNew);
 int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr);
 /* Drop the shadow tables (xDestroy). */
 int ledger_drop_schema(IdemLedger *p);
-/*
-** Fail when the triggers on the shadow tables are not exactly the
-** ledger's own (by name and stored SQL). Re-read only when a schema
-** version changed. Returns SQLITE_OK, or an error with *pzErr
-** ("<zFunc>: ...", sqlite3_malloc).
-*/
-int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
 /*
 ** The same check, for a claim outside a transaction once its read pass has
 ** run the row lookup (storage_row_find): SQLite prepares a statement again when the
@@ -864,6 +870,13 @@ LedgerLastList *ledger_conn_last(IdemLedger *p);
 ** table name: SQLITE_OK with *pp, or an error with *pzErr ("<zFunc>: ..."). */
 int ledger_conn_lookup(IdemConn *pConn, sqlite3 *db, const char *zName, int nName,
                        const char *zFunc, IdemLedger **pp, char **pzErr);
+/*
+** Refuse a function that writes (zFunc) on a connection that cannot write
+** ledger p: its database opened read-only (sqlite3_db_readonly) or PRAGMA
+** query_only on. SQLITE_OK, or SQLITE_READONLY with *pzErr naming the
+** likely causes. Called before anything of the ledger is read.
+*/
+int ledger_conn_writable(IdemLedger *p, const char *zFunc, char **pzErr);
 /* idem_ledger_find_by_id over registry pConn of db. */
 IdemLedger *ledger_conn_find_by_id(IdemConn *pConn, sqlite3 *db, const char *zName, const char *zId,
                                    int *pRc);

@@ -95,8 +95,9 @@ static IdemLedger *ledger_lookup(sqlite3_context *ctx, int iArg, sqlite3_value *
 }
 
 /*
-** For a ledger ledger_lookup found: for a function that writes (bWrite)
-** inside a transaction, the write lock on the ledger's schema (ledger_write_first)
+** For a ledger ledger_lookup found: a function that writes (bWrite) is
+** refused on a read-only connection (ledger_conn_writable) and, inside a
+** transaction, takes the write lock on the ledger's schema (ledger_write_first)
 ** before anything of that schema is read, and the ledger's file read when
 ** connecting it could not (ledger_ready). Outside a transaction every
 ** statement a function runs is its own transaction, and the functions
@@ -104,8 +105,10 @@ static IdemLedger *ledger_lookup(sqlite3_context *ctx, int iArg, sqlite3_value *
 */
 static IdemLedger *ledger_use(sqlite3_context *ctx, IdemLedger *p, const char *zFunc, int bWrite) {
   char *zErr = 0;
-  int rc = SQLITE_OK;
-  if (bWrite && !sqlite3_get_autocommit(p->db)) rc = ledger_write_first(p, zFunc, &zErr);
+  int rc = bWrite ? ledger_conn_writable(p, zFunc, &zErr) : SQLITE_OK;
+  if (rc == SQLITE_OK && bWrite && !sqlite3_get_autocommit(p->db)) {
+    rc = ledger_write_first(p, zFunc, &zErr);
+  }
   if (rc == SQLITE_OK) rc = ledger_ready(p, &zErr);
   if (rc) {
     if (zErr == 0 && (rc & 0xff) != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);
@@ -228,6 +231,11 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   ** other function does. */
   bParseFirst = !sqlite3_get_autocommit(p->db) && !p->bUnread;
   if (!bParseFirst && ledger_use(ctx, p, zFunc, 1) == 0) return;
+  /* a read-only connection is refused first (ledger_use checks it too) */
+  if (bParseFirst && (rc = ledger_conn_writable(p, zFunc, &zErr)) != SQLITE_OK) {
+    idem_result_error(ctx, rc, zErr);
+    return;
+  }
   rc = claim_transaction_check(p, argv[0], &zErr);
   if (rc == SQLITE_OK) {
     rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,

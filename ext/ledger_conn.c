@@ -359,6 +359,34 @@ IdemConn *ledger_conn_new(void) {
   return pConn;
 }
 
+/* What a refusal on a read-only connection says after its first clause. */
+#define READONLY_CAUSES                                                                       \
+  "refused before anything was read or written; likely causes: an rqlite query path (send "   \
+  "the call as an execute), a libSQL replica (write through the primary), a database opened " \
+  "with mode=ro, SQLITE_OPEN_READONLY or without write permission, or PRAGMA query_only=1"
+
+int ledger_conn_writable(IdemLedger *p, const char *zFunc, char **pzErr) {
+  int bQuery = 0, rc;
+  int bRo = sqlite3_db_readonly(p->db, p->zDb) == 1;
+  if (!bRo) {
+    rc = storage_query_only(p, &bQuery);
+    if (rc) return rc;
+    if (!bQuery) return SQLITE_OK;
+  }
+  /* a replicated engine's read path is a read-only connection too: the
+  ** claim would otherwise fail later with a generic SQLite error, or
+  ** answer from a replica that never sees its write */
+  *pzErr = bRo ? sqlite3_mprintf(
+                     "%s: ledger %s is on a read-only connection (its database \"%w\" is opened "
+                     "read-only), and %s writes: " READONLY_CAUSES,
+                     zFunc, p->zName, p->zDb, zFunc)
+               : sqlite3_mprintf(
+                     "%s: ledger %s is on a read-only connection (PRAGMA query_only is on), and "
+                     "%s writes: " READONLY_CAUSES,
+                     zFunc, p->zName, zFunc);
+  return *pzErr ? SQLITE_READONLY : SQLITE_NOMEM;
+}
+
 void ledger_conn_add(IdemConn *pConn, IdemLedger *p) {
   p->pConn = pConn;
   p->pCalls = &pConn->calls;

@@ -394,8 +394,8 @@ static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now, sq
 /* Read the row that holds q's key into r (*pbFound): under (tenant, key),
 ** and with single_tenant under the key alone, where another tenant's row
 ** decides a mismatch (*pbDecided). */
-static int claim_find_row(IdemLedger *p, const LedgerReq *q, LedgerRow *r, int *pbFound,
-                          LedgerDecision *d, int *pbDecided) {
+static int claim_find_row(IdemLedger *p, const char *zFunc, const LedgerReq *q, LedgerRow *r,
+                          int *pbFound, LedgerDecision *d, int *pbDecided, char **pzErr) {
   int rc = storage_row_find_text(p, q->zTenant, q->zKey, r, pbFound);
   *pbDecided = 0;
   if (rc || *pbFound || !p->aOpt[IDEM_OPT_SINGLE]) return rc;
@@ -403,7 +403,8 @@ static int claim_find_row(IdemLedger *p, const LedgerReq *q, LedgerRow *r, int *
   rc = storage_row_find_text(p, 0, q->zKey, r, pbFound);
   if (rc || !*pbFound) return rc;
   *pbDecided = 1;
-  return build_simple(p, r, DEC_MISMATCH, "tenant", q->bNoWhy, d);
+  rc = ledger_args_check(p, zFunc, r->zKey, r->zArgs, (size_t)r->nArgs, pzErr);
+  return rc ? rc : build_simple(p, r, DEC_MISMATCH, "tenant", q->bNoWhy, d);
 }
 
 /* A poison call: this expiry of claimed row r is its max_attempts-th. The
@@ -476,7 +477,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
   }
   /* 2. the row that holds the key */
-  rc = claim_find_row(p, q, &r, &bFound, d, &bDecided);
+  rc = claim_find_row(p, zFunc, q, &r, &bFound, d, &bDecided, pzErr);
   if (rc || bDecided) goto done;
   if (!bFound) {
     if (bWrite) {
@@ -493,10 +494,12 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     }
     goto done;
   }
-  /* 3. the same request? */
+  /* 3. the same request? (a row whose args are not canonical JSON was
+  ** changed outside the ledger: refused, not compared) */
   zField = request_diff(&r, q, &bDiff);
   if (bDiff) {
-    rc = build_simple(p, &r, DEC_MISMATCH, zField, q->bNoWhy, d);
+    rc = ledger_args_check(p, zFunc, r.zKey, r.zArgs, (size_t)r.nArgs, pzErr);
+    if (rc == SQLITE_OK) rc = build_simple(p, &r, DEC_MISMATCH, zField, q->bNoWhy, d);
     goto done;
   }
   /* 4. what its effective status decides */
@@ -864,7 +867,9 @@ static int sent_first(const char *z, size_t n, IdemBuf *pOut) {
 ** with a compare-and-set on the row's status and token. When pbStale is
 ** given and the write changed no row (another writer changed r since it
 ** was read), *pbStale is set and nothing is answered (SQLITE_OK, *pzJson
-** 0); otherwise that is the "another writer interfered" error.
+** 0); otherwise that is the "another writer interfered" error. A local
+** claim's settle with pbStale given sets it before reading the members,
+** which are read under the write lock only.
 */
 static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const char *zStatus,
                          const IdemBuf *pDetail, int bResolve, int *pbStale, char **pzJson,
@@ -910,6 +915,15 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
         "key \"%s\" is known: settle succeeded, failed or released",
         zFunc, r->zKey);
     rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    goto done;
+  }
+  if (bLocal && pbStale) {
+    /* an autocommit settle of a local claim reads its members under the
+    ** write lock (ledger_outcome's locked pass): a member another
+    ** connection commits between an unlocked read and the write would be
+    ** missing from the snapshot, and the compare-and-set on the row's
+    ** status and token cannot see it */
+    *pbStale = 1;
     goto done;
   }
   if (bLocal && zMembers == 0) {
@@ -1081,7 +1095,9 @@ again:
     ** read under the write lock (a savepoint whose first statement takes
     ** it, through the busy handler), so that nothing can change it between
     ** that read and the write. Only a write that still changes nothing is
-    ** refused as interfered with. The common case reads once. */
+    ** refused as interfered with. The common case reads once; a local
+    ** claim's settle always takes this pass, its members read under the
+    ** lock. */
     bStale = 0;
     ledger_row_free(&r);
     memset(&r, 0, sizeof(r));

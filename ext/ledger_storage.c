@@ -285,6 +285,8 @@ enum {
   ST_CUR_OPEN,
   ST_MEMBERS,
   ST_GUARD_NAMES,
+  ST_GUARD_TENANT,
+  ST_QUERY_ONLY,
   N_STMT
 };
 /* The columns every row query selects, in RC_* order. */
@@ -373,6 +375,10 @@ static const char *const azStmtSql[N_STMT] = {
     " ORDER BY guard, rid",
     /* ST_GUARD_NAMES: each guard's id and base name */
     "SELECT id, tbl FROM \"%w\".\"%w_guards\" ORDER BY id",
+    /* ST_GUARD_TENANT: the tenant column of the guard installed as ?1 */
+    "SELECT tenant_column FROM \"%w\".\"%w_guards\" WHERE tbl=?1",
+    /* ST_QUERY_ONLY (%.0s consumes the names) */
+    "PRAGMA query_only%.0s%.0s",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -927,13 +933,15 @@ int ledger_drop_schema(IdemLedger *p) {
 ** found intact; zWhy (sqlite3_malloc) the first problem as a sentence
 ** without the ledger's name, or NULL; zAltered the name of an own trigger
 ** found altered (idem_upgrade drops it); bRepair that every problem found
-** is one idem_upgrade repairs (a missing or altered own or guard trigger).
+** is one idem_upgrade repairs (a missing or altered own or guard trigger);
+** bGuard that the problem is a guard's.
 */
 typedef struct TriggerScan TriggerScan;
 struct TriggerScan {
   unsigned mOwn;
   char *zWhy;
   int bRepair;
+  int bGuard; /* zWhy is about a guard's triggers */
 };
 
 /* Record problem zWhy (sqlite3_mprintf'd) unless one is recorded. */
@@ -1157,7 +1165,10 @@ static int triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) 
       rc = scan_note(t, sqlite3_mprintf("is missing its trigger \"%s\"", azName[i]), 1);
     }
   }
-  if (rc == SQLITE_OK && iFormat == LEDGER_FORMAT && t->zWhy == 0) rc = scan_guards(p, t);
+  if (rc == SQLITE_OK && iFormat == LEDGER_FORMAT && t->zWhy == 0) {
+    rc = scan_guards(p, t);
+    t->bGuard = t->zWhy != 0;
+  }
 done:
   sqlite3_finalize(pQ);
   for (i = 0; i < N_OWN; i++) {
@@ -1220,17 +1231,28 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
     if (rc == SQLITE_OK && t.zWhy) {
       /* the remedy must work in this state: the ledger refuses reads now,
       ** its rows table does not */
-      p->zForeign = t.bRepair
-                        ? sqlite3_mprintf(
-                              "ledger %s %s; rows may have been changed without it: check them "
-                              "(SELECT * FROM \"%w_rows\") against what the application and "
-                              "the targets know, then restore it with SELECT "
-                              "idem_upgrade('%q'); every ledger operation is refused until then",
-                              p->zName, t.zWhy, p->zName, p->zName)
-                        : sqlite3_mprintf(
-                              "ledger %s %s; every ledger operation is refused until it is "
-                              "dropped",
-                              p->zName, t.zWhy);
+      if (t.bRepair && t.bGuard) {
+        /* rows of a guarded table written meanwhile may lack their
+        ** members: the message says which (docs/operating.md, "After a
+        ** trigger was dropped", gives the query) */
+        p->zForeign = sqlite3_mprintf(
+            "ledger %s %s; rows may have been written to its guarded tables without being "
+            "checked or recorded as members: find them (the rows whose key holds a claimed or "
+            "unknown local claim in \"%w_rows\" and that have no row in \"%w_members\"), then "
+            "restore it with SELECT idem_upgrade('%q'); every ledger operation is refused until "
+            "then",
+            p->zName, t.zWhy, p->zName, p->zName, p->zName);
+      } else if (t.bRepair) {
+        p->zForeign = sqlite3_mprintf(
+            "ledger %s %s; rows may have been changed without it: check them (SELECT * FROM "
+            "\"%w_rows\") against what the application and the targets know, then restore it "
+            "with SELECT idem_upgrade('%q'); every ledger operation is refused until then",
+            p->zName, t.zWhy, p->zName, p->zName);
+      } else {
+        p->zForeign =
+            sqlite3_mprintf("ledger %s %s; every ledger operation is refused until it is dropped",
+                            p->zName, t.zWhy);
+      }
       rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
     }
   }
@@ -1890,6 +1912,37 @@ int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite
   return sqlite3_finalize(pS);
 }
 
+int storage_query_only(IdemLedger *p, int *pb) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_QUERY_ONLY, &pS);
+  *pb = 0;
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) *pb = sqlite3_column_int(pS, 0) != 0;
+  return sqlite3_reset(pS);
+}
+
+int storage_guard_tenant_column(IdemLedger *p, const char *zBase, char **pzCol) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_GUARD_TENANT, &pS);
+  *pzCol = 0;
+  if (rc) return rc;
+  sqlite3_bind_text(pS, 1, zBase, -1, SQLITE_STATIC);
+  if (sqlite3_step(pS) == SQLITE_ROW && sqlite3_column_type(pS, 0) == SQLITE_TEXT) {
+    *pzCol = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(pS, 0));
+    if (*pzCol == 0) {
+      sqlite3_reset(pS);
+      return SQLITE_NOMEM;
+    }
+  }
+  rc = sqlite3_reset(pS);
+  sqlite3_clear_bindings(pS);
+  if (rc) {
+    sqlite3_free(*pzCol);
+    *pzCol = 0;
+  }
+  return rc;
+}
+
 int storage_guard_insert(IdemLedger *p, sqlite3_int64 gid, const char *zTable, const char *zKeyCol,
                          const char *zTenCol, const char *zTokCol) {
   return exec_free(p->db,
@@ -2036,13 +2089,49 @@ static sqlite3_int64 old_mark(const char *zMarks, sqlite3_int64 iGuard) {
   return -1;
 }
 
+/* upgrade_members: refuse (*pzErr) when table zTable has a row of claim
+** pR's key above mark iMark whose tenant column zTen is not TEXT. */
+static int upgrade_tenant_check(IdemLedger *p, sqlite3_stmt *pR, const char *zTable,
+                                const char *zKeyCol, const char *zTen, sqlite3_int64 iMark,
+                                char **pzErr) {
+  sqlite3_stmt *pS = 0;
+  const char *zKey = (const char *)sqlite3_column_text(pR, 3);
+  char *zSql = sqlite3_mprintf(
+      "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 COLLATE BINARY"
+      " AND typeof(\"%w\")<>'text' AND rowid>?2 ORDER BY rowid LIMIT 1",
+      p->zDb, zTable, zKeyCol, zTen);
+  int rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  if (rc) return rc;
+  sqlite3_bind_text(pS, 1, zKey, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pS, 2, iMark);
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    *pzErr = sqlite3_mprintf(
+        "idem_upgrade: ledger %s has a row of \"%s\" (rowid %lld) of the open local claim of "
+        "key \"%s\" whose tenant column \"%s\" is not TEXT: a guarded row's tenant is its "
+        "claim's, so it cannot be recorded as a member and the claim's take-over would write it "
+        "again; delete the row (the claim's next attempt writes it again, recorded), then "
+        "upgrade (nothing was changed)",
+        p->zName, zTable, sqlite3_column_int64(pS, 0), zKey, zTen);
+    rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_reset(pS);
+  sqlite3_finalize(pS);
+  return rc;
+}
+
 /*
 ** The members of the open local claims of a format-1/2 rows table zRows,
 ** which inferred them from rowid marks: the guarded rows of the claim's
 ** (tenant, key) above its mark, recorded now in <name>_members (the best
 ** the old file knows; from now on they are recorded as they are written).
+** The tenant rule of idem_guard_check: where the guard names a tenant
+** column, a row of the claim's key whose tenant there is not TEXT (an old
+** guard took a NULL on a single_tenant=1 ledger) cannot be a member, and
+** would be written again by a take-over: the upgrade is refused, naming
+** it (*pzErr).
 */
-static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn) {
+static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn, char **pzErr) {
   sqlite3_stmt *pR = 0, *pG = 0;
   int rc;
   char *zSql = sqlite3_mprintf(
@@ -2067,6 +2156,10 @@ static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn) 
         break;
       }
       rc = ledger_guard_table(p->db, p->zDb, p->zName, zBase, &zTable);
+      if (rc == SQLITE_OK && zTable && zTen) {
+        rc = upgrade_tenant_check(p, pR, zTable, (const char *)sqlite3_column_text(pG, 2), zTen,
+                                  old_mark((const char *)sqlite3_column_text(pR, 4), gid), pzErr);
+      }
       if (rc == SQLITE_OK && zTable) {
         char *zIns = sqlite3_mprintf(
             "INSERT OR IGNORE INTO \"%w\".\"%w_members\"(claim,attempt,guard,rid)"
@@ -2167,14 +2260,14 @@ static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnR
 ** triggers of format 3. *pnRow counts rows copied (format 1), *pnMember
 ** the members found. */
 static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_int64 *pnMember,
-                        int *pnTrig) {
+                        int *pnTrig, char **pzErr) {
   int bSingle = (int)p->aOpt[IDEM_OPT_SINGLE], n = 0, rc;
   char *zNew = 0;
   rc = create_members(p->db, p->zDb, p->zName, 0);
   if (rc == SQLITE_OK) rc = drop_triggers(p->db, p->zDb, p->zName, iFrom);
   if (rc == SQLITE_OK) {
     zNew = sqlite3_mprintf("%s_rows", p->zName);
-    rc = zNew ? upgrade_members(p, zNew, pnMember) : SQLITE_NOMEM;
+    rc = zNew ? upgrade_members(p, zNew, pnMember, pzErr) : SQLITE_NOMEM;
     sqlite3_free(zNew);
     zNew = 0;
   }
@@ -2241,7 +2334,7 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   }
   ledger_finalize_all(p);
   if (iFrom != LEDGER_FORMAT) {
-    rc = upgrade_from(p, iFrom, &nRow, &nMember, &nCreated);
+    rc = upgrade_from(p, iFrom, &nRow, &nMember, &nCreated, pzErr);
   } else {
     /* format 3: the own triggers missing (or dropped above as altered),
     ** and, when a guard trigger is missing or altered, every guard's

@@ -7,7 +7,8 @@
 **
 ** Two connections to one ledger file. For each case, B opens BEGIN
 ** IMMEDIATE and changes the row (settles it, resolves it, takes the claim
-** over), uncommitted. Then A makes its autocommit call: its read sees the
+** over) or writes a guarded row of a local claim (a member the settle's
+** snapshot must list), uncommitted. Then A makes its autocommit call: its read sees the
 ** row as committed before B, and its write meets B's write lock, so SQLite
 ** calls A's busy handler, which commits B and lets A retry. A's read thus
 ** precedes B's commit and A's write follows it, every time, without a
@@ -236,6 +237,22 @@ int main(int argc, char **argv) {
              STATUS(A_SETTLE("Z", "succeeded", "{}")), zExpect, ROW("Z", "s5"), "claimed 2 null");
       }
     }
+
+    /* a local claim's member committed by another connection between the
+    ** settle's read and its write is in the snapshot the settle stores
+    ** (the members are read under the write lock), as it is when the
+    ** settle comes after that commit */
+    CASE("settle-local-member-meanwhile",
+         "CREATE TABLE g(id INTEGER PRIMARY KEY, tenant, k, tok);"
+         " SELECT idem_guard('L', 'g', 'k', 'tenant', 'tok');"
+         " " CLAIM("L", "m1", "local") " INSERT INTO g(tenant, k, tok) VALUES ('t', 'm1', " TOK(
+             "L", "m1") ");",
+         "SELECT " TOK("L", "m1"),
+         "INSERT INTO g(tenant, k, tok) VALUES ('t', 'm1', " TOK("L", "m1") ")",
+         "SELECT json_extract((" A_SETTLE("L", "succeeded", "{}") "), '$.members')",
+         "[{\"table\":\"g\",\"rowid\":1},{\"table\":\"g\",\"rowid\":2}]",
+         "SELECT members FROM L_rows WHERE key = 'm1'",
+         "[{\"table\":\"g\",\"rowid\":1},{\"table\":\"g\",\"rowid\":2}]");
 
     /* idem_resolve: resolved by another process first */
     CASE("resolve-after-same-outcome",

@@ -44,12 +44,12 @@ SELECT 'null-key', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item)
        = 'idem_guard: insert into "orders" needs a key; got NULL';
 SELECT 'null-key-code', errcode('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (''t1'', NULL, (SELECT token FROM ledger WHERE key = ''op-1''), ''x'')') = 19;
 SELECT 'null-tenant', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (NULL, ''op-1'', (SELECT token FROM ledger WHERE key = ''op-1''), ''x'')')
-       = 'idem_guard: insert into "orders" needs a tenant; got NULL';
+       = 'idem_guard: insert into "orders" needs a TEXT tenant in column "tenant", which its guard names (a guarded row''s tenant is its claim''s); got NULL';
 SELECT 'null-tenant-code', errcode('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (NULL, ''op-1'', (SELECT token FROM ledger WHERE key = ''op-1''), ''x'')') = 19;
 SELECT 'integer-key', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (''t1'', 5, NULL, ''x'')')
        = 'idem_guard: insert into "orders" needs a key; got a non-text value';
 SELECT 'blob-tenant', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) VALUES (x''7431'', ''op-1'', NULL, ''x'')')
-       = 'idem_guard: insert into "orders" needs a tenant; got a non-text value';
+       = 'idem_guard: insert into "orders" needs a TEXT tenant in column "tenant", which its guard names (a guarded row''s tenant is its claim''s); got a non-text value';
 SELECT 'omitted-key-column', errmsg('INSERT INTO orders(tenant, item) VALUES (''t1'', ''x'')')
        = 'idem_guard: insert into "orders" needs a key; got NULL';
 

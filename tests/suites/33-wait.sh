@@ -12,9 +12,9 @@
 #
 # Then $BUILD/settle_race (tests/c/settle_race.c), once per journal mode:
 # an autocommit idem_settle or idem_resolve whose row another connection
-# changes between the call's read and its write (the other connection's
-# commit runs in the call's busy handler) answers what the sequential
-# order answers.
+# changes (or whose local claim it adds a member to) between the call's
+# read and its write (the other connection's commit runs in the call's
+# busy handler) answers what the sequential order answers.
 #
 # Then the same from the bindings, on a fresh connection: Python's sqlite3
 # in its default isolation mode (tests/python/test_wait_python.py) and
