@@ -4,6 +4,7 @@
 // sees it, the options, the older tool() method and update(), errors with
 // their exact text.
 import fs from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -24,6 +25,15 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-mcp-unit-'));
 const ledger = Ledger.open(new Database(path.join(tmp, 'agent.db')));
 const conv = (c) => ({ [META.conversation]: c });
 const text = (r) => r && r.content && r.content[0] && r.content[0].text;
+// A replay: the words first (when the first call ran, from its row; which
+// attempt), then the first result's content as it was.
+const iso = (key, tenant = 'tenant-a') => new Date(ledger.row(tenant, key).created_at).toISOString();
+const replayWords = (tool, key, tenant = 'tenant-a', attempt = 1) =>
+  `${tool} already ran at ${iso(key, tenant)} with these arguments (key ${key}, attempt ${attempt}) and was not run again. This is the result of that run:`;
+const isReplayOf = (r, first, tool, tenant) => r && r._meta && r._meta[META.replay] === true && r.content.length === first.content.length + 1 &&
+  text(r) === replayWords(tool, r._meta[META.key] || keyIn(r), tenant) && isDeepStrictEqual(r.content.slice(1), first.content);
+// the key a replayed result of these tools names in its words
+const keyIn = (r) => (/\(key (idem1-[0-9a-f]{32}),/.exec(text(r)) || [])[1];
 
 function threw(fn) {
   try { fn(); } catch (e) { return `${e.name}: ${e.message}`; }
@@ -72,7 +82,7 @@ try {
     const r1 = await call('act', { x: 1 }, conv('c1'));
     const r2 = await call('act', { x: 1 }, conv('c1'));
     report(!r1.isError && r1._meta.mine === 1 && r1._meta[META.replay] === undefined && text(r1).startsWith('did 1 "idem1-') &&
-      r2._meta.mine === 1 && r2._meta[META.replay] === true && text(r2) === text(r1), 'replay', j({ r1, r2 }));
+      r2._meta.mine === 1 && isReplayOf(r2, r1, 'act') && text(r1).includes(keyIn(r2)), 'replay', j({ r1, r2 }));
   }
   // arguments in another order are the same call; other args another
   {
@@ -102,7 +112,7 @@ try {
   {
     const r1 = await call('noargs', undefined, conv('c1'));
     const r2 = await call('noargs', undefined, conv('c1'));
-    report(text(r1).startsWith('noargs idem1-') && r2._meta[META.replay] === true && text(r2) === text(r1), 'no-input-schema', j({ r1, r2 }));
+    report(text(r1).startsWith('noargs idem1-') && isReplayOf(r2, r1, 'noargs'), 'no-input-schema', j({ r1, r2 }));
   }
   // the older tool() method, and a callback given by update()
   {
@@ -111,7 +121,7 @@ try {
     const l2 = await call('legacy', { y: 'a' }, conv('c1'));
     const u1 = await call('upd', {}, conv('c1'));
     const u2 = await call('upd', {}, conv('c1'));
-    report(runs === before + 2 && l2._meta[META.replay] === true && text(l2) === 'legacy a' && u2._meta[META.replay] === true && text(u2) === text(u1),
+    report(runs === before + 2 && isReplayOf(l2, l1, 'legacy') && text(l1) === 'legacy a' && isReplayOf(u2, u1, 'upd'),
       'tool-and-update', j({ l1, l2, u1, u2 }));
   }
   // in progress: a second identical call while the first runs
@@ -123,8 +133,9 @@ try {
     const r = await call('act', { x: 3, mode: 'slow' }, conv('c1'));
     open();
     await first;
-    const want = 'act: not run: an identical call (same tenant, conversation and arguments) is still running (attempt 1). Do not call act again with these arguments: the running call will finish it, and a later identical call returns its result.';
-    report(r.isError === true && text(r) === want && r._meta[META.decision] === 'in_progress' && /^idem1-/.test(r._meta[META.key]), 'in-progress', j(r));
+    const k = r._meta[META.key];
+    const want = `act was not run: another caller holds an identical call (key ${k}, attempt 1). This one was not started a second time, and its outcome is not known yet. Do not do it another way meanwhile: once that call finishes, an identical call returns its outcome without running again.`;
+    report(r.isError === true && text(r) === want && r._meta[META.decision] === 'in_progress' && /^idem1-/.test(k), 'in-progress', j(r));
   }
   // waitMs: the second caller waits and gets the replay
   {
@@ -141,7 +152,7 @@ try {
     await sleep(100);
     open();
     const [a, b] = await Promise.all([first, second]);
-    report(n === 1 && !a.isError && b._meta[META.replay] === true && text(b) === 'w 1', 'wait', j({ a, b, n }));
+    report(n === 1 && !a.isError && isReplayOf(b, a, 'w', 'tenant-w') && text(a) === 'w 1', 'wait', j({ a, b, n }));
     await c2.close();
   }
   // a known failure: the isError result is kept and replayed
@@ -149,8 +160,10 @@ try {
     const before = runs;
     const r1 = await call('act', { x: 4, mode: 'refuse' }, conv('c1'));
     const r2 = await call('act', { x: 4, mode: 'refuse' }, conv('c1'));
-    report(runs === before + 1 && r1.isError === true && text(r1) === 'refused 4' && r2.isError === true && text(r2) === 'refused 4' &&
-      r2._meta[META.replay] === true, 'failed-replayed', j({ r1, r2 }));
+    const k = keyIn(r2);
+    const want = `act already ran at ${k && iso(k)} with these arguments (key ${k}, attempt 1), failed, and was not run again. Do not call act again with these arguments. The failure of that run:`;
+    report(runs === before + 1 && r1.isError === true && text(r1) === 'refused 4' && r2.isError === true && text(r2) === want &&
+      isDeepStrictEqual(r2.content.slice(1), r1.content) && r2._meta[META.replay] === true, 'failed-replayed', j({ r1, r2 }));
   }
   // NotSent: released, the model may call again, and the retry runs
   {
@@ -158,8 +171,9 @@ try {
     const r1 = await call('act', { x: 5, mode: 'notsent' }, conv('c1'));
     const r2 = await call('act', { x: 5, mode: 'notsent' }, conv('c1'));
     const key = r1._meta && r1._meta[META.key];
-    const want = `act: not sent: ${key} was not sent (the connection was refused); the claim is released; nothing happened, so the call may be made again.`;
-    report(runs === before + 2 && r1.isError === true && text(r1) === want && r1._meta[META.decision] === 'not_sent' && text(r2) === want,
+    const want = 'act was not sent: the connection was refused; nothing happened, so the call may be made again.';
+    report(runs === before + 2 && r1.isError === true && text(r1) === want && r1._meta[META.decision] === 'not_sent' && text(r2) === want &&
+      ledger.row('tenant-a', key).status === 'released',
       'not-sent', j({ r1, r2 }));
   }
   // a thrown error: unknown now and on every retry, which does not run
@@ -167,22 +181,23 @@ try {
     const before = runs;
     const r1 = await call('act', { x: 6, mode: 'throw' }, conv('c1'));
     const r2 = await call('act', { x: 6, mode: 'throw' }, conv('c1'));
-    const w1 = `act: the outcome is unknown (Error: socket hang up): ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened, and that it must be checked in the target system.`;
-    const w2 = `act: not run: an earlier identical call did not finish and its outcome is unknown: ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened, and that it must be checked in the target system.`;
+    const k = r1._meta[META.key];
+    const w1 = `act did not finish (key ${k}: Error: socket hang up): ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened and that it must be checked in the target system.`;
+    const w2 = `act was not run: an earlier identical call (key ${k}, attempt 1) did not report its outcome: ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened and that it must be checked in the target system.`;
     report(runs === before + 1 && r1.isError === true && text(r1) === w1 && r1._meta[META.decision] === 'unknown' &&
       r2.isError === true && text(r2) === w2 && r2._meta[META.key] === r1._meta[META.key], 'unknown', j({ r1, r2 }));
   }
   // a result that is not a CallToolResult: unknown (the tool ran)
   {
     const r = await call('act', { x: 7, mode: 'string' }, conv('c1'));
-    report(r.isError === true && text(r).startsWith('act: the outcome is unknown (the tool returned a string, not a CallToolResult): '), 'not-a-result', j(r));
+    report(r.isError === true && text(r).startsWith(`act did not finish (key ${r._meta[META.key]}: the tool returned a string, not a CallToolResult): `), 'not-a-result', j(r));
   }
   // mismatch: the key is held by another request (here: a local claim of the same key)
   {
     ledger.claim('tenant-a', 'c9', 'act', { x: 8 }, { effect: 'local' });
     const before = runs;
     const r = await call('act', { x: 8 }, conv('c9'));
-    const want = 'act: not run: the key of this call is bound to a different request (effect differs); nothing was run or replayed. Do not call act again with these arguments.';
+    const want = `act was not run: its key ${r._meta[META.key]} is bound to a different request (effect differs); nothing was run or replayed. Do not call act again with these arguments.`;
     report(runs === before && r.isError === true && text(r) === want && r._meta[META.decision] === 'mismatch', 'mismatch', j(r));
   }
   // two tenants and two conversations, the same arguments: four keys
@@ -191,7 +206,7 @@ try {
     const rs = [];
     for (const t of ['tenant-a', 'tenant-b']) for (const c of ['k1', 'k2']) rs.push(await call('act', { x: 9 }, { ...conv(c), tenant: t }));
     const again = await call('act', { x: 9 }, { ...conv('k2'), tenant: 'tenant-b' });
-    report(runs === before + 4 && new Set(rs.map(text)).size === 4 && again._meta[META.replay] === true && text(again) === text(rs[3]),
+    report(runs === before + 4 && new Set(rs.map(text)).size === 4 && isReplayOf(again, rs[3], 'act', 'tenant-b'),
       'tenants-conversations', j(rs.map(text)));
   }
   // missing parts, each named; nothing runs
@@ -213,18 +228,19 @@ try {
     const r5 = await c5.callTool({ name: 'm', arguments: {} });
     const got = [r3, r4, r5].map(text);
     const want = [
-      'm: not run: no tenant: the request carries no authInfo (no bearer-token verifier on this transport; give options.tenant); nothing was sent',
-      'm: not run: no conversation: options.conversation gave undefined; nothing was sent',
-      'm: not run: no tenant: options.tenant threw: no user; nothing was sent',
+      'm was not run: no tenant for this call (the request carries no authInfo: no bearer-token verifier on this transport; give options.tenant); the application must supply it, and nothing was sent. Do not call m again until it does.',
+      'm was not run: no conversation for this call (options.conversation gave undefined); the application must supply it, and nothing was sent. Do not call m again until it does.',
+      'm was not run: no tenant for this call (options.tenant threw: no user); the application must supply it, and nothing was sent. Do not call m again until it does.',
     ];
-    report(j(got) === j(want) && [r3, r4, r5].every((r) => r.isError === true && r._meta[META.decision] === 'missing') &&
+    const decisions = [r3, r4, r5].map((r) => r.isError === true && r._meta[META.decision]);
+    report(j(got) === j(want) && j(decisions) === j(['no_tenant', 'no_conversation', 'no_tenant']) &&
       text(r4b) === 'ran' && runs === before + 1, 'missing', j({ got, r4b }));
     const s6 = new McpServer({ name: 'missing4', version: '0' });
     withIdempotency(s6, ledger, { tenant: () => 'tenant-a', conversation: () => 7 });
     s6.registerTool('m', {}, async () => ({ content: [] }));
     const c6 = await pair(s6);
     const r6 = await c6.callTool({ name: 'm', arguments: {} });
-    report(text(r6) === 'm: not run: no conversation: options.conversation gave a number, not a string; nothing was sent', 'missing-type', j(r6));
+    report(text(r6) === 'm was not run: no conversation for this call (options.conversation gave a number, not a string); the application must supply it, and nothing was sent. Do not call m again until it does.', 'missing-type', j(r6));
     for (const c of [c3, c4, c5, c6]) await c.close();
   }
   // the signal: aborted before the tool started, nothing claimed
@@ -235,7 +251,7 @@ try {
     const cb = idempotentTool(ledger, 'sig', { tenant: () => 't', conversation: () => 'c' }, async () => { n += 1; return { content: [] }; });
     const r = await cb({ a: 1 }, { signal: ac.signal });
     const d = ledger.claim('t', 'c', 'sig', { a: 1 });
-    report(n === 0 && r.isError === true && text(r) === 'sig: not run: the request was cancelled before the tool started; nothing was sent' && d.decision === 'admitted',
+    report(n === 0 && r.isError === true && text(r) === 'sig was not sent: the request was cancelled before the tool started; nothing happened, so the call may be made again.' && d.decision === 'admitted',
       'aborted-before', j({ r, d }));
   }
   // the signal aborting while the tool runs: unknown; unless the tool says NotSent
@@ -254,7 +270,7 @@ try {
     await sleep(10);
     ac2.abort();
     const r2 = await p2;
-    report(r1._meta[META.decision] === 'unknown' && text(r1).startsWith('sig2: the outcome is unknown (the request was cancelled while the tool ran (aborted)): ') &&
+    report(r1._meta[META.decision] === 'unknown' && text(r1).startsWith(`sig2 did not finish (key ${r1._meta[META.key]}: the request was cancelled while the tool ran (aborted)): `) &&
       r2._meta[META.decision] === 'not_sent' && ledger.row('t', r2._meta[META.key]).status === 'released', 'aborted-during', j({ r1, r2 }));
   }
   // idempotentTool by itself, registered on a server without withIdempotency
@@ -301,7 +317,7 @@ try {
     const want = [
       'TypeError: withIdempotency: server must be an McpServer (an object with registerTool)',
       'TypeError: withIdempotency: ledger must be a Ledger of sqlite-idempotency, got object',
-      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, waitMs, renewSeconds)',
+      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, strict, windowSeconds, waitMs, renewSeconds, heartbeatSeconds)',
       'TypeError: withIdempotency: options.tenant must be a function, got string',
       'RangeError: withIdempotency: options.waitMs must be a number of milliseconds >= 0, got -1',
       'TypeError: idempotentTool: name must be a non-empty string, got ""',
