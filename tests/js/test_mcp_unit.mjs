@@ -13,7 +13,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Ledger, NotSent } from 'sqlite-idempotency';
-import { withIdempotency, idempotentTool, attemptOf, META, PREFIX } from 'sqlite-idempotency/mcp';
+import { withIdempotency, idempotentTool, attemptOf, META, PREFIX, WINDOW_SECONDS } from 'sqlite-idempotency/mcp';
 import { Checks } from './checks.mjs';
 
 const checks = new Checks('integrations.mcp-unit');
@@ -137,6 +137,28 @@ try {
     const want = `act was not run: another caller holds an identical call (key ${k}, attempt 1). This one was not started a second time, and its outcome is not known yet. Do not do it another way meanwhile: once that call finishes, an identical call returns its outcome without running again.`;
     report(r.isError === true && text(r) === want && r._meta[META.decision] === 'in_progress' && /^idem1-/.test(k), 'in-progress', j(r));
   }
+  // in progress, the holder having renewed its lease: the text says when
+  {
+    const s11 = new McpServer({ name: 'renewed', version: '0' });
+    withIdempotency(s11, ledger, { tenant: () => 'tenant-r', conversation: () => 'c1' });
+    let open;
+    const g = new Promise((r) => { open = r; });
+    let renewed;
+    const isRenewed = new Promise((r) => { renewed = r; });
+    s11.registerTool('slow', {}, async (extra) => { await sleep(5); attemptOf(extra).renew(600); renewed(); await g; return { content: [] }; });
+    const c11 = await pair(s11);
+    const first = c11.callTool({ name: 'slow', arguments: {} });
+    await isRenewed;
+    const r = await c11.callTool({ name: 'slow', arguments: {} });
+    open();
+    await first;
+    const k = r._meta[META.key];
+    // renewed a few ms before: 0 s ago (1 when a second's edge fell between)
+    const ago = Number((/renewed it ([0-9]+) s ago/.exec(text(r)) || [])[1]);
+    const want = `slow was not run: another caller holds an identical call (key ${k}, attempt 1) and renewed it ${ago} s ago. This one was not started a second time, and its outcome is not known yet. Do not do it another way meanwhile: once that call finishes, an identical call returns its outcome without running again.`;
+    report(r.isError === true && ago <= 1 && ledger.row('tenant-r', k).updated_at > ledger.row('tenant-r', k).created_at && text(r) === want, 'in-progress-renewed', `got ${j(text(r))}, want ${j(want)}`);
+    await c11.close();
+  }
   // waitMs: the second caller waits and gets the replay
   {
     const s2 = new McpServer({ name: 'wait', version: '0' });
@@ -208,6 +230,82 @@ try {
     const again = await call('act', { x: 9 }, { ...conv('k2'), tenant: 'tenant-b' });
     report(runs === before + 4 && new Set(rs.map(text)).size === 4 && isReplayOf(again, rs[3], 'act', 'tenant-b'),
       'tenants-conversations', j(rs.map(text)));
+  }
+  // the conversation, in order: the option; the project's _meta key;
+  // openai/session; vscode.conversationId; else the tenant's window. A host
+  // value that is not a key part as "<tag>-<value>" is "<tag>_<the
+  // idem_fingerprint of the value as a JSON string>", never truncated.
+  // claudecode/toolUseId, new on every call, is never part of the key.
+  {
+    const s9 = new McpServer({ name: 'order', version: '0' });
+    withIdempotency(s9, ledger, { tenant: () => 'tenant-o' });
+    s9.registerTool('order', { inputSchema: { x: z.number() } }, async (args, extra) => ({ content: [{ type: 'text', text: attemptOf(extra).key }] }));
+    const s10 = new McpServer({ name: 'order-option', version: '0' });
+    withIdempotency(s10, ledger, { tenant: () => 'tenant-o', conversation: (args) => `opt-${args.x}` });
+    s10.registerTool('order', { inputSchema: { x: z.number() } }, async (args, extra) => ({ content: [{ type: 'text', text: attemptOf(extra).key }] }));
+    const [c9, c10] = [await pair(s9), await pair(s10)];
+    const fp = (sqlLiteral) => ledger.value(`SELECT idem_fingerprint('${sqlLiteral}') AS v`, []);
+    const long = 'x'.repeat(121); // "vscode-" + 121 characters: 128, a key part
+    const cases = [
+      [c10, 1, { [META.conversation]: 'own', 'openai/session': 's' }, 'opt-1'],
+      [c9, 1, { [META.conversation]: 'own', 'openai/session': 's', 'vscode.conversationId': 'v' }, 'own'],
+      [c9, 2, { 'openai/session': 's', 'vscode.conversationId': 'v' }, 'openai-s'],
+      [c9, 3, { 'vscode.conversationId': 'v', 'openai/session': '' }, 'vscode-v'],
+      [c9, 4, { 'openai/session': 'a/b c' }, `openai_${fp('"a/b c"')}`],
+      [c9, 5, { 'vscode.conversationId': long }, `vscode-${long}`],
+      [c9, 6, { 'vscode.conversationId': `${long}y` }, `vscode_${fp(`"${long}y"`)}`],
+      [c9, 7, { 'vscode.conversationId': `${long}z` }, `vscode_${fp(`"${long}z"`)}`],
+    ];
+    const got = [];
+    for (const [c, x, meta] of cases) {
+      const r = await c.callTool({ name: 'order', arguments: { x }, _meta: meta });
+      got.push(ledger.row('tenant-o', text(r)).conversation);
+    }
+    const want = cases.map((w) => w[3]);
+    report(j(got) === j(want) && new Set(got).size === got.length, 'conversation-order', `got ${j(got)}, want ${j(want)}`);
+    // nothing names one: the window, whatever the per-call ids
+    const w1 = await c9.callTool({ name: 'order', arguments: { x: 8 }, _meta: { 'claudecode/toolUseId': 'toolu_01' } });
+    const w2 = await c9.callTool({ name: 'order', arguments: { x: 8 }, _meta: { 'claudecode/toolUseId': 'toolu_02' } });
+    const w3 = await c9.callTool({ name: 'order', arguments: { x: 8 } });
+    const row = ledger.row('tenant-o', text(w1));
+    report(/^w-[0-9]+$/.test(row.conversation) && Number(row.conversation.slice(2)) % WINDOW_SECONDS === 0 &&
+      keyIn(w2) === text(w1) && keyIn(w3) === text(w1) && w3._meta[META.replay] === true && WINDOW_SECONDS === 600,
+      'window-default', j({ row, w2, w3 }));
+    await c9.close();
+    await c10.close();
+  }
+  // strict: a call that names no conversation is refused; a host key names one
+  {
+    const s12 = new McpServer({ name: 'strict', version: '0' });
+    withIdempotency(s12, ledger, { tenant: () => 'tenant-s', strict: true });
+    let n = 0;
+    s12.registerTool('st', {}, async () => { n += 1; return { content: [{ type: 'text', text: 'st' }] }; });
+    const c12 = await pair(s12);
+    const r1 = await c12.callTool({ name: 'st', arguments: {}, _meta: { 'claudecode/toolUseId': 'toolu_01' } });
+    const r2 = await c12.callTool({ name: 'st', arguments: {}, _meta: { 'openai/session': 'sess-9' } });
+    const want = 'st was not run: no conversation for this call (the request names none and strict is true: no _meta "io.github.sqlite-idempotency/conversation", "openai/session" or "vscode.conversationId"; give options.conversation); the application must supply it, and nothing was sent. Do not call st again until it does.';
+    report(text(r1) === want && r1.isError === true && r1._meta[META.decision] === 'no_conversation' && text(r2) === 'st' && n === 1,
+      'strict', j({ r1, r2 }));
+    await c12.close();
+  }
+  // a tenant function that rejects, or a conversation function that throws: refused, not a raw error
+  {
+    const s13 = new McpServer({ name: 'throws', version: '0' });
+    withIdempotency(s13, ledger, { tenant: async () => { throw new TypeError('toolsContext is undefined'); } });
+    s13.registerTool('t13', {}, async () => { runs += 1; return { content: [] }; });
+    const s14 = new McpServer({ name: 'throws2', version: '0' });
+    withIdempotency(s14, ledger, { tenant: async () => 'tenant-a', conversation: () => { throw new RangeError('no thread'); } });
+    s14.registerTool('t14', {}, async () => { runs += 1; return { content: [] }; });
+    const [c13, c14] = [await pair(s13), await pair(s14)];
+    const before = runs;
+    const r13 = await c13.callTool({ name: 't13', arguments: {} });
+    const r14 = await c14.callTool({ name: 't14', arguments: {} });
+    const want13 = 't13 was not run: no tenant for this call (options.tenant threw: toolsContext is undefined); the application must supply it, and nothing was sent. Do not call t13 again until it does.';
+    const want14 = 't14 was not run: no conversation for this call (options.conversation threw: no thread); the application must supply it, and nothing was sent. Do not call t14 again until it does.';
+    report(text(r13) === want13 && r13._meta[META.decision] === 'no_tenant' && text(r14) === want14 && r14._meta[META.decision] === 'no_conversation' &&
+      runs === before, 'function-throws', j({ r13, r14 }));
+    await c13.close();
+    await c14.close();
   }
   // missing parts, each named; nothing runs
   {
@@ -313,6 +411,11 @@ try {
       threw(() => idempotentTool(ledger, 'x', {}, 'nope')),
       threw(() => idempotentTool(ledger, 'x', { renewSeconds: 1.5 }, async () => ({}))),
       threw(() => attemptOf({})),
+      threw(() => idempotentTool(ledger, 'x', { strict: 1 }, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', { windowSeconds: 0 }, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', { windowSeconds: 86401 }, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', { windowSeconds: 60, strict: true }, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', { heartbeatSeconds: -1 }, async () => ({}))),
     ];
     const want = [
       'TypeError: withIdempotency: server must be an McpServer (an object with registerTool)',
@@ -324,6 +427,11 @@ try {
       'TypeError: idempotentTool: callback must be a function, got string',
       'RangeError: idempotentTool: options.renewSeconds must be an integer >= 0, got 1.5',
       'TypeError: attemptOf: this extra is not of a tool call guarded by sqlite-idempotency/mcp',
+      'TypeError: idempotentTool: options.strict must be a boolean, got number',
+      'RangeError: idempotentTool: options.windowSeconds must be an integer from 1 to 86400, got 0',
+      'RangeError: idempotentTool: options.windowSeconds must be an integer from 1 to 86400, got 86401',
+      'TypeError: idempotentTool: options.windowSeconds is of no use with strict: true (a call that names no conversation is refused)',
+      'RangeError: idempotentTool: options.heartbeatSeconds must be an integer >= 0, got -1',
     ];
     for (let i = 0; i < want.length; i++) report(got[i] === want[i], `api-error-${i + 1}`, `got ${j(got[i])}, want ${j(want[i])}`);
   }
