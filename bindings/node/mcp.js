@@ -25,7 +25,7 @@
 const {
   Ledger, NotSent, ToolFailed, OutcomeUnknown, ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted,
 } = require('./index.js');
-const { say } = require('./words.js');
+const { say, because } = require('./words.js');
 
 const PREFIX = 'io.github.sqlite-idempotency/';
 const META = {
@@ -213,7 +213,8 @@ function times(ledger, tenant, key) {
 // is unknown.
 function refused(ledger, name, tenant, e) {
   if (e instanceof ClaimInProgress) {
-    const { renewed_at } = times(ledger, tenant, e.key);
+    // renewed_at: the decision's when it says, else the row's last renewal
+    const renewed_at = e.decision.renewed_at ?? times(ledger, tenant, e.key).renewed_at;
     return refusal('in_progress', say('in_progress', { tool: name, key: e.key, attempt: e.decision.attempt, renewed_at }), e.key);
   }
   if (e instanceof OutcomeUnknown) {
@@ -226,7 +227,8 @@ function refused(ledger, name, tenant, e) {
     return refusal('mismatch', say('mismatch', { tool: name, key: e.key, differs: e.decision.differs }), e.key);
   }
   if (e instanceof NotSent) return refusal('not_sent', say('not_sent', { tool: name, reason: e.reason }), e.key);
-  if (e instanceof LeaseLost || e instanceof NotCommitted) return refusal('not_sent', say('not_sent', { tool: name, reason: describe(e) }), e.key);
+  if (e instanceof NotCommitted) return refusal('not_sent', say('not_sent', { tool: name, reason: because('not_committed') }), e.key);
+  if (e instanceof LeaseLost) return refusal('not_sent', say('not_sent', { tool: name, reason: because('lease_lost', { message: e.message }) }), e.key);
   return undefined;
 }
 
@@ -249,12 +251,12 @@ function guard(ledger, name, options, callback, readOnly) {
       return refusal('no_conversation', say('no_conversation', { tool: name, reason: conversation.missing }));
     }
     const signal = signalOf(extra);
-    if (signal && signal.aborted) return refusal('not_sent', say('not_sent', { tool: name, reason: 'the request was cancelled before the tool started' }));
+    if (signal && signal.aborted) return refusal('not_sent', say('not_sent', { tool: name, reason: because('cancelled') }));
     const self = this;
     let out;
     try {
       out = await ledger.call(tenant, conversation, name, args, async (attempt) => {
-        if (signal && signal.aborted) throw new NotSent('the request was cancelled before the tool started');
+        if (signal && signal.aborted) throw new NotSent(because('cancelled'));
         const ex = { ...extra, [ATTEMPT]: attempt };
         let result;
         try {

@@ -274,6 +274,25 @@ try {
     await c9.close();
     await c10.close();
   }
+  // a transaction open on the ledger's connection: the window's claim is the
+  // caller's, not committed, so it is released and nothing runs (not_sent)
+  {
+    const s15 = new McpServer({ name: 'open-tx', version: '0' });
+    withIdempotency(s15, ledger, { tenant: () => 'tenant-t' });
+    let n = 0;
+    s15.registerTool('tx', {}, async () => { n += 1; return { content: [] }; });
+    const c15 = await pair(s15);
+    ledger.db.exec('BEGIN');
+    let r;
+    try {
+      r = await c15.callTool({ name: 'tx', arguments: {} });
+    } finally {
+      ledger.db.exec('ROLLBACK');
+    }
+    const want = 'tx was not sent: the claim was not committed (a transaction is open on the ledger\'s connection), so it was released; nothing happened, so the call may be made again.';
+    report(n === 0 && r.isError === true && text(r) === want && r._meta[META.decision] === 'not_sent', 'not-committed', j(r));
+    await c15.close();
+  }
   // strict: a call that names no conversation is refused; a host key names one
   {
     const s12 = new McpServer({ name: 'strict', version: '0' });
@@ -349,7 +368,7 @@ try {
     const cb = idempotentTool(ledger, 'sig', { tenant: () => 't', conversation: () => 'c' }, async () => { n += 1; return { content: [] }; });
     const r = await cb({ a: 1 }, { signal: ac.signal });
     const d = ledger.claim('t', 'c', 'sig', { a: 1 });
-    report(n === 0 && r.isError === true && text(r) === 'sig was not sent: the request was cancelled before the tool started; nothing happened, so the call may be made again.' && d.decision === 'admitted',
+    report(n === 0 && r.isError === true && text(r) === 'sig was not sent: the call was cancelled before the tool started; nothing happened, so the call may be made again.' && d.decision === 'admitted',
       'aborted-before', j({ r, d }));
   }
   // the signal aborting while the tool runs: unknown; unless the tool says NotSent
