@@ -293,6 +293,39 @@ try {
     report(n === 0 && r.isError === true && text(r) === want && r._meta[META.decision] === 'not_sent', 'not-committed', j(r));
     await c15.close();
   }
+  // the window's choice, on a claim of the previous bucket that another
+  // process made (a row inserted as a fresh claim, with the created_at the
+  // case needs): created less than the window ago, that claim is the call
+  // (here still running: in_progress under its key); the window ago or
+  // more, the call is a new one in the current bucket
+  {
+    const W = 60000;
+    const s16 = new McpServer({ name: 'window', version: '0' });
+    withIdempotency(s16, ledger, { tenant: () => 'tenant-w2', windowSeconds: W / 1000 });
+    let n = 0;
+    s16.registerTool('win', { inputSchema: { x: z.number() } }, async (args, extra) => { n += 1; return { content: [{ type: 'text', text: attemptOf(extra).key }] }; });
+    const c16 = await pair(s16);
+    // inside a bucket, 1 ms to 2 s before its end, so both cases hold as built
+    while (Date.now() % W < 1 || Date.now() % W >= W - 2000) await sleep(50);
+    const start = Math.floor(Date.now() / W) * W;
+    const previous = `w-${(start - W) / 1000}`;
+    const claimOf = (x, createdAt, token) => {
+      const args = JSON.stringify({ x });
+      const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', ['tenant-w2', previous, 'win', args]);
+      ledger.db.prepare(`INSERT INTO ledger_rows(tenant, key, conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until)
+        VALUES ('tenant-w2', ?, ?, 'win', ?, 'external', 'claimed', 1, ?, ?, ?, ?)`).run(key, previous, args, token, createdAt, createdAt, createdAt + 10 * W);
+      return key;
+    };
+    const recent = claimOf(1, start - 1000, 9001);
+    const old = claimOf(2, Date.now() - W - 1, 9002);
+    const r1 = await c16.callTool({ name: 'win', arguments: { x: 1 } });
+    const r2 = await c16.callTool({ name: 'win', arguments: { x: 2 } });
+    const sameBucket = Math.floor(Date.now() / W) * W === start;
+    const row2 = r2.isError ? null : ledger.row('tenant-w2', text(r2));
+    report(sameBucket && r1.isError === true && r1._meta[META.decision] === 'in_progress' && r1._meta[META.key] === recent && n === 1 &&
+      row2 && row2.conversation === `w-${start / 1000}` && text(r2) !== old, 'window-choice', j({ r1, r2, row2, recent, old }));
+    await c16.close();
+  }
   // strict: a call that names no conversation is refused; a host key names one
   {
     const s12 = new McpServer({ name: 'strict', version: '0' });
