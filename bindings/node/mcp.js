@@ -37,11 +37,12 @@ const META = {
 // The _meta keys hosts send that name a conversation, each with the tag
 // its conversation gets in the key (docs/integrations.md cites them):
 // ChatGPT / the Apps SDK, VS Code's agent mode.
-const HOSTS = [
-  { key: 'openai/session', tag: 'openai' },
-  { key: 'vscode.conversationId', tag: 'vscode' },
-];
-const KEY_PART = /^[A-Za-z0-9_-]{1,128}$/;
+const HOSTS = Object.freeze([
+  Object.freeze({ key: 'openai/session', tag: 'openai' }),
+  Object.freeze({ key: 'vscode.conversationId', tag: 'vscode' }),
+]);
+const KEY_PART = /^[A-Za-z0-9_-]{1,128}$/; // the key grammar (docs/keys.md)
+const KEY_RULE = '1 to 128 characters of A-Za-z0-9_-';
 const WINDOW_SECONDS = 600; // docs/design.md, "The deduplication window"
 const WINDOW_MAX_SECONDS = 86400;
 const OPTIONS = ['tenant', 'conversation', 'strict', 'windowSeconds', 'waitMs', 'renewSeconds', 'heartbeatSeconds'];
@@ -54,16 +55,26 @@ const signalOf = (extra) => (extra && (extra.signal || (extra.mcpReq && extra.mc
 const metaOf = (extra) => (extra && (extra._meta || (extra.mcpReq && extra.mcpReq._meta))) || undefined;
 const authOf = (extra) => (extra && (extra.authInfo || (extra.http && extra.http.authInfo))) || undefined;
 
+// Undefined when v is a key part, else the words saying it is not:
+// "<said> <v>, not a key part (<the rule>)".
+function notKeyPart(said, v) {
+  if (typeof v === 'string' && KEY_PART.test(v)) return undefined;
+  return `${said} ${typeof v === 'string' ? JSON.stringify(v) : `a ${v === null ? 'null' : typeof v}`}, not a key part (${KEY_RULE})`;
+}
+
 // Default tenant: the authenticated client (authInfo.clientId), set by the
 // transport from the bearer-token verifier. No authInfo (stdio) is a missing
-// tenant, never a constant.
+// tenant, never a constant; a client id that is not a key part (a URL) is
+// refused, naming it, never rewritten: the tenant is who an operator
+// resolves for.
 function defaultTenant(extra) {
   const auth = authOf(extra);
   if (!auth) return { missing: 'the request carries no authInfo: no bearer-token verifier on this transport; give options.tenant' };
   if (auth.clientId === undefined || auth.clientId === null || auth.clientId === '') {
     return { missing: 'authInfo.clientId is empty; give options.tenant' };
   }
-  return auth.clientId;
+  const bad = notKeyPart('authInfo.clientId is', auth.clientId);
+  return bad ? { missing: `${bad}; give options.tenant` } : auth.clientId;
 }
 
 // A host's conversation id as a key part: "<tag>-<value>" when that is one
@@ -77,14 +88,17 @@ function hostScope(ledger, tag, value) {
 }
 
 // Default conversation: the request's _meta key
-// io.github.sqlite-idempotency/conversation, as given; else the first host
-// key with a non-empty string, mapped by hostScope; else undefined (nothing
-// names one).
+// io.github.sqlite-idempotency/conversation, as given (a value that is not
+// a key part is { missing }, naming it); else the first host key with a
+// non-empty string, mapped by hostScope; else undefined (nothing names one).
 function namedConversation(ledger, extra) {
   const meta = metaOf(extra);
   if (!meta) return undefined;
   const own = meta[META.conversation];
-  if (own !== undefined && own !== null && own !== '') return own;
+  if (own !== undefined && own !== null && own !== '') {
+    const bad = notKeyPart(`_meta "${META.conversation}" is`, own);
+    return bad ? { missing: bad } : own;
+  }
   for (const h of HOSTS) {
     const v = meta[h.key];
     if (typeof v === 'string' && v !== '') return hostScope(ledger, h.tag, v);
@@ -179,7 +193,8 @@ async function part(which, fn, params) {
   if (v && typeof v === 'object' && typeof v.missing === 'string') return v;
   if (v === undefined || v === null || v === '') return { missing: `options.${which} gave ${v === '' ? 'an empty string' : String(v)}` };
   if (typeof v !== 'string') return { missing: `options.${which} gave a ${typeof v}, not a string` };
-  return v;
+  const bad = notKeyPart(`options.${which} gave`, v);
+  return bad ? { missing: bad } : v;
 }
 
 // The conversation of a call, as Ledger.call takes it: a string, a window

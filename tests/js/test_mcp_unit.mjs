@@ -393,6 +393,29 @@ try {
     report(text(r6) === 'm was not run: no conversation for this call (options.conversation gave a number, not a string); the application must supply it, and nothing was sent. Do not call m again until it does.', 'missing-type', j(r6));
     for (const c of [c3, c4, c5, c6]) await c.close();
   }
+  // parts that are not key parts: refused, naming the value and the rule, nothing claimed
+  {
+    const sources = [
+      ['clientId', { tenant: undefined }, { authInfo: { token: 't', clientId: 'https://client.example/meta.json', scopes: [] } }],
+      ['own-meta', { tenant: () => 'tenant-k' }, { _meta: { [META.conversation]: 'thread 7' } }],
+      ['own-meta-type', { tenant: () => 'tenant-k' }, { _meta: { [META.conversation]: 7 } }],
+      ['option', { tenant: () => 'tenant-k', conversation: () => 'x'.repeat(129) }, {}],
+    ];
+    const rule = 'not a key part (1 to 128 characters of A-Za-z0-9_-)';
+    const want = [
+      `kp was not run: no tenant for this call (authInfo.clientId is "https://client.example/meta.json", ${rule}; give options.tenant); the application must supply it, and nothing was sent. Do not call kp again until it does.`,
+      `kp was not run: no conversation for this call (_meta "${META.conversation}" is "thread 7", ${rule}); the application must supply it, and nothing was sent. Do not call kp again until it does.`,
+      `kp was not run: no conversation for this call (_meta "${META.conversation}" is a number, ${rule}); the application must supply it, and nothing was sent. Do not call kp again until it does.`,
+      `kp was not run: no conversation for this call (options.conversation gave "${'x'.repeat(129)}", ${rule}); the application must supply it, and nothing was sent. Do not call kp again until it does.`,
+    ];
+    let n = 0;
+    for (let i = 0; i < sources.length; i++) {
+      const [name, opts, extra] = sources[i];
+      const cb = idempotentTool(ledger, 'kp', opts, async () => { n += 1; return { content: [] }; });
+      const r = await cb({ a: 1 }, extra);
+      report(text(r) === want[i] && r.isError === true && n === 0, `not-a-key-part-${name}`, `got ${j(text(r))}, want ${j(want[i])}`);
+    }
+  }
   // the signal: aborted before the tool started, nothing claimed
   {
     const ac = new AbortController();

@@ -12,7 +12,9 @@
 #   python   tests/python/test_tools.py: @ledger.tool and Ledger.acall from
 #            threads, processes and asyncio, a kill mid-call
 #   docs     every JavaScript and Python block of the MCP and Python
-#            sections of docs/integrations.md, run as written
+#            sections of docs/integrations.md, run as written; an MCP
+#            block followed by a ```text block prints it, and tsc --strict
+#            (checkJs) accepts the MCP blocks as written
 #
 # The packages are used as a user installs them: a staging copy of
 # bindings/node (with its platform package, tests/lib/nodepkg.sh) in a temporary project
