@@ -209,8 +209,9 @@ async function conversationFor(ledger, name, options, tenant, args, extra) {
   return windowScope(ledger, tenant, name, args, options.windowSeconds === undefined ? WINDOW_SECONDS : options.windowSeconds);
 }
 
-// The first call's time and, for a call in progress, when its holder last
-// renewed: from the key's row (undefined when it cannot be read).
+// The first call's time and, for a call in progress, when its holder
+// claimed or last renewed it: from the key's row (undefined when it cannot
+// be read).
 function times(ledger, tenant, key) {
   let r;
   try {
@@ -218,10 +219,7 @@ function times(ledger, tenant, key) {
   } catch {
     return {};
   }
-  if (!r) return {};
-  const at = Number(r.created_at);
-  const updated = Number(r.updated_at);
-  return { at, renewed_at: updated > at ? updated : undefined };
+  return r ? { at: Number(r.created_at), renewed_at: Number(r.updated_at) } : {};
 }
 
 // What the model reads when the call was not run, or ran and its outcome

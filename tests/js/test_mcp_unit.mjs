@@ -134,7 +134,9 @@ try {
     open();
     await first;
     const k = r._meta[META.key];
-    const want = `act was not run: another caller holds an identical call (key ${k}, attempt 1). This one was not started a second time, and its outcome is not known yet. Do not do it another way meanwhile: once that call finishes, an identical call returns its outcome without running again.`;
+    // claimed a few ms before: 0 s ago (1 when a second's edge fell between)
+    const ago = Number((/renewed it ([0-9]+) s ago/.exec(text(r)) || [])[1]);
+    const want = `act was not run: another caller holds an identical call (key ${k}, attempt 1) and renewed it ${ago <= 1 ? ago : 'at most 1'} s ago. This one was not started a second time, and its outcome is not known yet. Do not do it another way meanwhile: once that call finishes, an identical call returns its outcome without running again.`;
     report(r.isError === true && text(r) === want && r._meta[META.decision] === 'in_progress' && /^idem1-/.test(k), 'in-progress', j(r));
   }
   // in progress, the holder having renewed its lease: the text says when
