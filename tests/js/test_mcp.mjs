@@ -37,9 +37,11 @@
 //   killed         the server process is killed (SIGKILL) mid-call; after the
 //                  lease, a fresh server answers the retry unknown and sends
 //                  nothing; one request
-//   heartbeat      the same on the default ledger with heartbeatSeconds 1: the
-//                  retry reads unknown within the heartbeat's bound (skipped
-//                  while Ledger.call has no heartbeatSeconds)
+//   heartbeat      heartbeatSeconds 1 on a ledger whose lease is 3 s: a call
+//                  running past the lease still holds its claim; SIGKILLed,
+//                  the retry reads unknown within the lease and a second or
+//                  two, and nothing is sent again (skipped while Ledger.call
+//                  has no heartbeatSeconds)
 //   tenants        two tenants, the same arguments and conversation: two
 //                  requests, each replayed to its own tenant
 //   conversations  two conversations, the same tenant and arguments: two
@@ -68,6 +70,9 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const checks = new Checks('integrations.mcp');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const j = (v) => JSON.stringify(v);
+// the heartbeat case: a beat each second, a lease of three beats
+const BEAT_SECONDS = 1;
+const BEAT_LEASE_SECONDS = 3 * BEAT_SECONDS;
 const UNKNOWN = 'that request may have reached the target system, the outcome is theirs to report, and nothing is retried here';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-mcp-'));
@@ -76,6 +81,7 @@ const db = path.join(tmp, 'agent.db');
   const setup = new Database(db);
   Ledger.open(setup);
   Ledger.open(setup, { name: 'short', options: { lease_seconds: 1 } });
+  Ledger.open(setup, { name: 'beat', options: { lease_seconds: BEAT_LEASE_SECONDS } });
   setup.close();
 }
 const target = await startTarget();
@@ -341,47 +347,43 @@ async function suite(mode) {
   }
 
   lap(`${mode} before heartbeat`);
-  // heartbeat: SIGKILL mid-call on the default ledger (a 300 s lease); with
-  // heartbeatSeconds the claim is seen dead within the heartbeat's bound
+  // heartbeat: on the ledger 'beat' (a lease of three beats), a call
+  // running past that lease still holds its claim (an identical call is
+  // in_progress); SIGKILLed, its claim is seen dead within the lease and a
+  // second, and the retry reads unknown; one request
   if (!/heartbeatSeconds/.test(Ledger.prototype.call.toString())) {
     console.log(`SKIP integrations.mcp:${p}heartbeat: Ledger.call of this tree takes no heartbeatSeconds (the heartbeat is not in it yet)`);
   } else {
-    const HEARTBEAT = 1;
-    const BOUND_MS = HEARTBEAT * 3000 + 1000; // the heartbeat's bound: three beats missed, and a second for the retry
-    const args = { to: `heartbeat-${mode}@example.com`, subject: 'hello', delay_ms: 5000 };
+    const BOUND_MS = BEAT_LEASE_SECONDS * 1000 + 2000; // the lease three beats give, and two seconds for the retry's server to start
+    const args = { to: `heartbeat-${mode}@example.com`, subject: 'hello', delay_ms: 9000 };
     const sent = target.countPath('/send');
-    let victim; let c;
-    if (mode === 'stdio') {
-      c = await client({ heartbeatSeconds: HEARTBEAT });
-      victim = { pid: c.transport.pid };
-    } else {
-      const h = await startHttp('ledger', { HEARTBEAT_SECONDS: String(HEARTBEAT) });
-      victim = h.proc;
-      c = await connect({ mode, url: h.url, token: 'token-a' });
-    }
-    const pending = caught(callSend(c, args));
+    const beatServer = async () => {
+      if (mode === 'stdio') return { c: await client({ ledger: 'beat', heartbeatSeconds: BEAT_SECONDS, waitMs: 0 }) };
+      const h = await startHttp('beat', { HEARTBEAT_SECONDS: String(BEAT_SECONDS), WAIT_MS: '0' });
+      return { c: await connect({ mode, url: h.url, token: 'token-a' }), proc: h.proc };
+    };
+    const first = await beatServer();
+    const victim = first.proc || { pid: first.c.transport.pid };
+    const pending = caught(callSend(first.c, args));
     await waitFor(() => target.countPath('/send') > sent, 5000, 'the request to reach the target');
+    await sleep(BEAT_LEASE_SECONDS * 1000 + 500); // past the claim's first lease: only the beats keep it
+    const during = await callSend(first.c, args);
     process.kill(victim.pid, 'SIGKILL');
     const killedAt = Date.now();
     await Promise.race([pending, sleep(500)]);
-    await caught(c.close());
-    let c2; let h2;
-    if (mode === 'stdio') {
-      c2 = await client({ heartbeatSeconds: HEARTBEAT });
-    } else {
-      h2 = await startHttp('ledger', { HEARTBEAT_SECONDS: String(HEARTBEAT) });
-      c2 = await connect({ mode, url: h2.url, token: 'token-a' });
-    }
+    await caught(first.c.close());
+    const second = await beatServer();
     let r;
     do {
-      r = await callSend(c2, args);
+      r = await callSend(second.c, args);
       if (r._meta && r._meta[META.decision] === 'in_progress') await sleep(200);
     } while (r._meta && r._meta[META.decision] === 'in_progress' && Date.now() - killedAt < BOUND_MS);
-    await c2.close();
-    if (h2) h2.proc.kill();
-    checks.report(r.isError === true && r._meta[META.decision] === 'unknown' && text(r).includes(UNKNOWN) &&
-      target.countPath('/send') - sent === 1, `${p}heartbeat`,
-      `retry ${j(r)} ${Date.now() - killedAt} ms after the kill (bound ${BOUND_MS} ms), requests ${target.countPath('/send') - sent}`);
+    const took = Date.now() - killedAt;
+    await second.c.close();
+    if (second.proc) second.proc.kill();
+    checks.report(during._meta && during._meta[META.decision] === 'in_progress' && r.isError === true && r._meta[META.decision] === 'unknown' &&
+      text(r).includes(UNKNOWN) && took <= BOUND_MS && target.countPath('/send') - sent === 1, `${p}heartbeat`,
+      `while running ${j(during)}; retry ${j(r)} ${took} ms after the kill (bound ${BOUND_MS} ms), requests ${target.countPath('/send') - sent}`);
   }
 
   lap(`${mode} before tenants`);
