@@ -61,9 +61,12 @@ class LeaseLost extends LedgerError {}
 // own lease) would extend it by more than the margin. SQL 'now' is the
 // connection's VFS clock, the ledger's.
 const LEASE_CHECK_MAX_SECONDS = 1e9;
+// The ledger's clock in SQL: ms since the Unix epoch, as the extension
+// stamps created_at, updated_at and lease_until.
+const NOW_MS_SQL = 'CAST(round(julianday(\'now\') * 86400000.0) AS INTEGER) - 210866760000000';
 function leaseCheckSql(table) {
   return 'SELECT (status = \'claimed\' AND lft > max(1000, want / 10) AND lft >= want - max(1000, want / 10)) AS v'
-    + ' FROM (SELECT status, lease_until - (CAST(round(julianday(\'now\') * 86400000.0) AS INTEGER) - 210866760000000) AS lft,'
+    + ` FROM (SELECT status, lease_until - (${NOW_MS_SQL}) AS lft,`
     + ` coalesce(?, lease_until - updated_at) AS want FROM ${table} WHERE token = ?)`;
 }
 
@@ -455,7 +458,10 @@ class Ledger {
   // claim outside a transaction; then (and for every later claim) the claim
   // is made inside BEGIN IMMEDIATE ... COMMIT, and an admitted claim is
   // reported committed once that COMMIT succeeded.
+  // conversation may be a function that chooses it under the write lock
+  // (claimChosen).
   claimCommitted(tenant, conversation, tool, args, operationId) {
+    if (typeof conversation === 'function') return this.claimChosen(tenant, conversation, tool, args, operationId);
     if (!(this.transactional && this.inTransaction() === false)) {
       try {
         return this.claim(tenant, conversation, tool, args, { operationId });
@@ -464,6 +470,25 @@ class Ledger {
         this.transactional = true;
       }
     }
+    return this.claimLocked(() => this.claim(tenant, conversation, tool, args, { operationId }));
+  }
+
+  // The claim of call() when the conversation depends on what the ledger
+  // holds (sqlite-idempotency/mcp's deduplication window):
+  // choose(nowMs) reads the ledger and names the conversation, and the
+  // claim follows in the same BEGIN IMMEDIATE ... COMMIT, with nowMs the
+  // ledger's clock read under the write lock; so processes that race
+  // choose alike (the second sees the first's claim). Inside a transaction
+  // of the caller's, the claim is the caller's and not committed (call()
+  // then releases it: NotCommitted).
+  claimChosen(tenant, choose, tool, args, operationId) {
+    const claim = () => this.claim(tenant, choose(Number(this.value(`SELECT ${NOW_MS_SQL} AS v`, []))), tool, args, { operationId });
+    return this.inTransaction() === true ? claim() : this.claimLocked(claim);
+  }
+
+  // claim() inside BEGIN IMMEDIATE ... COMMIT: an admitted claim is
+  // reported committed once that COMMIT succeeded.
+  claimLocked(claim) {
     let d;
     try {
       this.db.exec('BEGIN IMMEDIATE');
@@ -471,7 +496,7 @@ class Ledger {
       throw LedgerError.wrap(e);
     }
     try {
-      d = this.claim(tenant, conversation, tool, args, { operationId });
+      d = claim();
       this.db.exec('COMMIT');
     } catch (e) {
       try { this.db.exec('ROLLBACK'); } catch { /* the transaction is gone already */ }

@@ -39,19 +39,43 @@ export interface McpIdempotencyOptions {
    * request (set by the transport's bearer-token verifier); a request
    * without it is refused with a tool error naming what is missing.
    */
-  tenant?: (extra: any) => string | undefined;
+  tenant?: (extra: any) => string | undefined | Promise<string | undefined>;
   /**
-   * The conversation the call belongs to. Default: the request's `_meta`
-   * key `"io.github.sqlite-idempotency/conversation"`; a request without it
-   * is refused with a tool error naming what is missing. Never a request or
-   * session id: a retry has a new request id.
+   * The conversation the call belongs to. Default, in this order: the
+   * request's `_meta` key `"io.github.sqlite-idempotency/conversation"`;
+   * the host keys that name one (`"openai/session"`,
+   * `"vscode.conversationId"`, see `HOSTS`); else the tenant's
+   * deduplication window (`windowSeconds`), or with `strict` a refusal.
+   * A function given here is the only source: a call it gives no string
+   * for is refused. Never a request or session id: a retry has a new
+   * request id.
    */
-  conversation?: (args: any, extra: any) => string | undefined;
+  conversation?: (args: any, extra: any) => string | undefined | Promise<string | undefined>;
+  /**
+   * Refuse a call whose request names no conversation, instead of scoping
+   * it by the window (default false).
+   */
+  strict?: boolean;
+  /**
+   * The deduplication window of a call that names no conversation, in
+   * seconds (1 to 86400; default `WINDOW_SECONDS`, 600): an identical call
+   * of the same tenant less than this after the first is that call (a
+   * replay), a later one is a new call.
+   */
+  windowSeconds?: number;
   /** Wait up to this long while an identical call is running, then answer its result (default 0). */
   waitMs?: number;
   /** The lease given right before the tool runs (default: the ledger's lease_seconds). */
   renewSeconds?: number;
+  /** Passed to `Ledger.call`: how often the claim's lease is renewed while the tool runs. */
+  heartbeatSeconds?: number;
 }
+
+/** The `_meta` keys hosts send that name a conversation, and the tag each gets in the key. */
+export const HOSTS: ReadonlyArray<{ readonly key: string; readonly tag: string }>;
+
+/** The default deduplication window, in seconds: 600. */
+export const WINDOW_SECONDS: number;
 
 /** The `_meta` keys this module reads and writes. */
 export const META: {
@@ -79,7 +103,8 @@ export function withIdempotency<S extends McpServerLike>(server: S, ledger: Ledg
 /**
  * Guards one tool callback, `(args, extra)` or `(extra)` as the SDK calls
  * it. `name` is the tool's name in the key. A replay resolves to the first
- * result with `_meta["io.github.sqlite-idempotency/replay"]: true`; a call
+ * result after a text block saying it already ran (when, which attempt),
+ * with `_meta["io.github.sqlite-idempotency/replay"]: true`; a call
  * that is in progress, unknown or a mismatch resolves to a result with
  * `isError: true` saying why it was not run (`R` is the callback's result
  * type, which these results also fit when it is CallToolResult).

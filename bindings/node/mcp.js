@@ -10,16 +10,22 @@
 // The only seam an MCP SDK offers is the tool callback (args, extra), so the
 // claim is taken there, through Ledger.call: the key is tenant +
 // conversation + tool name + canonical arguments, never a request or
-// session id (a retry is a new request id; MCP 2026-07-28 has no session).
-// The claim is committed before the tool runs. A replay answers the first
-// CallToolResult with _meta "io.github.sqlite-idempotency/replay": true;
-// in_progress, unknown and mismatch answer an isError result whose text
-// tells the model not to call again, and why. This module does not load
-// the SDK: it wraps what the server hands it, so the core package installs
-// and loads without it.
+// session id or a host's per-call id (a retry is a new request id; MCP
+// 2026-07-28 has no session). The conversation, in this order: the
+// conversation option; the request's _meta "io.github.sqlite-idempotency/
+// conversation"; the host keys that name one (HOSTS); else a per-tenant
+// deduplication window (windowScope), or with strict a refusal. The claim
+// is committed before the tool runs. A replay answers the first
+// CallToolResult after a text block saying it already ran, with _meta
+// "io.github.sqlite-idempotency/replay": true; in_progress, unknown and
+// mismatch answer an isError result whose text tells the model not to call
+// again, and why. Every text the model reads comes from words.js. This
+// module does not load the SDK: it wraps what the server hands it, so the
+// core package installs and loads without it.
 const {
   Ledger, NotSent, ToolFailed, OutcomeUnknown, ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted,
 } = require('./index.js');
+const { say, because } = require('./words.js');
 
 const PREFIX = 'io.github.sqlite-idempotency/';
 const META = {
@@ -28,9 +34,18 @@ const META = {
   decision: `${PREFIX}decision`,
   key: `${PREFIX}key`,
 };
-// The extension's own words for an unknown outcome (idem_claim's message).
-const UNKNOWN_SENTENCE = 'that request may have reached the target system, the outcome is theirs to report, and nothing is retried here';
-const OPTIONS = ['tenant', 'conversation', 'waitMs', 'renewSeconds'];
+// The _meta keys hosts send that name a conversation, each with the tag
+// its conversation gets in the key (docs/integrations.md cites them):
+// ChatGPT / the Apps SDK, VS Code's agent mode.
+const HOSTS = Object.freeze([
+  Object.freeze({ key: 'openai/session', tag: 'openai' }),
+  Object.freeze({ key: 'vscode.conversationId', tag: 'vscode' }),
+]);
+const KEY_PART = /^[A-Za-z0-9_-]{1,128}$/; // the key grammar (docs/keys.md)
+const KEY_RULE = '1 to 128 characters of A-Za-z0-9_-';
+const WINDOW_SECONDS = 600; // docs/design.md, "The deduplication window"
+const WINDOW_MAX_SECONDS = 86400;
+const OPTIONS = ['tenant', 'conversation', 'strict', 'windowSeconds', 'waitMs', 'renewSeconds', 'heartbeatSeconds'];
 const WRAPPED = Symbol.for('sqlite-idempotency/mcp.wrapped');
 const ATTEMPT = Symbol.for('sqlite-idempotency/mcp.attempt');
 
@@ -40,26 +55,76 @@ const signalOf = (extra) => (extra && (extra.signal || (extra.mcpReq && extra.mc
 const metaOf = (extra) => (extra && (extra._meta || (extra.mcpReq && extra.mcpReq._meta))) || undefined;
 const authOf = (extra) => (extra && (extra.authInfo || (extra.http && extra.http.authInfo))) || undefined;
 
-// Default tenant: the authenticated client (authInfo.clientId), set by the
-// transport from the bearer-token verifier. No authInfo (stdio) is a missing
-// tenant, never a constant.
-function defaultTenant(extra) {
-  const auth = authOf(extra);
-  if (!auth) return { missing: 'the request carries no authInfo (no bearer-token verifier on this transport; give options.tenant)' };
-  if (auth.clientId === undefined || auth.clientId === null || auth.clientId === '') {
-    return { missing: 'authInfo.clientId is empty (give options.tenant)' };
-  }
-  return auth.clientId;
+// Undefined when v is a key part, else the words saying it is not:
+// "<said> <v>, not a key part (<the rule>)".
+function notKeyPart(said, v) {
+  if (typeof v === 'string' && KEY_PART.test(v)) return undefined;
+  return `${said} ${typeof v === 'string' ? JSON.stringify(v) : `a ${v === null ? 'null' : typeof v}`}, not a key part (${KEY_RULE})`;
 }
 
-// Default conversation: the request's _meta key io.github.sqlite-idempotency/conversation.
-function defaultConversation(_args, extra) {
-  const meta = metaOf(extra);
-  const v = meta ? meta[META.conversation] : undefined;
-  if (v === undefined || v === null || v === '') {
-    return { missing: `the request has no _meta "${META.conversation}" (give options.conversation)` };
+// Default tenant: the authenticated client (authInfo.clientId), set by the
+// transport from the bearer-token verifier. No authInfo (stdio) is a missing
+// tenant, never a constant; a client id that is not a key part (a URL) is
+// refused, naming it, never rewritten: the tenant is who an operator
+// resolves for.
+function defaultTenant(extra) {
+  const auth = authOf(extra);
+  if (!auth) return { missing: 'the request carries no authInfo: no bearer-token verifier on this transport; give options.tenant' };
+  if (auth.clientId === undefined || auth.clientId === null || auth.clientId === '') {
+    return { missing: 'authInfo.clientId is empty; give options.tenant' };
   }
-  return v;
+  const bad = notKeyPart('authInfo.clientId is', auth.clientId);
+  return bad ? { missing: `${bad}; give options.tenant` } : auth.clientId;
+}
+
+// A host's conversation id as a key part: "<tag>-<value>" when that is one
+// (1 to 128 characters of A-Za-z0-9_-), else "<tag>_<idem_fingerprint of
+// the value as a JSON string>" (32 hex digits): deterministic, never
+// truncated, and never equal to a value kept as it is ('_' after the tag).
+function hostScope(ledger, tag, value) {
+  const plain = `${tag}-${value}`;
+  if (KEY_PART.test(plain)) return plain;
+  return `${tag}_${ledger.value('SELECT idem_fingerprint(?) AS v', [JSON.stringify(value)])}`;
+}
+
+// Default conversation: the request's _meta key
+// io.github.sqlite-idempotency/conversation, as given (a value that is not
+// a key part is { missing }, naming it); else the first host key with a
+// non-empty string, mapped by hostScope; else undefined (nothing names one).
+function namedConversation(ledger, extra) {
+  const meta = metaOf(extra);
+  if (!meta) return undefined;
+  const own = meta[META.conversation];
+  if (own !== undefined && own !== null && own !== '') {
+    const bad = notKeyPart(`_meta "${META.conversation}" is`, own);
+    return bad ? { missing: bad } : own;
+  }
+  for (const h of HOSTS) {
+    const v = meta[h.key];
+    if (typeof v === 'string' && v !== '') return hostScope(ledger, h.tag, v);
+  }
+  return undefined;
+}
+
+// The conversation of a call that names none: a per-tenant sliding window
+// of `seconds`, as a function Ledger.call runs under the ledger's write lock
+// (claimChosen), so racing processes choose alike. Buckets of `seconds`
+// named "w-<start, Unix seconds>": the call is the operation of the
+// previous bucket when that bucket holds an identical claim (this tenant,
+// tool and arguments) created less than `seconds` ago, else the operation
+// of the current bucket. So an identical call within `seconds` of the
+// operation's first call is that operation (also across a bucket's edge),
+// and one `seconds` or more later is a new one.
+function windowScope(ledger, tenant, tool, args, seconds) {
+  const span = seconds * 1000;
+  const text = JSON.stringify(args);
+  return (nowMs) => {
+    const start = Math.floor(nowMs / span) * span;
+    const previous = `w-${(start - span) / 1000}`;
+    const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', [tenant, previous, tool, text]);
+    const created = ledger.value(`SELECT created_at AS v FROM ${ledger.sqlName()} WHERE tenant = ? AND key = ?`, [tenant, key]);
+    return created !== undefined && created !== null && nowMs - Number(created) < span ? previous : `w-${start / 1000}`;
+  };
 }
 
 function checkOptions(where, options) {
@@ -73,11 +138,22 @@ function checkOptions(where, options) {
       throw new TypeError(`${where}: options.${k} must be a function, got ${typeof options[k]}`);
     }
   }
+  if (options.strict !== undefined && typeof options.strict !== 'boolean') {
+    throw new TypeError(`${where}: options.strict must be a boolean, got ${typeof options.strict}`);
+  }
+  if (options.windowSeconds !== undefined && !(Number.isInteger(options.windowSeconds) && options.windowSeconds >= 1 && options.windowSeconds <= WINDOW_MAX_SECONDS)) {
+    throw new RangeError(`${where}: options.windowSeconds must be an integer from 1 to ${WINDOW_MAX_SECONDS}, got ${options.windowSeconds}`);
+  }
+  if (options.strict === true && options.windowSeconds !== undefined) {
+    throw new TypeError(`${where}: options.windowSeconds is of no use with strict: true (a call that names no conversation is refused)`);
+  }
   if (options.waitMs !== undefined && !(Number.isFinite(options.waitMs) && options.waitMs >= 0)) {
     throw new RangeError(`${where}: options.waitMs must be a number of milliseconds >= 0, got ${options.waitMs}`);
   }
-  if (options.renewSeconds !== undefined && !(Number.isInteger(options.renewSeconds) && options.renewSeconds >= 0)) {
-    throw new RangeError(`${where}: options.renewSeconds must be an integer >= 0, got ${options.renewSeconds}`);
+  for (const k of ['renewSeconds', 'heartbeatSeconds']) {
+    if (options[k] !== undefined && !(Number.isInteger(options[k]) && options[k] >= 0)) {
+      throw new RangeError(`${where}: options.${k} must be an integer >= 0, got ${options[k]}`);
+    }
   }
   return options;
 }
@@ -95,56 +171,109 @@ function refusal(decision, text, key) {
   return { content: [{ type: 'text', text }], isError: true, _meta: meta };
 }
 
-function marked(result) {
+// The stored result of a replay: the words of the replay first, then the
+// result's own content, its _meta with the replay marker.
+function replayed(result, text) {
   const meta = result && typeof result._meta === 'object' && result._meta !== null ? result._meta : {};
-  return { ...result, _meta: { ...meta, [META.replay]: true } };
+  const content = result && Array.isArray(result.content) ? result.content : [];
+  return { ...result, content: [{ type: 'text', text }, ...content], _meta: { ...meta, [META.replay]: true } };
 }
 
 const describe = (e) => (e instanceof Error ? e.message : String(e));
 
 // The tenant or conversation of a call: a non-empty string, or the reason
-// it is missing.
-function part(which, fn, params) {
+// it is missing (a function that throws or rejects is a missing part).
+async function part(which, fn, params) {
   let v;
   try {
-    v = fn(...params);
+    v = await fn(...params);
   } catch (e) {
     return { missing: `options.${which} threw: ${describe(e)}` };
   }
   if (v && typeof v === 'object' && typeof v.missing === 'string') return v;
   if (v === undefined || v === null || v === '') return { missing: `options.${which} gave ${v === '' ? 'an empty string' : String(v)}` };
   if (typeof v !== 'string') return { missing: `options.${which} gave a ${typeof v}, not a string` };
-  return v;
+  const bad = notKeyPart(`options.${which} gave`, v);
+  return bad ? { missing: bad } : v;
+}
+
+// The conversation of a call, as Ledger.call takes it: a string, a window
+// (a function, windowScope), or { missing }.
+async function conversationFor(ledger, name, options, tenant, args, extra) {
+  if (options.conversation) return part('conversation', options.conversation, [args, extra]);
+  const named = namedConversation(ledger, extra);
+  if (named !== undefined) return named;
+  if (options.strict === true) {
+    return { missing: `the request names none and strict is true: no _meta "${META.conversation}", ${HOSTS.map((h) => `"${h.key}"`).join(' or ')}; give options.conversation` };
+  }
+  return windowScope(ledger, tenant, name, args, options.windowSeconds === undefined ? WINDOW_SECONDS : options.windowSeconds);
+}
+
+// The first call's time and, for a call in progress, when its holder
+// claimed or last renewed it: from the key's row (undefined when it cannot
+// be read).
+function times(ledger, tenant, key) {
+  let r;
+  try {
+    r = ledger.row(tenant, key);
+  } catch {
+    return {};
+  }
+  return r ? { at: Number(r.created_at), renewed_at: Number(r.updated_at) } : {};
+}
+
+// What the model reads when the call was not run, or ran and its outcome
+// is unknown.
+function refused(ledger, name, tenant, e) {
+  if (e instanceof ClaimInProgress) {
+    // renewed_at: the decision's when it says, else the row's last renewal
+    const renewed_at = e.decision.renewed_at ?? times(ledger, tenant, e.key).renewed_at;
+    return refusal('in_progress', say('in_progress', { tool: name, key: e.key, attempt: e.decision.attempt, renewed_at }), e.key);
+  }
+  if (e instanceof OutcomeUnknown) {
+    const text = e.decision
+      ? say('unknown', { tool: name, key: e.key, attempt: e.decision.attempt })
+      : say('outcome_unknown', { tool: name, key: e.key, reason: e.reason });
+    return refusal('unknown', text, e.key);
+  }
+  if (e instanceof ClaimMismatch) {
+    return refusal('mismatch', say('mismatch', { tool: name, key: e.key, differs: e.decision.differs }), e.key);
+  }
+  if (e instanceof NotSent) return refusal('not_sent', say('not_sent', { tool: name, reason: e.reason }), e.key);
+  if (e instanceof NotCommitted) return refusal('not_sent', say('not_sent', { tool: name, reason: because('not_committed') }), e.key);
+  if (e instanceof LeaseLost) return refusal('not_sent', say('not_sent', { tool: name, reason: because('lease_lost', { message: e.message }) }), e.key);
+  return undefined;
 }
 
 // The guarded callback. readOnly (withIdempotency): reads the registered
 // tool's annotations at call time; readOnlyHint true passes through.
 function guard(ledger, name, options, callback, readOnly) {
   const tenantOf = options.tenant || defaultTenant;
-  const conversationOf = options.conversation || defaultConversation;
   const callOptions = { waitMs: options.waitMs === undefined ? 0 : options.waitMs };
-  if (options.renewSeconds !== undefined) callOptions.renewSeconds = options.renewSeconds;
+  for (const k of ['renewSeconds', 'heartbeatSeconds']) if (options[k] !== undefined) callOptions[k] = options[k];
   const wrapped = async function idempotentToolCallback(...params) {
     // The SDKs call (args, extra) for a tool with an input schema, (extra) without.
     if (readOnly && readOnly()) return callback.apply(this, params);
     const withArgs = params.length >= 2;
-    const args = withArgs ? params[0] : {};
+    const args = withArgs && params[0] !== undefined ? params[0] : {};
     const extra = withArgs ? params[1] : params[0];
-    const tenant = part('tenant', tenantOf, [extra]);
-    if (typeof tenant !== 'string') return refusal('missing', `${name}: not run: no tenant: ${tenant.missing}; nothing was sent`);
-    const conversation = part('conversation', conversationOf, [args, extra]);
-    if (typeof conversation !== 'string') return refusal('missing', `${name}: not run: no conversation: ${conversation.missing}; nothing was sent`);
+    const tenant = await part('tenant', tenantOf, [extra]);
+    if (typeof tenant !== 'string') return refusal('no_tenant', say('no_tenant', { tool: name, reason: tenant.missing }));
+    const conversation = await conversationFor(ledger, name, options, tenant, args, extra);
+    if (conversation && typeof conversation === 'object') {
+      return refusal('no_conversation', say('no_conversation', { tool: name, reason: conversation.missing }));
+    }
     const signal = signalOf(extra);
-    if (signal && signal.aborted) return refusal('not_sent', `${name}: not run: the request was cancelled before the tool started; nothing was sent`);
+    if (signal && signal.aborted) return refusal('not_sent', say('not_sent', { tool: name, reason: because('cancelled') }));
     const self = this;
     let out;
     try {
-      out = await ledger.call(tenant, conversation, name, args === undefined ? {} : args, async (attempt) => {
-        if (signal && signal.aborted) throw new NotSent('the request was cancelled before the tool started');
+      out = await ledger.call(tenant, conversation, name, args, async (attempt) => {
+        if (signal && signal.aborted) throw new NotSent(because('cancelled'));
         const ex = { ...extra, [ATTEMPT]: attempt };
         let result;
         try {
-          result = await (withArgs ? callback.call(self, args, ex) : callback.call(self, ex));
+          result = await (withArgs ? callback.call(self, params[0], ex) : callback.call(self, ex));
         } catch (e) {
           if (signal && signal.aborted && !(e instanceof NotSent) && !(e instanceof ToolFailed) && !(e instanceof OutcomeUnknown)) {
             throw new OutcomeUnknown(`the request was cancelled while the tool ran (${describe(e)})`, { cause: e });
@@ -158,25 +287,15 @@ function guard(ledger, name, options, callback, readOnly) {
         return result;
       }, callOptions);
     } catch (e) {
-      if (e instanceof ClaimInProgress) {
-        return refusal('in_progress', `${name}: not run: an identical call (same tenant, conversation and arguments) is still running (attempt ${e.decision.attempt}). Do not call ${name} again with these arguments: the running call will finish it, and a later identical call returns its result.`, e.key);
-      }
-      if (e instanceof OutcomeUnknown) {
-        const head = e.decision
-          ? `${name}: not run: an earlier identical call did not finish and its outcome is unknown:`
-          : `${name}: the outcome is unknown (${e.reason}):`;
-        return refusal('unknown', `${head} ${UNKNOWN_SENTENCE}. Do not call ${name} again with these arguments; tell the user it may or may not have happened, and that it must be checked in the target system.`, e.key);
-      }
-      if (e instanceof ClaimMismatch) {
-        return refusal('mismatch', `${name}: not run: the key of this call is bound to a different request (${e.decision.differs} differs); nothing was run or replayed. Do not call ${name} again with these arguments.`, e.key);
-      }
-      if (e instanceof NotSent || e instanceof LeaseLost || e instanceof NotCommitted) {
-        return refusal('not_sent', `${name}: not sent: ${describe(e)}; nothing happened, so the call may be made again.`, e.key);
-      }
+      const r = refused(ledger, name, tenant, e);
+      if (r) return r;
       throw e;
     }
-    if (out.status === 'succeeded') return out.idempotent ? marked(out.result) : out.result;
-    return out.idempotent ? marked(out.error) : out.error; // the isError result the tool returned
+    const stored = out.status === 'succeeded' ? out.result : out.error; // the error: the isError result the tool returned
+    if (!out.idempotent) return stored;
+    const { at } = times(ledger, tenant, out.key);
+    const words = { tool: name, key: out.key, attempt: out.attempt, at };
+    return replayed(stored, say(out.status === 'succeeded' ? 'replay' : 'failed_replay', words));
   };
   wrapped[WRAPPED] = true;
   return wrapped;
@@ -238,4 +357,4 @@ function attemptOf(extra) {
   return a;
 }
 
-module.exports = { withIdempotency, idempotentTool, attemptOf, META, PREFIX };
+module.exports = { withIdempotency, idempotentTool, attemptOf, META, PREFIX, HOSTS, WINDOW_SECONDS };

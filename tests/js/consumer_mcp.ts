@@ -5,7 +5,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { Ledger, type LoadableDatabase } from 'sqlite-idempotency';
-import { withIdempotency, idempotentTool, attemptOf, META, type McpIdempotencyOptions } from 'sqlite-idempotency/mcp';
+import { withIdempotency, idempotentTool, attemptOf, META, HOSTS, WINDOW_SECONDS, type McpIdempotencyOptions } from 'sqlite-idempotency/mcp';
 
 declare const db: LoadableDatabase; // a better-sqlite3 connection
 const ledger = Ledger.open(db);
@@ -31,3 +31,12 @@ server.registerTool('bare', {}, idempotentTool(ledger, 'bare', undefined, async 
 })));
 const replayKey: 'io.github.sqlite-idempotency/replay' = META.replay;
 void replayKey;
+// the conversation's options: strict, the window, functions that may be async
+const strict: McpIdempotencyOptions = { tenant: async (extra) => extra.authInfo?.clientId, strict: true };
+const windowed: McpIdempotencyOptions = { windowSeconds: 120, heartbeatSeconds: 5, conversation: async (args) => args.thread_id };
+withIdempotency(new McpServer({ name: 'y', version: '1' }), ledger, strict);
+withIdempotency(new McpServer({ name: 'z', version: '1' }), ledger, windowed);
+const hostKeys: string[] = HOSTS.map((h) => `${h.tag}:${h.key}`);
+const window: number = WINDOW_SECONDS;
+void hostKeys;
+void window;

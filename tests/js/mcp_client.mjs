@@ -2,7 +2,7 @@
 // over stdio (spawning its own mcp_server.mjs) or over Streamable HTTP with a
 // bearer token. It connects, prints READY, waits for GO on stdin, makes one
 // tools/call and prints its CallToolResult as one JSON line (or
-// {"threw": message}).
+// {"threw": message}). CONVERSATION "-" sends no _meta.
 //
 //   node mcp_client.mjs stdio DB TARGET_URL TENANT ARGS_JSON CONVERSATION
 //   node mcp_client.mjs http URL TOKEN ARGS_JSON CONVERSATION
@@ -20,7 +20,7 @@ await new Promise((resolve) => rl.once('line', resolve));
 rl.close();
 let line;
 try {
-  line = JSON.stringify(await callSend(client, JSON.parse(argsJson), conversation));
+  line = JSON.stringify(await callSend(client, JSON.parse(argsJson), conversation === '-' ? undefined : conversation));
 } catch (e) {
   line = JSON.stringify({ threw: e.message });
 }

@@ -1,11 +1,13 @@
 // The SDK's Client connected to mcp_server.mjs, as the tests drive it.
 //
-//   connect({ mode: 'stdio', db, target, tenant?, ledger?, waitMs? })
+//   connect({ mode: 'stdio', db, target, tenant?, ledger?, waitMs?, windowSeconds?, heartbeatSeconds? })
 //       spawns node mcp_server.mjs stdio (client.transport.pid is its pid)
 //   connect({ mode: 'http', url, token })
 //       Streamable HTTP with Authorization: Bearer <token>
-//   callSend(client, args, conversation?, options?): tools/call send_email
-//       with the conversation in _meta (none when conversation is undefined)
+//   callSend(client, args, meta?, options?, tool?): tools/call send_email
+//       (or tool); meta a string is the conversation under the project's
+//       _meta key, an object the request's _meta as it is, undefined none
+//       (as the SDK's Client sends by itself)
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,6 +21,9 @@ export async function connect(o) {
   let transport;
   if (o.mode === 'stdio') {
     const env = { ...process.env, LEDGER: o.ledger || 'ledger', WAIT_MS: String(o.waitMs ?? 8000) };
+    for (const [k, v] of [['WINDOW_SECONDS', o.windowSeconds], ['HEARTBEAT_SECONDS', o.heartbeatSeconds]]) {
+      if (v === undefined) delete env[k]; else env[k] = String(v);
+    }
     if (o.tenant === undefined) delete env.MCP_TENANT; else env.MCP_TENANT = o.tenant;
     transport = new StdioClientTransport({ command: process.execPath, args: [SERVER, 'stdio', o.db, o.target], env, stderr: 'pipe' });
   } else {
@@ -31,8 +36,9 @@ export async function connect(o) {
   return client;
 }
 
-export function callSend(client, args, conversation, options) {
-  const params = { name: 'send_email', arguments: args };
-  if (conversation !== undefined) params._meta = { [META.conversation]: conversation };
+export function callSend(client, args, meta, options, tool = 'send_email') {
+  const params = { name: tool, arguments: args };
+  if (typeof meta === 'string') params._meta = { [META.conversation]: meta };
+  else if (meta !== undefined) params._meta = meta;
   return client.callTool(params, undefined, options);
 }

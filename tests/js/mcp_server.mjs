@@ -8,11 +8,14 @@
 //       tenant-a, token-b -> tenant-b; anything else is 401)
 //
 // $LEDGER names the ledger (default "ledger"), $WAIT_MS the wait for an
-// identical running call (default 0). Tools:
+// identical running call (default 0), $WINDOW_SECONDS the deduplication
+// window (default the module's), $HEARTBEAT_SECONDS the heartbeat (default
+// Ledger.call's). Tools:
 //   send_email {to, subject, delay_ms?, honor_signal?}  POSTs to
 //       TARGET/send with the call's Idempotency-Key; answers the target's
 //       JSON as text and as structuredContent; with honor_signal the request
 //       is aborted with the call's signal
+//   send_email_strict  the same, guarded with strict: true
 //   lookup {q}  readOnlyHint: POSTs to TARGET/lookup without a key, unguarded
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -23,32 +26,35 @@ import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.
 import Database from 'better-sqlite3';
 import { z } from 'zod';
 import { Ledger } from 'sqlite-idempotency';
-import { withIdempotency, attemptOf } from 'sqlite-idempotency/mcp';
+import { withIdempotency, idempotentTool, attemptOf } from 'sqlite-idempotency/mcp';
 
 const [mode, dbPath, targetUrl] = process.argv.slice(2);
 const ledger = Ledger.open(new Database(dbPath), { name: process.env.LEDGER || 'ledger', create: false });
-const waitMs = Number(process.env.WAIT_MS || 0);
+const options = { waitMs: Number(process.env.WAIT_MS || 0) };
+if (mode === 'stdio') options.tenant = () => process.env.MCP_TENANT;
+if (process.env.WINDOW_SECONDS) options.windowSeconds = Number(process.env.WINDOW_SECONDS);
+if (process.env.HEARTBEAT_SECONDS) options.heartbeatSeconds = Number(process.env.HEARTBEAT_SECONDS);
+
+const sendSchema = { to: z.string(), subject: z.string(), delay_ms: z.number().optional(), honor_signal: z.boolean().optional() };
+async function send(args, extra) {
+  const q = args.delay_ms ? `?delay_ms=${args.delay_ms}` : '';
+  const res = await fetch(`${targetUrl}/send${q}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...attemptOf(extra).headers },
+    body: JSON.stringify(args),
+    signal: args.honor_signal ? extra.signal : undefined,
+  });
+  const answer = await res.json();
+  return { content: [{ type: 'text', text: `sent to ${args.to}: ${JSON.stringify(answer)}` }], structuredContent: answer };
+}
 
 function makeServer() {
   const server = new McpServer({ name: 'idem-e2e', version: '0.0.0' });
-  withIdempotency(server, ledger, {
-    waitMs,
-    ...(mode === 'stdio' ? { tenant: () => process.env.MCP_TENANT } : {}),
-  });
-  server.registerTool('send_email', {
-    description: 'sends an email',
-    inputSchema: { to: z.string(), subject: z.string(), delay_ms: z.number().optional(), honor_signal: z.boolean().optional() },
-  }, async (args, extra) => {
-    const q = args.delay_ms ? `?delay_ms=${args.delay_ms}` : '';
-    const res = await fetch(`${targetUrl}/send${q}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...attemptOf(extra).headers },
-      body: JSON.stringify(args),
-      signal: args.honor_signal ? extra.signal : undefined,
-    });
-    const answer = await res.json();
-    return { content: [{ type: 'text', text: `sent to ${args.to}: ${JSON.stringify(answer)}` }], structuredContent: answer };
-  });
+  withIdempotency(server, ledger, options);
+  server.registerTool('send_email', { description: 'sends an email', inputSchema: sendSchema }, send);
+  const { windowSeconds, ...strictOptions } = options;
+  server.registerTool('send_email_strict', { description: 'sends an email', inputSchema: sendSchema },
+    idempotentTool(ledger, 'send_email_strict', { ...strictOptions, strict: true }, send));
   server.registerTool('lookup', {
     inputSchema: { q: z.string() },
     annotations: { readOnlyHint: true },

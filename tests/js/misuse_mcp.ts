@@ -13,4 +13,7 @@ withIdempotency(server, ledger, { tenant: 'tenant-a' }); // refused
 withIdempotency(server, ledger, { waitMs: '5' }); // refused
 idempotentTool(ledger, 'x', {}, async () => 'not a result'); // refused
 idempotentTool(ledger, 7, {}, async () => ({ content: [] })); // refused
+withIdempotency(server, ledger, { strict: 'yes' }); // refused
+withIdempotency(server, ledger, { windowSeconds: '600' }); // refused
+withIdempotency(server, ledger, { conversation: () => 7 }); // refused
 withIdempotency(server, ledger, { tenant: () => 'a' });

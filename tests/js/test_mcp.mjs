@@ -4,13 +4,31 @@
 // against the counting target (../lib/target.mjs) on 127.0.0.1. For each
 // transport:
 //
-//   twice          the same call twice (a new request id; over HTTP a new
-//                  connection): the target
-//                  saw one request, the second caller got the first result
+//   stock          the SDK's Client as it is, no _meta (the conversation is
+//                  the tenant's deduplication window): the retry, a new
+//                  request id (over HTTP a new connection) with the
+//                  arguments in another order, is a replay whose first text
+//                  block says it already ran, when and which attempt; one
+//                  request
+//   twice          the same call twice with the project's _meta
+//                  conversation: the target saw one request, the second
+//                  caller got the first result after the replay's words,
 //                  with _meta replay true; the readOnlyHint tool is not
 //                  guarded (two calls, two requests)
-//   concurrent     four client processes at once: one ran, three got its
-//                  result marked as a replay; one request
+//   hosts          _meta "openai/session" and "vscode.conversationId" scope
+//                  like a conversation (two values, two requests; the same
+//                  value again, a replay whatever else _meta carries:
+//                  "claudecode/toolUseId", "vscode.requestId")
+//   window         a server with a 4 s window: a retry across a bucket's
+//                  edge, less than the window after the first call, is a
+//                  replay; an identical call the window after the first, in
+//                  that next bucket, is a new operation (a sliding window,
+//                  not fixed buckets)
+//   strict         a strict tool refuses a call that names no conversation,
+//                  with the exact text, and sends nothing
+//   concurrent     four client processes at once, no _meta: one ran, three
+//                  got its result as a replay; one request (the window's
+//                  choice and the claim are one write transaction)
 //   timeout        the client gives up (RequestTimeout) while the tool runs;
 //                  a retry gets the first result as a replay; one request
 //   cancelled      (stdio) the timed-out client's cancellation aborts the
@@ -19,16 +37,22 @@
 //   killed         the server process is killed (SIGKILL) mid-call; after the
 //                  lease, a fresh server answers the retry unknown and sends
 //                  nothing; one request
+//   heartbeat      heartbeatSeconds 1 on a ledger whose lease is 3 s: a call
+//                  running past the lease still holds its claim; SIGKILLed,
+//                  the retry reads unknown within the lease and a second or
+//                  two, and nothing is sent again (skipped while Ledger.call
+//                  has no heartbeatSeconds)
 //   tenants        two tenants, the same arguments and conversation: two
 //                  requests, each replayed to its own tenant
 //   conversations  two conversations, the same tenant and arguments: two
 //                  requests, each replayed in its own conversation
-//   missing        no tenant (stdio without $MCP_TENANT) / no conversation
-//                  (http without the _meta key): isError naming it, nothing sent
+//   missing        (stdio) no tenant (without $MCP_TENANT): isError naming
+//                  it, nothing sent
 //
 // Usage: node test_mcp.mjs   (run from a project where sqlite-idempotency
 // and the SDK resolve; tests/suites/55-integrations-mcp.sh makes it)
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,6 +70,9 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const checks = new Checks('integrations.mcp');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const j = (v) => JSON.stringify(v);
+// the heartbeat case: a beat each second, a lease of three beats
+const BEAT_SECONDS = 1;
+const BEAT_LEASE_SECONDS = 3 * BEAT_SECONDS;
 const UNKNOWN = 'that request may have reached the target system, the outcome is theirs to report, and nothing is retried here';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-mcp-'));
@@ -54,6 +81,7 @@ const db = path.join(tmp, 'agent.db');
   const setup = new Database(db);
   Ledger.open(setup);
   Ledger.open(setup, { name: 'short', options: { lease_seconds: 1 } });
+  Ledger.open(setup, { name: 'beat', options: { lease_seconds: BEAT_LEASE_SECONDS } });
   setup.close();
 }
 const target = await startTarget();
@@ -62,12 +90,34 @@ const children = new Set();
 const replayed = (r) => r && r._meta && r._meta[META.replay] === true;
 const keyOf = (r) => r && r.structuredContent && r.structuredContent.received;
 const fresh = (r) => r && !r.isError && !replayed(r) && typeof keyOf(r) === 'string';
-const sameBody = (a, b) => isDeepStrictEqual(a.content, b.content) && isDeepStrictEqual(a.structuredContent, b.structuredContent);
+const text = (r) => r && r.content && r.content[0] && r.content[0].text;
+
+// The ledger row of a key, read by a connection of the test's own.
+function rowOf(tenant, key) {
+  const check = new Database(db);
+  try {
+    return Ledger.open(check, { create: false }).row(tenant, key);
+  } finally {
+    check.close();
+  }
+}
+
+// r is a replay of first: the replay's words (when the first call ran, from
+// its row; which attempt), then first's content and structuredContent as
+// they were.
+function isReplayOf(r, first, tenant = 'tenant-a') {
+  const key = keyOf(first);
+  const row = key && rowOf(tenant, key);
+  if (!row || !replayed(r)) return false;
+  const words = `send_email already ran at ${new Date(row.created_at).toISOString()} with these arguments (key ${key}, attempt 1) and was not run again. This is the result of that run:`;
+  return r.content[0].type === 'text' && r.content[0].text === words && isDeepStrictEqual(r.content.slice(1), first.content) &&
+    isDeepStrictEqual(r.structuredContent, first.structuredContent);
+}
 
 // An HTTP server process: resolves to { url, proc } once it printed PORT.
-function startHttp(ledger = 'ledger') {
+function startHttp(ledger = 'ledger', env = {}) {
   const proc = spawn(process.execPath, [SERVER, 'http', db, target.url], {
-    env: { ...process.env, LEDGER: ledger, WAIT_MS: '8000' }, stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, LEDGER: ledger, WAIT_MS: '8000', ...env }, stdio: ['pipe', 'pipe', 'pipe'],
   });
   children.add(proc);
   proc.on('exit', () => children.delete(proc));
@@ -124,6 +174,19 @@ async function suite(mode) {
     ? ['stdio', db, target.url, `tenant-${tenant}`, j(args), conv]
     : ['http', http.url, `token-${tenant}`, j(args), conv]);
 
+  lap(`${mode} before stock`);
+  // stock: no _meta; the retry is a new request id with reordered arguments
+  {
+    const args = { to: `stock-${mode}@example.com`, subject: 'hello' };
+    const r1 = await callSend(main, args);
+    const c2 = mode === 'http' ? await client() : main;
+    const r2 = await callSend(c2, { subject: 'hello', to: args.to });
+    if (c2 !== main) await c2.close();
+    const row = fresh(r1) && rowOf('tenant-a', keyOf(r1));
+    checks.report(fresh(r1) && isReplayOf(r2, r1) && /^w-[0-9]+$/.test(row.conversation) && target.count(keyOf(r1)) === 1,
+      `${p}stock`, `first ${j(r1)}, retry ${j(r2)}, row ${j(row)}, target saw ${target.count(keyOf(r1))}`);
+  }
+
   lap(`${mode} before twice`);
   // twice
   {
@@ -135,19 +198,83 @@ async function suite(mode) {
     await c2.callTool({ name: 'lookup', arguments: { q: 'x' } });
     await c2.callTool({ name: 'lookup', arguments: { q: 'x' } });
     if (c2 !== main) await c2.close();
-    checks.report(fresh(r1) && replayed(r2) && sameBody(r1, r2) && target.count(keyOf(r1)) === 1,
+    checks.report(fresh(r1) && isReplayOf(r2, r1) && target.count(keyOf(r1)) === 1,
       `${p}twice`, `first ${j(r1)}, second ${j(r2)}, target saw ${target.count(keyOf(r1))}`);
     checks.report(target.countPath('/lookup') - before === 2, `${p}read-only-unguarded`, `target saw ${target.countPath('/lookup') - before} lookups, want 2`);
   }
 
+  lap(`${mode} before hosts`);
+  // hosts: the keys hosts send that name a conversation
+  {
+    const args = { to: `hosts-${mode}@example.com`, subject: 'hello' };
+    const [u1, u2] = [randomUUID(), randomUUID()];
+    const s1 = await callSend(main, args, { 'openai/session': `v1-${u1}` });
+    const s2 = await callSend(main, args, { 'openai/session': `v1-${u2}` });
+    const s1b = await callSend(main, args, { 'openai/session': `v1-${u1}`, 'claudecode/toolUseId': `toolu_${u2}` });
+    const v1 = await callSend(main, args, { 'vscode.conversationId': u1, 'vscode.requestId': 'r-1' });
+    const v2 = await callSend(main, args, { 'vscode.conversationId': u2, 'vscode.requestId': 'r-1' });
+    const v1b = await callSend(main, args, { 'vscode.conversationId': u1, 'vscode.requestId': 'r-2' });
+    const conversations = [s1, s2, v1, v2].map((r) => fresh(r) && rowOf('tenant-a', keyOf(r)).conversation);
+    const want = [`openai-v1-${u1}`, `openai-v1-${u2}`, `vscode-${u1}`, `vscode-${u2}`];
+    checks.report(j(conversations) === j(want) && new Set([s1, s2, v1, v2].map(keyOf)).size === 4 &&
+      isReplayOf(s1b, s1) && isReplayOf(v1b, v1) && [s1, s2, v1, v2].every((r) => target.count(keyOf(r)) === 1),
+      `${p}hosts`, `conversations ${j(conversations)}, want ${j(want)}; ${j({ s1b, v1b })}`);
+  }
+
+  lap(`${mode} before window`);
+  // window: a server whose window is 4 s (buckets of 4 s)
+  {
+    const W = 4000;
+    let wc; let wh;
+    if (mode === 'stdio') {
+      wc = await client({ windowSeconds: W / 1000 });
+    } else {
+      wh = await startHttp('ledger', { WINDOW_SECONDS: String(W / 1000) });
+      wc = await connect({ mode, url: wh.url, token: 'token-a' });
+    }
+    const args = { to: `window-${mode}@example.com`, subject: 'hello' };
+    // the first call in the second half of a bucket, at least 1 s before its end
+    await waitFor(() => Date.now() % W >= W / 2 && Date.now() % W < W - 1000, 2 * W, 'the second half of a bucket');
+    const r1 = await callSend(wc, args);
+    const row1 = fresh(r1) && rowOf('tenant-a', keyOf(r1));
+    const b0 = Math.floor(row1.created_at / W);
+    // the retry in the next bucket, less than the window after the first call
+    await waitFor(() => Date.now() >= (b0 + 1) * W + 10, 2 * W, 'the next bucket');
+    const retrySent = Date.now();
+    const r2 = await callSend(wc, { subject: 'hello', to: args.to });
+    // an identical call the window after the first one, still in that next bucket
+    await waitFor(() => Date.now() >= row1.created_at + W + 10, 2 * W, 'the end of the window');
+    const r3 = await callSend(wc, args);
+    const row3 = fresh(r3) && rowOf('tenant-a', keyOf(r3));
+    await wc.close();
+    if (wh) wh.proc.kill();
+    checks.report(row1.conversation === `w-${(b0 * W) / 1000}` && retrySent >= (b0 + 1) * W && isReplayOf(r2, r1) && target.count(keyOf(r1)) === 1,
+      `${p}window-edge`, `first ${j(r1)} row ${j(row1)}, retry sent at ${retrySent} ${j(r2)}`);
+    checks.report(row3 && keyOf(r3) !== keyOf(r1) && row3.conversation === `w-${((b0 + 1) * W) / 1000}` && target.count(keyOf(r3)) === 1,
+      `${p}window-after`, `after the window ${j(r3)} row ${j(row3)}`);
+  }
+
+  lap(`${mode} before strict`);
+  // strict: no conversation named, refused; a host key names one
+  {
+    const args = { to: `strict-${mode}@example.com`, subject: 'hello' };
+    const sent = target.total();
+    const r = await callSend(main, args, undefined, undefined, 'send_email_strict');
+    const refusedSent = target.total() - sent;
+    const ok = await callSend(main, args, { 'vscode.conversationId': `strict-${mode}` }, undefined, 'send_email_strict');
+    const want = 'send_email_strict was not run: no conversation for this call (the request names none and strict is true: no _meta "io.github.sqlite-idempotency/conversation", "openai/session" or "vscode.conversationId"; give options.conversation); the application must supply it, and nothing was sent. Do not call send_email_strict again until it does.';
+    checks.report(r.isError === true && text(r) === want && r._meta[META.decision] === 'no_conversation' && refusedSent === 0 &&
+      fresh(ok) && target.count(keyOf(ok)) === 1, `${p}strict`, `got ${j(r)}, want text ${j(want)}; with a host key ${j(ok)}`);
+  }
+
   lap(`${mode} before concurrent`);
-  // concurrent: four client processes at once
+  // concurrent: four client processes at once, no _meta
   {
     const args = { to: `concurrent-${mode}@example.com`, subject: 'hello', delay_ms: 700 };
-    const rs = await clientsAtOnce([0, 1, 2, 3].map(() => clientArgv(args, 'conv-1')));
+    const rs = await clientsAtOnce([0, 1, 2, 3].map(() => clientArgv(args, '-')));
     const first = rs.filter(fresh);
     const replays = rs.filter(replayed);
-    checks.report(first.length === 1 && replays.length === 3 && replays.every((r) => sameBody(r, first[0])) &&
+    checks.report(first.length === 1 && replays.length === 3 && replays.every((r) => isReplayOf(r, first[0])) &&
       target.count(keyOf(first[0])) === 1, `${p}concurrent`, `results ${j(rs)}, target saw ${first.length ? target.count(keyOf(first[0])) : '?'}`);
   }
 
@@ -170,15 +297,12 @@ async function suite(mode) {
     const t = await caught(callSend(main, args, 'conv-1', { timeout: 300 }));
     await sleep(100); // the cancellation reaches the server, which settles
     const r = await callSend(main, args, 'conv-1');
-    const text = r.content && r.content[0] && r.content[0].text;
-    const wantRetry = `send_email: not run: an earlier identical call did not finish and its outcome is unknown: ${UNKNOWN}. Do not call send_email again with these arguments; tell the user it may or may not have happened, and that it must be checked in the target system.`;
-    checks.report(t.error && r.isError === true && text === wantRetry && r._meta[META.decision] === 'unknown' &&
+    const wantRetry = `send_email was not run: an earlier identical call (key ${r._meta[META.key]}, attempt 1) did not report its outcome: ${UNKNOWN}. Do not call send_email again with these arguments; tell the user it may or may not have happened and that it must be checked in the target system.`;
+    checks.report(t.error && r.isError === true && text(r) === wantRetry && r._meta[META.decision] === 'unknown' &&
       target.count(r._meta[META.key]) === 1 && target.countPath('/send') - sent === 1, `${p}cancelled`,
       `first ${t.error ? t.error.message : j(t.value)}, retry ${j(r)}, target saw ${target.count(r._meta && r._meta[META.key])}`);
     // the ledger row records why
-    const check = new Database(db);
-    const row = Ledger.open(check, { create: false }).row('tenant-a', r._meta[META.key]);
-    check.close();
+    const row = rowOf('tenant-a', r._meta[META.key]);
     checks.report(row && row.status === 'unknown' && Object.keys(row.error).length === 1 &&
       row.error.reason.startsWith('the request was cancelled while the tool ran (') && /timed out/.test(row.error.reason),
       `${p}cancelled-recorded`, `row ${j(row)}`);
@@ -217,10 +341,49 @@ async function suite(mode) {
       await c2.close();
       h2.proc.kill();
     }
-    const text = r.content && r.content[0] && r.content[0].text;
-    checks.report(first.error !== undefined && r.isError === true && r._meta[META.decision] === 'unknown' && text.includes(UNKNOWN) &&
+    checks.report(first.error !== undefined && r.isError === true && r._meta[META.decision] === 'unknown' && text(r).includes(UNKNOWN) &&
       target.count(r._meta[META.key]) === 1 && target.countPath('/send') - sent === 1, `${p}killed`,
       `first ${first.error ? first.error.message : j(first.value)}, retry ${j(r)}, requests ${target.countPath('/send') - sent}`);
+  }
+
+  lap(`${mode} before heartbeat`);
+  // heartbeat: on the ledger 'beat' (a lease of three beats), a call
+  // running past that lease still holds its claim (an identical call is
+  // in_progress); SIGKILLed, its claim is seen dead within the lease and a
+  // second, and the retry reads unknown; one request
+  if (!/heartbeatSeconds/.test(Ledger.prototype.call.toString())) {
+    console.log(`SKIP integrations.mcp:${p}heartbeat: Ledger.call of this tree takes no heartbeatSeconds (the heartbeat is not in it yet)`);
+  } else {
+    const BOUND_MS = BEAT_LEASE_SECONDS * 1000 + 2000; // the lease three beats give, and two seconds for the retry's server to start
+    const args = { to: `heartbeat-${mode}@example.com`, subject: 'hello', delay_ms: 9000 };
+    const sent = target.countPath('/send');
+    const beatServer = async () => {
+      if (mode === 'stdio') return { c: await client({ ledger: 'beat', heartbeatSeconds: BEAT_SECONDS, waitMs: 0 }) };
+      const h = await startHttp('beat', { HEARTBEAT_SECONDS: String(BEAT_SECONDS), WAIT_MS: '0' });
+      return { c: await connect({ mode, url: h.url, token: 'token-a' }), proc: h.proc };
+    };
+    const first = await beatServer();
+    const victim = first.proc || { pid: first.c.transport.pid };
+    const pending = caught(callSend(first.c, args));
+    await waitFor(() => target.countPath('/send') > sent, 5000, 'the request to reach the target');
+    await sleep(BEAT_LEASE_SECONDS * 1000 + 500); // past the claim's first lease: only the beats keep it
+    const during = await callSend(first.c, args);
+    process.kill(victim.pid, 'SIGKILL');
+    const killedAt = Date.now();
+    await Promise.race([pending, sleep(500)]);
+    await caught(first.c.close());
+    const second = await beatServer();
+    let r;
+    do {
+      r = await callSend(second.c, args);
+      if (r._meta && r._meta[META.decision] === 'in_progress') await sleep(200);
+    } while (r._meta && r._meta[META.decision] === 'in_progress' && Date.now() - killedAt < BOUND_MS);
+    const took = Date.now() - killedAt;
+    await second.c.close();
+    if (second.proc) second.proc.kill();
+    checks.report(during._meta && during._meta[META.decision] === 'in_progress' && r.isError === true && r._meta[META.decision] === 'unknown' &&
+      text(r).includes(UNKNOWN) && took <= BOUND_MS && target.countPath('/send') - sent === 1, `${p}heartbeat`,
+      `while running ${j(during)}; retry ${j(r)} ${took} ms after the kill (bound ${BOUND_MS} ms), requests ${target.countPath('/send') - sent}`);
   }
 
   lap(`${mode} before tenants`);
@@ -235,7 +398,7 @@ async function suite(mode) {
     const b2 = await callSend(cb, args, 'conv-1');
     await ca.close();
     await cb.close();
-    checks.report(fresh(a1) && fresh(b1) && keyOf(a1) !== keyOf(b1) && replayed(a2) && sameBody(a1, a2) && replayed(b2) && sameBody(b1, b2) &&
+    checks.report(fresh(a1) && fresh(b1) && keyOf(a1) !== keyOf(b1) && isReplayOf(a2, a1) && isReplayOf(b2, b1, 'tenant-b') &&
       target.count(keyOf(a1)) === 1 && target.count(keyOf(b1)) === 1, `${p}tenants`, j({ a1, b1, a2, b2 }));
   }
 
@@ -246,28 +409,21 @@ async function suite(mode) {
     const r1 = await callSend(main, args, 'conv-1');
     const r2 = await callSend(main, args, 'conv-2');
     const r3 = await callSend(main, args, 'conv-2');
-    checks.report(fresh(r1) && fresh(r2) && keyOf(r1) !== keyOf(r2) && replayed(r3) && sameBody(r2, r3) &&
+    checks.report(fresh(r1) && fresh(r2) && keyOf(r1) !== keyOf(r2) && isReplayOf(r3, r2) &&
       target.count(keyOf(r1)) === 1 && target.count(keyOf(r2)) === 1, `${p}conversations`, j({ r1, r2, r3 }));
   }
 
   lap(`${mode} before missing`);
-  // missing: no tenant (stdio) / no conversation (http)
-  {
+  // missing: no tenant (stdio; over HTTP the verifier gives one or refuses, http.bad-token)
+  if (mode === 'stdio') {
     const args = { to: `missing-${mode}@example.com`, subject: 'hello' };
     const sent = target.total();
-    let r; let want;
-    if (mode === 'stdio') {
-      const c = await client({ tenant: undefined });
-      r = await callSend(c, args, 'conv-1');
-      await c.close();
-      want = 'send_email: not run: no tenant: options.tenant gave undefined; nothing was sent';
-    } else {
-      const c = await client();
-      r = await callSend(c, args, undefined);
-      await c.close();
-      want = `send_email: not run: no conversation: the request has no _meta "${META.conversation}" (give options.conversation); nothing was sent`;
-    }
-    checks.report(r.isError === true && r.content[0].text === want && target.total() === sent, `${p}missing`, `got ${j(r)}, want text ${j(want)}`);
+    const c = await client({ tenant: undefined });
+    const r = await callSend(c, args);
+    await c.close();
+    const want = 'send_email was not run: no tenant for this call (options.tenant gave undefined); the application must supply it, and nothing was sent. Do not call send_email again until it does.';
+    checks.report(r.isError === true && text(r) === want && r._meta[META.decision] === 'no_tenant' && target.total() === sent,
+      `${p}missing`, `got ${j(r)}, want text ${j(want)}`);
   }
   await main.close();
   if (http) http.proc.kill();

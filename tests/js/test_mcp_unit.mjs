@@ -4,6 +4,7 @@
 // sees it, the options, the older tool() method and update(), errors with
 // their exact text.
 import fs from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -12,7 +13,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Ledger, NotSent } from 'sqlite-idempotency';
-import { withIdempotency, idempotentTool, attemptOf, META, PREFIX } from 'sqlite-idempotency/mcp';
+import { withIdempotency, idempotentTool, attemptOf, META, PREFIX, WINDOW_SECONDS } from 'sqlite-idempotency/mcp';
 import { Checks } from './checks.mjs';
 
 const checks = new Checks('integrations.mcp-unit');
@@ -24,6 +25,15 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-mcp-unit-'));
 const ledger = Ledger.open(new Database(path.join(tmp, 'agent.db')));
 const conv = (c) => ({ [META.conversation]: c });
 const text = (r) => r && r.content && r.content[0] && r.content[0].text;
+// A replay: the words first (when the first call ran, from its row; which
+// attempt), then the first result's content as it was.
+const iso = (key, tenant = 'tenant-a') => new Date(ledger.row(tenant, key).created_at).toISOString();
+const replayWords = (tool, key, tenant = 'tenant-a', attempt = 1) =>
+  `${tool} already ran at ${iso(key, tenant)} with these arguments (key ${key}, attempt ${attempt}) and was not run again. This is the result of that run:`;
+const isReplayOf = (r, first, tool, tenant) => r && r._meta && r._meta[META.replay] === true && r.content.length === first.content.length + 1 &&
+  text(r) === replayWords(tool, r._meta[META.key] || keyIn(r), tenant) && isDeepStrictEqual(r.content.slice(1), first.content);
+// the key a replayed result of these tools names in its words
+const keyIn = (r) => (/\(key (idem1-[0-9a-f]{32}),/.exec(text(r)) || [])[1];
 
 function threw(fn) {
   try { fn(); } catch (e) { return `${e.name}: ${e.message}`; }
@@ -72,7 +82,7 @@ try {
     const r1 = await call('act', { x: 1 }, conv('c1'));
     const r2 = await call('act', { x: 1 }, conv('c1'));
     report(!r1.isError && r1._meta.mine === 1 && r1._meta[META.replay] === undefined && text(r1).startsWith('did 1 "idem1-') &&
-      r2._meta.mine === 1 && r2._meta[META.replay] === true && text(r2) === text(r1), 'replay', j({ r1, r2 }));
+      r2._meta.mine === 1 && isReplayOf(r2, r1, 'act') && text(r1).includes(keyIn(r2)), 'replay', j({ r1, r2 }));
   }
   // arguments in another order are the same call; other args another
   {
@@ -102,7 +112,7 @@ try {
   {
     const r1 = await call('noargs', undefined, conv('c1'));
     const r2 = await call('noargs', undefined, conv('c1'));
-    report(text(r1).startsWith('noargs idem1-') && r2._meta[META.replay] === true && text(r2) === text(r1), 'no-input-schema', j({ r1, r2 }));
+    report(text(r1).startsWith('noargs idem1-') && isReplayOf(r2, r1, 'noargs'), 'no-input-schema', j({ r1, r2 }));
   }
   // the older tool() method, and a callback given by update()
   {
@@ -111,7 +121,7 @@ try {
     const l2 = await call('legacy', { y: 'a' }, conv('c1'));
     const u1 = await call('upd', {}, conv('c1'));
     const u2 = await call('upd', {}, conv('c1'));
-    report(runs === before + 2 && l2._meta[META.replay] === true && text(l2) === 'legacy a' && u2._meta[META.replay] === true && text(u2) === text(u1),
+    report(runs === before + 2 && isReplayOf(l2, l1, 'legacy') && text(l1) === 'legacy a' && isReplayOf(u2, u1, 'upd'),
       'tool-and-update', j({ l1, l2, u1, u2 }));
   }
   // in progress: a second identical call while the first runs
@@ -123,8 +133,33 @@ try {
     const r = await call('act', { x: 3, mode: 'slow' }, conv('c1'));
     open();
     await first;
-    const want = 'act: not run: an identical call (same tenant, conversation and arguments) is still running (attempt 1). Do not call act again with these arguments: the running call will finish it, and a later identical call returns its result.';
-    report(r.isError === true && text(r) === want && r._meta[META.decision] === 'in_progress' && /^idem1-/.test(r._meta[META.key]), 'in-progress', j(r));
+    const k = r._meta[META.key];
+    // claimed a few ms before: 0 s ago (1 when a second's edge fell between)
+    const ago = Number((/renewed it ([0-9]+) s ago/.exec(text(r)) || [])[1]);
+    const want = `act was not run: another caller holds an identical call (key ${k}, attempt 1) and renewed it ${ago <= 1 ? ago : 'at most 1'} s ago. This one was not started a second time, and its outcome is not known yet. Do not do it another way meanwhile: once that call finishes, an identical call returns its outcome without running again.`;
+    report(r.isError === true && text(r) === want && r._meta[META.decision] === 'in_progress' && /^idem1-/.test(k), 'in-progress', j(r));
+  }
+  // in progress, the holder having renewed its lease: the text says when
+  {
+    const s11 = new McpServer({ name: 'renewed', version: '0' });
+    withIdempotency(s11, ledger, { tenant: () => 'tenant-r', conversation: () => 'c1' });
+    let open;
+    const g = new Promise((r) => { open = r; });
+    let renewed;
+    const isRenewed = new Promise((r) => { renewed = r; });
+    s11.registerTool('slow', {}, async (extra) => { await sleep(5); attemptOf(extra).renew(600); renewed(); await g; return { content: [] }; });
+    const c11 = await pair(s11);
+    const first = c11.callTool({ name: 'slow', arguments: {} });
+    await isRenewed;
+    const r = await c11.callTool({ name: 'slow', arguments: {} });
+    open();
+    await first;
+    const k = r._meta[META.key];
+    // renewed a few ms before: 0 s ago (1 when a second's edge fell between)
+    const ago = Number((/renewed it ([0-9]+) s ago/.exec(text(r)) || [])[1]);
+    const want = `slow was not run: another caller holds an identical call (key ${k}, attempt 1) and renewed it ${ago} s ago. This one was not started a second time, and its outcome is not known yet. Do not do it another way meanwhile: once that call finishes, an identical call returns its outcome without running again.`;
+    report(r.isError === true && ago <= 1 && ledger.row('tenant-r', k).updated_at > ledger.row('tenant-r', k).created_at && text(r) === want, 'in-progress-renewed', `got ${j(text(r))}, want ${j(want)}`);
+    await c11.close();
   }
   // waitMs: the second caller waits and gets the replay
   {
@@ -141,7 +176,7 @@ try {
     await sleep(100);
     open();
     const [a, b] = await Promise.all([first, second]);
-    report(n === 1 && !a.isError && b._meta[META.replay] === true && text(b) === 'w 1', 'wait', j({ a, b, n }));
+    report(n === 1 && !a.isError && isReplayOf(b, a, 'w', 'tenant-w') && text(a) === 'w 1', 'wait', j({ a, b, n }));
     await c2.close();
   }
   // a known failure: the isError result is kept and replayed
@@ -149,8 +184,10 @@ try {
     const before = runs;
     const r1 = await call('act', { x: 4, mode: 'refuse' }, conv('c1'));
     const r2 = await call('act', { x: 4, mode: 'refuse' }, conv('c1'));
-    report(runs === before + 1 && r1.isError === true && text(r1) === 'refused 4' && r2.isError === true && text(r2) === 'refused 4' &&
-      r2._meta[META.replay] === true, 'failed-replayed', j({ r1, r2 }));
+    const k = keyIn(r2);
+    const want = `act already ran at ${k && iso(k)} with these arguments (key ${k}, attempt 1), failed, and was not run again. Do not call act again with these arguments. The failure of that run:`;
+    report(runs === before + 1 && r1.isError === true && text(r1) === 'refused 4' && r2.isError === true && text(r2) === want &&
+      isDeepStrictEqual(r2.content.slice(1), r1.content) && r2._meta[META.replay] === true, 'failed-replayed', j({ r1, r2 }));
   }
   // NotSent: released, the model may call again, and the retry runs
   {
@@ -158,8 +195,9 @@ try {
     const r1 = await call('act', { x: 5, mode: 'notsent' }, conv('c1'));
     const r2 = await call('act', { x: 5, mode: 'notsent' }, conv('c1'));
     const key = r1._meta && r1._meta[META.key];
-    const want = `act: not sent: ${key} was not sent (the connection was refused); the claim is released; nothing happened, so the call may be made again.`;
-    report(runs === before + 2 && r1.isError === true && text(r1) === want && r1._meta[META.decision] === 'not_sent' && text(r2) === want,
+    const want = 'act was not sent: the connection was refused; nothing happened, so the call may be made again.';
+    report(runs === before + 2 && r1.isError === true && text(r1) === want && r1._meta[META.decision] === 'not_sent' && text(r2) === want &&
+      ledger.row('tenant-a', key).status === 'released',
       'not-sent', j({ r1, r2 }));
   }
   // a thrown error: unknown now and on every retry, which does not run
@@ -167,22 +205,23 @@ try {
     const before = runs;
     const r1 = await call('act', { x: 6, mode: 'throw' }, conv('c1'));
     const r2 = await call('act', { x: 6, mode: 'throw' }, conv('c1'));
-    const w1 = `act: the outcome is unknown (Error: socket hang up): ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened, and that it must be checked in the target system.`;
-    const w2 = `act: not run: an earlier identical call did not finish and its outcome is unknown: ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened, and that it must be checked in the target system.`;
+    const k = r1._meta[META.key];
+    const w1 = `act did not finish (key ${k}: Error: socket hang up): ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened and that it must be checked in the target system.`;
+    const w2 = `act was not run: an earlier identical call (key ${k}, attempt 1) did not report its outcome: ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened and that it must be checked in the target system.`;
     report(runs === before + 1 && r1.isError === true && text(r1) === w1 && r1._meta[META.decision] === 'unknown' &&
       r2.isError === true && text(r2) === w2 && r2._meta[META.key] === r1._meta[META.key], 'unknown', j({ r1, r2 }));
   }
   // a result that is not a CallToolResult: unknown (the tool ran)
   {
     const r = await call('act', { x: 7, mode: 'string' }, conv('c1'));
-    report(r.isError === true && text(r).startsWith('act: the outcome is unknown (the tool returned a string, not a CallToolResult): '), 'not-a-result', j(r));
+    report(r.isError === true && text(r).startsWith(`act did not finish (key ${r._meta[META.key]}: the tool returned a string, not a CallToolResult): `), 'not-a-result', j(r));
   }
   // mismatch: the key is held by another request (here: a local claim of the same key)
   {
     ledger.claim('tenant-a', 'c9', 'act', { x: 8 }, { effect: 'local' });
     const before = runs;
     const r = await call('act', { x: 8 }, conv('c9'));
-    const want = 'act: not run: the key of this call is bound to a different request (effect differs); nothing was run or replayed. Do not call act again with these arguments.';
+    const want = `act was not run: its key ${r._meta[META.key]} is bound to a different request (effect differs); nothing was run or replayed. Do not call act again with these arguments.`;
     report(runs === before && r.isError === true && text(r) === want && r._meta[META.decision] === 'mismatch', 'mismatch', j(r));
   }
   // two tenants and two conversations, the same arguments: four keys
@@ -191,8 +230,136 @@ try {
     const rs = [];
     for (const t of ['tenant-a', 'tenant-b']) for (const c of ['k1', 'k2']) rs.push(await call('act', { x: 9 }, { ...conv(c), tenant: t }));
     const again = await call('act', { x: 9 }, { ...conv('k2'), tenant: 'tenant-b' });
-    report(runs === before + 4 && new Set(rs.map(text)).size === 4 && again._meta[META.replay] === true && text(again) === text(rs[3]),
+    report(runs === before + 4 && new Set(rs.map(text)).size === 4 && isReplayOf(again, rs[3], 'act', 'tenant-b'),
       'tenants-conversations', j(rs.map(text)));
+  }
+  // the conversation, in order: the option; the project's _meta key;
+  // openai/session; vscode.conversationId; else the tenant's window. A host
+  // value that is not a key part as "<tag>-<value>" is "<tag>_<the
+  // idem_fingerprint of the value as a JSON string>", never truncated.
+  // claudecode/toolUseId, new on every call, is never part of the key.
+  {
+    const s9 = new McpServer({ name: 'order', version: '0' });
+    withIdempotency(s9, ledger, { tenant: () => 'tenant-o' });
+    s9.registerTool('order', { inputSchema: { x: z.number() } }, async (args, extra) => ({ content: [{ type: 'text', text: attemptOf(extra).key }] }));
+    const s10 = new McpServer({ name: 'order-option', version: '0' });
+    withIdempotency(s10, ledger, { tenant: () => 'tenant-o', conversation: (args) => `opt-${args.x}` });
+    s10.registerTool('order', { inputSchema: { x: z.number() } }, async (args, extra) => ({ content: [{ type: 'text', text: attemptOf(extra).key }] }));
+    const [c9, c10] = [await pair(s9), await pair(s10)];
+    const fp = (sqlLiteral) => ledger.value(`SELECT idem_fingerprint('${sqlLiteral}') AS v`, []);
+    const long = 'x'.repeat(121); // "vscode-" + 121 characters: 128, a key part
+    const cases = [
+      [c10, 1, { [META.conversation]: 'own', 'openai/session': 's' }, 'opt-1'],
+      [c9, 1, { [META.conversation]: 'own', 'openai/session': 's', 'vscode.conversationId': 'v' }, 'own'],
+      [c9, 2, { 'openai/session': 's', 'vscode.conversationId': 'v' }, 'openai-s'],
+      [c9, 3, { 'vscode.conversationId': 'v', 'openai/session': '' }, 'vscode-v'],
+      [c9, 4, { 'openai/session': 'a/b c' }, `openai_${fp('"a/b c"')}`],
+      [c9, 5, { 'vscode.conversationId': long }, `vscode-${long}`],
+      [c9, 6, { 'vscode.conversationId': `${long}y` }, `vscode_${fp(`"${long}y"`)}`],
+      [c9, 7, { 'vscode.conversationId': `${long}z` }, `vscode_${fp(`"${long}z"`)}`],
+    ];
+    const got = [];
+    for (const [c, x, meta] of cases) {
+      const r = await c.callTool({ name: 'order', arguments: { x }, _meta: meta });
+      got.push(ledger.row('tenant-o', text(r)).conversation);
+    }
+    const want = cases.map((w) => w[3]);
+    report(j(got) === j(want) && new Set(got).size === got.length, 'conversation-order', `got ${j(got)}, want ${j(want)}`);
+    // nothing names one: the window, whatever the per-call ids
+    const w1 = await c9.callTool({ name: 'order', arguments: { x: 8 }, _meta: { 'claudecode/toolUseId': 'toolu_01' } });
+    const w2 = await c9.callTool({ name: 'order', arguments: { x: 8 }, _meta: { 'claudecode/toolUseId': 'toolu_02' } });
+    const w3 = await c9.callTool({ name: 'order', arguments: { x: 8 } });
+    const row = ledger.row('tenant-o', text(w1));
+    report(/^w-[0-9]+$/.test(row.conversation) && Number(row.conversation.slice(2)) % WINDOW_SECONDS === 0 &&
+      keyIn(w2) === text(w1) && keyIn(w3) === text(w1) && w3._meta[META.replay] === true && WINDOW_SECONDS === 600,
+      'window-default', j({ row, w2, w3 }));
+    await c9.close();
+    await c10.close();
+  }
+  // a transaction open on the ledger's connection: the window's claim is the
+  // caller's, not committed, so it is released and nothing runs (not_sent)
+  {
+    const s15 = new McpServer({ name: 'open-tx', version: '0' });
+    withIdempotency(s15, ledger, { tenant: () => 'tenant-t' });
+    let n = 0;
+    s15.registerTool('tx', {}, async () => { n += 1; return { content: [] }; });
+    const c15 = await pair(s15);
+    ledger.db.exec('BEGIN');
+    let r;
+    try {
+      r = await c15.callTool({ name: 'tx', arguments: {} });
+    } finally {
+      ledger.db.exec('ROLLBACK');
+    }
+    const want = 'tx was not sent: the claim was not committed (a transaction is open on the ledger\'s connection), so it was released; nothing happened, so the call may be made again.';
+    report(n === 0 && r.isError === true && text(r) === want && r._meta[META.decision] === 'not_sent', 'not-committed', j(r));
+    await c15.close();
+  }
+  // the window's choice, on a claim of the previous bucket that another
+  // process made (a row inserted as a fresh claim, with the created_at the
+  // case needs): created less than the window ago, that claim is the call
+  // (here still running: in_progress under its key); the window ago or
+  // more, the call is a new one in the current bucket
+  {
+    const W = 60000;
+    const s16 = new McpServer({ name: 'window', version: '0' });
+    withIdempotency(s16, ledger, { tenant: () => 'tenant-w2', windowSeconds: W / 1000 });
+    let n = 0;
+    s16.registerTool('win', { inputSchema: { x: z.number() } }, async (args, extra) => { n += 1; return { content: [{ type: 'text', text: attemptOf(extra).key }] }; });
+    const c16 = await pair(s16);
+    // inside a bucket, 1 ms to 2 s before its end, so both cases hold as built
+    while (Date.now() % W < 1 || Date.now() % W >= W - 2000) await sleep(50);
+    const start = Math.floor(Date.now() / W) * W;
+    const previous = `w-${(start - W) / 1000}`;
+    const claimOf = (x, createdAt, token) => {
+      const args = JSON.stringify({ x });
+      const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', ['tenant-w2', previous, 'win', args]);
+      ledger.db.prepare(`INSERT INTO ledger_rows(tenant, key, conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until)
+        VALUES ('tenant-w2', ?, ?, 'win', ?, 'external', 'claimed', 1, ?, ?, ?, ?)`).run(key, previous, args, token, createdAt, createdAt, createdAt + 10 * W);
+      return key;
+    };
+    const recent = claimOf(1, start - 1000, 9001);
+    const old = claimOf(2, Date.now() - W - 1, 9002);
+    const r1 = await c16.callTool({ name: 'win', arguments: { x: 1 } });
+    const r2 = await c16.callTool({ name: 'win', arguments: { x: 2 } });
+    const sameBucket = Math.floor(Date.now() / W) * W === start;
+    const row2 = r2.isError ? null : ledger.row('tenant-w2', text(r2));
+    report(sameBucket && r1.isError === true && r1._meta[META.decision] === 'in_progress' && r1._meta[META.key] === recent && n === 1 &&
+      row2 && row2.conversation === `w-${start / 1000}` && text(r2) !== old, 'window-choice', j({ r1, r2, row2, recent, old }));
+    await c16.close();
+  }
+  // strict: a call that names no conversation is refused; a host key names one
+  {
+    const s12 = new McpServer({ name: 'strict', version: '0' });
+    withIdempotency(s12, ledger, { tenant: () => 'tenant-s', strict: true });
+    let n = 0;
+    s12.registerTool('st', {}, async () => { n += 1; return { content: [{ type: 'text', text: 'st' }] }; });
+    const c12 = await pair(s12);
+    const r1 = await c12.callTool({ name: 'st', arguments: {}, _meta: { 'claudecode/toolUseId': 'toolu_01' } });
+    const r2 = await c12.callTool({ name: 'st', arguments: {}, _meta: { 'openai/session': 'sess-9' } });
+    const want = 'st was not run: no conversation for this call (the request names none and strict is true: no _meta "io.github.sqlite-idempotency/conversation", "openai/session" or "vscode.conversationId"; give options.conversation); the application must supply it, and nothing was sent. Do not call st again until it does.';
+    report(text(r1) === want && r1.isError === true && r1._meta[META.decision] === 'no_conversation' && text(r2) === 'st' && n === 1,
+      'strict', j({ r1, r2 }));
+    await c12.close();
+  }
+  // a tenant function that rejects, or a conversation function that throws: refused, not a raw error
+  {
+    const s13 = new McpServer({ name: 'throws', version: '0' });
+    withIdempotency(s13, ledger, { tenant: async () => { throw new TypeError('toolsContext is undefined'); } });
+    s13.registerTool('t13', {}, async () => { runs += 1; return { content: [] }; });
+    const s14 = new McpServer({ name: 'throws2', version: '0' });
+    withIdempotency(s14, ledger, { tenant: async () => 'tenant-a', conversation: () => { throw new RangeError('no thread'); } });
+    s14.registerTool('t14', {}, async () => { runs += 1; return { content: [] }; });
+    const [c13, c14] = [await pair(s13), await pair(s14)];
+    const before = runs;
+    const r13 = await c13.callTool({ name: 't13', arguments: {} });
+    const r14 = await c14.callTool({ name: 't14', arguments: {} });
+    const want13 = 't13 was not run: no tenant for this call (options.tenant threw: toolsContext is undefined); the application must supply it, and nothing was sent. Do not call t13 again until it does.';
+    const want14 = 't14 was not run: no conversation for this call (options.conversation threw: no thread); the application must supply it, and nothing was sent. Do not call t14 again until it does.';
+    report(text(r13) === want13 && r13._meta[META.decision] === 'no_tenant' && text(r14) === want14 && r14._meta[META.decision] === 'no_conversation' &&
+      runs === before, 'function-throws', j({ r13, r14 }));
+    await c13.close();
+    await c14.close();
   }
   // missing parts, each named; nothing runs
   {
@@ -213,19 +380,43 @@ try {
     const r5 = await c5.callTool({ name: 'm', arguments: {} });
     const got = [r3, r4, r5].map(text);
     const want = [
-      'm: not run: no tenant: the request carries no authInfo (no bearer-token verifier on this transport; give options.tenant); nothing was sent',
-      'm: not run: no conversation: options.conversation gave undefined; nothing was sent',
-      'm: not run: no tenant: options.tenant threw: no user; nothing was sent',
+      'm was not run: no tenant for this call (the request carries no authInfo: no bearer-token verifier on this transport; give options.tenant); the application must supply it, and nothing was sent. Do not call m again until it does.',
+      'm was not run: no conversation for this call (options.conversation gave undefined); the application must supply it, and nothing was sent. Do not call m again until it does.',
+      'm was not run: no tenant for this call (options.tenant threw: no user); the application must supply it, and nothing was sent. Do not call m again until it does.',
     ];
-    report(j(got) === j(want) && [r3, r4, r5].every((r) => r.isError === true && r._meta[META.decision] === 'missing') &&
+    const decisions = [r3, r4, r5].map((r) => r.isError === true && r._meta[META.decision]);
+    report(j(got) === j(want) && j(decisions) === j(['no_tenant', 'no_conversation', 'no_tenant']) &&
       text(r4b) === 'ran' && runs === before + 1, 'missing', j({ got, r4b }));
     const s6 = new McpServer({ name: 'missing4', version: '0' });
     withIdempotency(s6, ledger, { tenant: () => 'tenant-a', conversation: () => 7 });
     s6.registerTool('m', {}, async () => ({ content: [] }));
     const c6 = await pair(s6);
     const r6 = await c6.callTool({ name: 'm', arguments: {} });
-    report(text(r6) === 'm: not run: no conversation: options.conversation gave a number, not a string; nothing was sent', 'missing-type', j(r6));
+    report(text(r6) === 'm was not run: no conversation for this call (options.conversation gave a number, not a string); the application must supply it, and nothing was sent. Do not call m again until it does.', 'missing-type', j(r6));
     for (const c of [c3, c4, c5, c6]) await c.close();
+  }
+  // parts that are not key parts: refused, naming the value and the rule, nothing claimed
+  {
+    const sources = [
+      ['clientId', { tenant: undefined }, { authInfo: { token: 't', clientId: 'https://client.example/meta.json', scopes: [] } }],
+      ['own-meta', { tenant: () => 'tenant-k' }, { _meta: { [META.conversation]: 'thread 7' } }],
+      ['own-meta-type', { tenant: () => 'tenant-k' }, { _meta: { [META.conversation]: 7 } }],
+      ['option', { tenant: () => 'tenant-k', conversation: () => 'x'.repeat(129) }, {}],
+    ];
+    const rule = 'not a key part (1 to 128 characters of A-Za-z0-9_-)';
+    const want = [
+      `kp was not run: no tenant for this call (authInfo.clientId is "https://client.example/meta.json", ${rule}; give options.tenant); the application must supply it, and nothing was sent. Do not call kp again until it does.`,
+      `kp was not run: no conversation for this call (_meta "${META.conversation}" is "thread 7", ${rule}); the application must supply it, and nothing was sent. Do not call kp again until it does.`,
+      `kp was not run: no conversation for this call (_meta "${META.conversation}" is a number, ${rule}); the application must supply it, and nothing was sent. Do not call kp again until it does.`,
+      `kp was not run: no conversation for this call (options.conversation gave "${'x'.repeat(129)}", ${rule}); the application must supply it, and nothing was sent. Do not call kp again until it does.`,
+    ];
+    let n = 0;
+    for (let i = 0; i < sources.length; i++) {
+      const [name, opts, extra] = sources[i];
+      const cb = idempotentTool(ledger, 'kp', opts, async () => { n += 1; return { content: [] }; });
+      const r = await cb({ a: 1 }, extra);
+      report(text(r) === want[i] && r.isError === true && n === 0, `not-a-key-part-${name}`, `got ${j(text(r))}, want ${j(want[i])}`);
+    }
   }
   // the signal: aborted before the tool started, nothing claimed
   {
@@ -235,7 +426,7 @@ try {
     const cb = idempotentTool(ledger, 'sig', { tenant: () => 't', conversation: () => 'c' }, async () => { n += 1; return { content: [] }; });
     const r = await cb({ a: 1 }, { signal: ac.signal });
     const d = ledger.claim('t', 'c', 'sig', { a: 1 });
-    report(n === 0 && r.isError === true && text(r) === 'sig: not run: the request was cancelled before the tool started; nothing was sent' && d.decision === 'admitted',
+    report(n === 0 && r.isError === true && text(r) === 'sig was not sent: the call was cancelled before the tool started; nothing happened, so the call may be made again.' && d.decision === 'admitted',
       'aborted-before', j({ r, d }));
   }
   // the signal aborting while the tool runs: unknown; unless the tool says NotSent
@@ -254,7 +445,7 @@ try {
     await sleep(10);
     ac2.abort();
     const r2 = await p2;
-    report(r1._meta[META.decision] === 'unknown' && text(r1).startsWith('sig2: the outcome is unknown (the request was cancelled while the tool ran (aborted)): ') &&
+    report(r1._meta[META.decision] === 'unknown' && text(r1).startsWith(`sig2 did not finish (key ${r1._meta[META.key]}: the request was cancelled while the tool ran (aborted)): `) &&
       r2._meta[META.decision] === 'not_sent' && ledger.row('t', r2._meta[META.key]).status === 'released', 'aborted-during', j({ r1, r2 }));
   }
   // idempotentTool by itself, registered on a server without withIdempotency
@@ -297,17 +488,27 @@ try {
       threw(() => idempotentTool(ledger, 'x', {}, 'nope')),
       threw(() => idempotentTool(ledger, 'x', { renewSeconds: 1.5 }, async () => ({}))),
       threw(() => attemptOf({})),
+      threw(() => idempotentTool(ledger, 'x', { strict: 1 }, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', { windowSeconds: 0 }, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', { windowSeconds: 86401 }, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', { windowSeconds: 60, strict: true }, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', { heartbeatSeconds: -1 }, async () => ({}))),
     ];
     const want = [
       'TypeError: withIdempotency: server must be an McpServer (an object with registerTool)',
       'TypeError: withIdempotency: ledger must be a Ledger of sqlite-idempotency, got object',
-      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, waitMs, renewSeconds)',
+      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, strict, windowSeconds, waitMs, renewSeconds, heartbeatSeconds)',
       'TypeError: withIdempotency: options.tenant must be a function, got string',
       'RangeError: withIdempotency: options.waitMs must be a number of milliseconds >= 0, got -1',
       'TypeError: idempotentTool: name must be a non-empty string, got ""',
       'TypeError: idempotentTool: callback must be a function, got string',
       'RangeError: idempotentTool: options.renewSeconds must be an integer >= 0, got 1.5',
       'TypeError: attemptOf: this extra is not of a tool call guarded by sqlite-idempotency/mcp',
+      'TypeError: idempotentTool: options.strict must be a boolean, got number',
+      'RangeError: idempotentTool: options.windowSeconds must be an integer from 1 to 86400, got 0',
+      'RangeError: idempotentTool: options.windowSeconds must be an integer from 1 to 86400, got 86401',
+      'TypeError: idempotentTool: options.windowSeconds is of no use with strict: true (a call that names no conversation is refused)',
+      'RangeError: idempotentTool: options.heartbeatSeconds must be an integer >= 0, got -1',
     ];
     for (let i = 0; i < want.length; i++) report(got[i] === want[i], `api-error-${i + 1}`, `got ${j(got[i])}, want ${j(want[i])}`);
   }

@@ -12,7 +12,9 @@
 #   python   tests/python/test_tools.py: @ledger.tool and Ledger.acall from
 #            threads, processes and asyncio, a kill mid-call
 #   docs     every JavaScript and Python block of the MCP and Python
-#            sections of docs/integrations.md, run as written
+#            sections of docs/integrations.md, run as written; an MCP
+#            block followed by a ```text block prints it, and tsc --strict
+#            (checkJs) accepts the MCP blocks as written
 #
 # The packages are used as a user installs them: a staging copy of
 # bindings/node (with its platform package, tests/lib/nodepkg.sh) in a temporary project
@@ -41,7 +43,8 @@ DOCS=docs/integrations.md
 
 # docs_blocks SECTION LANG DIR: writes each LANG block of the "## SECTION"
 # part of the docs (to the next "## " heading) to DIR/<n>.<ext>, skipping a
-# block after <!-- norun -->; prints the count.
+# block after <!-- norun -->, and a ```text block right after one (what it
+# prints) to DIR/<n>.out; prints the count.
 docs_blocks() {
   "$PY" - "$DOCS" "$1" "$2" "$3" <<'PY'
 import os, re, sys
@@ -52,7 +55,7 @@ if not m:
     sys.exit(f"docs_blocks: no section '## {section}' in {path}")
 langs = {"js": ("js", "javascript", "mjs"), "py": ("python", "py")}[lang]
 n = 0
-prev = ""
+last = None  # the block just written, whose output a text block may give
 for b in re.finditer(r"^```(\w*)\n(.*?)^```", m.group(0), re.S | re.M):
     before = m.group(0)[:b.start()].rstrip().splitlines()
     norun = bool(before) and before[-1].strip() == "<!-- norun -->"
@@ -61,6 +64,13 @@ for b in re.finditer(r"^```(\w*)\n(.*?)^```", m.group(0), re.S | re.M):
         ext = "mjs" if lang == "js" else "py"
         with open(os.path.join(out, f"{n}.{ext}"), "w", encoding="utf-8") as f:
             f.write(b.group(2))
+        last = n
+    elif b.group(1) == "text" and last is not None:
+        with open(os.path.join(out, f"{last}.out"), "w", encoding="utf-8") as f:
+            f.write(b.group(2))
+        last = None
+    else:
+        last = None
 print(n)
 PY
 }
@@ -130,13 +140,27 @@ if [ "$node_ready" = 1 ]; then
     rc=1
   else
     for f in "$proj"/docs-js/*.mjs; do
-      if out=$(cd "$proj/docs-js" && timeout 60 node "$f" 2>&1); then
-        echo "PASS integrations.docs:mcp-$(basename "$f" .mjs) (the MCP section's JavaScript block $(basename "$f" .mjs) of $DOCS runs as written)"
-      else
-        echo "FAIL integrations.docs:mcp-$(basename "$f" .mjs): $(tr '\n' ' ' <<<"$out")"
+      b=$(basename "$f" .mjs)
+      if ! out=$(cd "$proj/docs-js" && timeout 60 node "$f" 2>&1); then
+        echo "FAIL integrations.docs:mcp-$b: $(tr '\n' ' ' <<<"$out")"
         rc=1
+      elif [ -f "$proj/docs-js/$b.out" ] && [ "$out" != "$(cat "$proj/docs-js/$b.out")" ]; then
+        echo "FAIL integrations.docs:mcp-$b: printed '$(tr '\n' ' ' <<<"$out")', the docs say '$(tr '\n' ' ' <"$proj/docs-js/$b.out")'"
+        rc=1
+      else
+        echo "PASS integrations.docs:mcp-$b (the MCP section's JavaScript block $b of $DOCS runs as written$([ -f "$proj/docs-js/$b.out" ] && echo ' and prints what the docs say'))"
       fi
     done
+    # and type-check as written: tsc --strict over them (checkJs), against
+    # the declarations of the package and the SDK
+    files=$(cd "$proj/docs-js" && ls ./*.mjs | sed 's/.*/"&"/' | paste -sd, -)
+    printf '{ "compilerOptions": { "strict": true, "noEmit": true, "allowJs": true, "checkJs": true, "skipLibCheck": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": ["node"] }, "files": [%s] }\n' "$files" >"$proj/docs-js/tsconfig.json"
+    if out=$(cd "$proj/docs-js" && node "$proj/$IT/node_modules/typescript/bin/tsc" -p tsconfig.json 2>&1); then
+      echo "PASS integrations.docs:mcp-typescript (tsc --strict accepts the MCP section's JavaScript blocks of $DOCS as written)"
+    else
+      echo "FAIL integrations.docs:mcp-typescript: $(tr '\n' ' ' <<<"$out")"
+      rc=1
+    fi
   fi
 fi
 
