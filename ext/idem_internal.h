@@ -335,6 +335,19 @@ int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const c
 /* The current name of the table guarded under zBase (NULL: dropped). */
 int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase,
                        char **pzTable);
+/* The name of trigger k of the guard installed under zBase (sqlite3_malloc). */
+char *ledger_guard_trigger_name(const char *zBase, const char *zLedger, int k);
+
+/* A trigger as idem_health reports it: what the ledger's schema holds
+** under its name, against the text the ledger writes. */
+#define LEDGER_TRIGGER_MISSING 0
+#define LEDGER_TRIGGER_OK 1
+#define LEDGER_TRIGGER_ALTERED 2
+/* *peState of trigger zName in p's schema, whose text should be zSql. */
+int storage_trigger_state(const IdemLedger *p, const char *zName, const char *zSql, int *peState);
+/* Own trigger i of p's format: its name and stored text (sqlite3_malloc,
+** the caller frees both); both NULL when i is past the last. */
+int storage_own_trigger(const IdemLedger *p, int i, char **pzName, char **pzSql);
 
 /* A ledger's tables <name>_<ledger_shadow_suffix[i]>, by index. */
 #define LEDGER_TABLE_ROWS 0
@@ -426,6 +439,18 @@ int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
 
 /* Remove what idem_register_guard added. */
 void idem_unregister_guard(sqlite3 *db);
+
+/*
+** For idem_health (ledger_health.c): the triggers of guard gid of p,
+** installed under zBase with these columns: their names (azName,
+** sqlite3_malloc, the caller frees them, also on error) and states
+** (aState, LEDGER_TRIGGER_*), in ledger_guard_kind order, and *pzTable
+** the table they are on now (NULL when it was dropped, its triggers with
+** it; sqlite3_malloc).
+*/
+int idem_guard_triggers(IdemLedger *p, sqlite3_int64 gid, const char *zBase, const char *zKeyCol,
+                        const char *zTenCol, const char *zTokCol, char **azName, int *aState,
+                        char **pzTable);
 
 #if defined(IDEM_LEDGER_INTERNAL)
 
@@ -842,6 +867,16 @@ void ledger_last_add(LedgerLastList *l, IdemLedger *p, const char *zKey, const c
 void ledger_last_free(LedgerLastList *pList);
 /* The idem_last_claim answer (claims still in the database), or NULL. */
 int ledger_last_answer(LedgerLastList *l, IdemLedger *p, char **pz);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_health.c: idem_health(ledger)          */
+/* ------------------------------------------------------------------ */
+/* The health of p as JSON in *pzJson (sqlite3_malloc): format, refusal,
+** own and guard triggers, options, rows by status and tool, live and
+** expired claims, the oldest unknown. Reads only. A ledger that refuses
+** operations is an answer ("problems"), not an error; an error (*pzErr
+** set when it has a message) is one of reading (busy, I/O, memory). */
+int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_conn.c: the connection's registry and name resolution */

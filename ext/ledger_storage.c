@@ -2486,3 +2486,41 @@ const char *ledger_schema(const IdemLedger *p) { return p->zDb; }
 const char *ledger_name(const IdemLedger *p) { return p->zName; }
 const char *ledger_identity(const IdemLedger *p) { return p->zId; }
 sqlite3_int64 ledger_option(const IdemLedger *p, int iOpt) { return p->aOpt[iOpt]; }
+
+/* ------------------------------------------------------------------ */
+/* Trigger states, for idem_health (ledger_health.c, guard.c)          */
+/* ------------------------------------------------------------------ */
+
+int storage_own_trigger(const IdemLedger *p, int i, char **pzName, char **pzSql) {
+  int n;
+  const OwnTrigger *a = own_triggers(p->iFormat, &n);
+  *pzName = *pzSql = 0;
+  if (i >= n) return SQLITE_OK;
+  *pzName = trigger_name(&a[i], p->zName);
+  *pzSql = trigger_sql(&a[i], p->zName, (int)p->aOpt[IDEM_OPT_SINGLE]);
+  if (*pzName && *pzSql) return SQLITE_OK;
+  sqlite3_free(*pzName);
+  sqlite3_free(*pzSql);
+  *pzName = *pzSql = 0;
+  return SQLITE_NOMEM;
+}
+
+char *ledger_guard_trigger_name(const char *zBase, const char *zLedger, int k) {
+  return sqlite3_mprintf(GUARD_TRIGGER_FMT, zBase, zLedger, ledger_guard_kind[k]);
+}
+
+int storage_trigger_state(const IdemLedger *p, const char *zName, const char *zSql, int *peState) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  char *zQ = sqlite3_mprintf(
+      "SELECT sql FROM \"%w\".sqlite_schema WHERE type='trigger' AND name=%Q", p->zDb, zName);
+  *peState = LEDGER_TRIGGER_MISSING;
+  rc = zQ ? sqlite3_prepare_v2(p->db, zQ, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zQ);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pS, 0);
+    *peState = z && strcmp(z, zSql) == 0 ? LEDGER_TRIGGER_OK : LEDGER_TRIGGER_ALTERED;
+  }
+  return sqlite3_finalize(pS);
+}
