@@ -387,23 +387,3 @@ int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr) {
   }
   return SQLITE_OK;
 }
-
-int idem_guard_triggers(IdemLedger *p, sqlite3_int64 gid, const char *zBase, const char *zKeyCol,
-                        const char *zTenCol, const char *zTokCol, char **azName, int *aState,
-                        char **pzTable) {
-  int k, rc;
-  for (k = 0; k < IDEM_GUARD_N_TRIGGER; k++) {
-    azName[k] = 0;
-    aState[k] = LEDGER_TRIGGER_MISSING;
-  }
-  rc = ledger_guard_table(ledger_db(p), ledger_schema(p), ledger_name(p), zBase, pzTable);
-  for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
-    /* the text idem_guard writes for the table as it is named now */
-    char *zSql = ledger_guard_trigger_sql(k, 0, ledger_name(p), ledger_identity(p), gid, zBase,
-                                          *pzTable ? *pzTable : zBase, zKeyCol, zTenCol, zTokCol);
-    azName[k] = ledger_guard_trigger_name(zBase, ledger_name(p), k);
-    rc = zSql && azName[k] ? storage_trigger_state(p, azName[k], zSql, &aState[k]) : SQLITE_NOMEM;
-    sqlite3_free(zSql);
-  }
-  return rc;
-}

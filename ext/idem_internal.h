@@ -335,19 +335,6 @@ int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const c
 /* The current name of the table guarded under zBase (NULL: dropped). */
 int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase,
                        char **pzTable);
-/* The name of trigger k of the guard installed under zBase (sqlite3_malloc). */
-char *ledger_guard_trigger_name(const char *zBase, const char *zLedger, int k);
-
-/* A trigger as idem_health reports it: what the ledger's schema holds
-** under its name, against the text the ledger writes. */
-#define LEDGER_TRIGGER_MISSING 0
-#define LEDGER_TRIGGER_OK 1
-#define LEDGER_TRIGGER_ALTERED 2
-/* *peState of trigger zName in p's schema, whose text should be zSql. */
-int storage_trigger_state(const IdemLedger *p, const char *zName, const char *zSql, int *peState);
-/* Own trigger i of p's format: its name and stored text (sqlite3_malloc,
-** the caller frees both); both NULL when i is past the last. */
-int storage_own_trigger(const IdemLedger *p, int i, char **pzName, char **pzSql);
 
 /* A ledger's tables <name>_<ledger_shadow_suffix[i]>, by index. */
 #define LEDGER_TABLE_ROWS 0
@@ -439,18 +426,6 @@ int idem_register_guard(sqlite3 *db, void *pConn, char **pzErr);
 
 /* Remove what idem_register_guard added. */
 void idem_unregister_guard(sqlite3 *db);
-
-/*
-** For idem_health (ledger_health.c): the triggers of guard gid of p,
-** installed under zBase with these columns: their names (azName,
-** sqlite3_malloc, the caller frees them, also on error) and states
-** (aState, LEDGER_TRIGGER_*), in ledger_guard_kind order, and *pzTable
-** the table they are on now (NULL when it was dropped, its triggers with
-** it; sqlite3_malloc).
-*/
-int idem_guard_triggers(IdemLedger *p, sqlite3_int64 gid, const char *zBase, const char *zKeyCol,
-                        const char *zTenCol, const char *zTokCol, char **azName, int *aState,
-                        char **pzTable);
 
 #if defined(IDEM_LEDGER_INTERNAL)
 
@@ -705,6 +680,31 @@ int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, 
 ** rewound by the caller after each walk. */
 int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, sqlite3_stmt **ppM,
                          sqlite3_stmt **ppG);
+
+/* For idem_health (ledger_health.c). A trigger's state: what p's schema
+** holds under its name, against the text the ledger writes. */
+#define LEDGER_TRIGGER_MISSING 0
+#define LEDGER_TRIGGER_OK 1
+#define LEDGER_TRIGGER_ALTERED 2
+/* Own trigger i of p's format: *pzName (sqlite3_malloc, the caller frees
+** it) and *peState; *pzName NULL when i is past the last. */
+int storage_own_trigger(const IdemLedger *p, int i, char **pzName, int *peState);
+/* The three triggers of guard gid, installed under zBase with these
+** columns: names (azName, sqlite3_malloc, the caller frees them, also on
+** error) and states (aState), in ledger_guard_kind order; *pzTable the
+** table they are on now (NULL: dropped, its triggers with it). */
+int storage_guard_triggers(const IdemLedger *p, sqlite3_int64 gid, const char *zBase,
+                           const char *zKeyCol, const char *zTenCol, const char *zTokCol,
+                           char **azName, int *aState, char **pzTable);
+/* For stepping (the caller finalizes *ppS): HEALTH_SCAN_COUNTS, the rows
+** by tool and stored status (tool, status, count); HEALTH_SCAN_OPEN, the
+** open rows (id, tenant, key, tool, effect, status, attempt, lease_until,
+** created_at); HEALTH_SCAN_GUARDS, the guards by id (id, tbl, key_column,
+** tenant_column, token_column). */
+#define HEALTH_SCAN_COUNTS 0
+#define HEALTH_SCAN_OPEN 1
+#define HEALTH_SCAN_GUARDS 2
+int storage_health_scan(const IdemLedger *p, int iScan, sqlite3_stmt **ppS);
 
 /* The suffixes of a ledger's tables (LEDGER_TABLE_* order); the first
 ** LEDGER_N_SHADOW, the shadow tables every ledger needs, in bit order. */

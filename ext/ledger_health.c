@@ -8,11 +8,11 @@
 ** monitoring query) restates one: the format; whether the ledger refuses
 ** operations and why (the ledger's own refusal, ledger_check_triggers);
 ** each own trigger and each guard's three triggers by name, ok, missing or
-** altered against the text the ledger writes (ledger_storage.c, guard.c);
+** altered against the text the ledger writes (ledger_storage.c);
 ** the options; the rows by effective status (ledger_effective) and tool;
 ** the live and expired claims and the oldest unknown row. The rows are
-** read from <name>_rows, so the answer comes also while the ledger
-** refuses every operation. The object's members are listed in
+** read from <name>_rows (storage_health_scan), so the answer comes also
+** while the ledger refuses every operation. The object's members are listed in
 ** docs/reference.md, "idem_health".
 */
 #include <sqlite3ext.h>
@@ -93,13 +93,6 @@ static int stored_status(IdemLedger *p, const char *zStatus, int *peEff) {
   return ledger_effective(p, zStatus, 0, (sqlite3_int64)0x7fffffffffffffffLL, 0, 0, 0, peEff, 0, 0);
 }
 
-/* Prepare zSql (sqlite3_mprintf'd, freed here) into *ppS. */
-static int prepare_free(IdemLedger *p, char *zSql, sqlite3_stmt **ppS) {
-  int rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, ppS, 0) : SQLITE_NOMEM;
-  sqlite3_free(zSql);
-  return rc;
-}
-
 /* Copy column i of pS (text; "" for NULL) into *pz, freeing what was there. */
 static int take_text(sqlite3_stmt *pS, int i, char **pz) {
   const char *z = (const char *)sqlite3_column_text(pS, i);
@@ -117,11 +110,7 @@ static int take_text(sqlite3_stmt *pS, int i, char **pz) {
 static int health_rows(IdemLedger *p, sqlite3_int64 now, Health *h) {
   sqlite3_stmt *pS = 0;
   int rc, eEff;
-  rc = prepare_free(p,
-                    sqlite3_mprintf("SELECT tool, status, count(*) FROM \"%w\".\"%w_rows\""
-                                    " GROUP BY tool, status",
-                                    p->zDb, p->zName),
-                    &pS);
+  rc = storage_health_scan(p, HEALTH_SCAN_COUNTS, &pS);
   while (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
     const char *zTool = (const char *)sqlite3_column_text(pS, 0);
     rc = stored_status(p, (const char *)sqlite3_column_text(pS, 1), &eEff);
@@ -131,12 +120,7 @@ static int health_rows(IdemLedger *p, sqlite3_int64 now, Health *h) {
   else sqlite3_finalize(pS);
   pS = 0;
   if (rc) return rc;
-  rc = prepare_free(p,
-                    sqlite3_mprintf("SELECT id, tenant, \"key\", tool, effect, status, attempt,"
-                                    " lease_until, created_at FROM \"%w\".\"%w_rows\""
-                                    " WHERE status='claimed' OR status='unknown'",
-                                    p->zDb, p->zName),
-                    &pS);
+  rc = storage_health_scan(p, HEALTH_SCAN_OPEN, &pS);
   while (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
     sqlite3_int64 id = sqlite3_column_int64(pS, 0), created = sqlite3_column_int64(pS, 8);
     const char *zTool = (const char *)sqlite3_column_text(pS, 3);
@@ -185,11 +169,10 @@ static int health_own_triggers(IdemLedger *p, IdemJson *j) {
   int i, rc = SQLITE_OK;
   idem_json_open(j, "triggers", '[');
   for (i = 0; rc == SQLITE_OK; i++) {
-    char *zName = 0, *zSql = 0;
+    char *zName = 0;
     int eState = 0;
-    rc = storage_own_trigger(p, i, &zName, &zSql);
+    rc = storage_own_trigger(p, i, &zName, &eState);
     if (rc == SQLITE_OK && zName == 0) break;
-    if (rc == SQLITE_OK) rc = storage_trigger_state(p, zName, zSql, &eState);
     if (rc == SQLITE_OK) {
       idem_json_open(j, 0, '{');
       idem_json_text(j, "name", zName);
@@ -197,7 +180,6 @@ static int health_own_triggers(IdemLedger *p, IdemJson *j) {
       idem_json_close(j);
     }
     sqlite3_free(zName);
-    sqlite3_free(zSql);
   }
   idem_json_close(j);
   return rc;
@@ -209,20 +191,16 @@ static int health_guards(IdemLedger *p, IdemJson *j) {
   int rc = SQLITE_OK, k;
   idem_json_open(j, "guards", '[');
   if (storage_table_exists(p, LEDGER_TABLE_GUARDS)) {
-    rc = prepare_free(p,
-                      sqlite3_mprintf("SELECT id, tbl, key_column, tenant_column, token_column"
-                                      " FROM \"%w\".\"%w_guards\" ORDER BY id",
-                                      p->zDb, p->zName),
-                      &pS);
+    rc = storage_health_scan(p, HEALTH_SCAN_GUARDS, &pS);
   }
   while (rc == SQLITE_OK && pS && sqlite3_step(pS) == SQLITE_ROW) {
     const char *zBase = (const char *)sqlite3_column_text(pS, 1);
     char *azName[IDEM_GUARD_N_TRIGGER], *zTable = 0;
     int aState[IDEM_GUARD_N_TRIGGER];
-    rc = idem_guard_triggers(p, sqlite3_column_int64(pS, 0), zBase ? zBase : "",
-                             (const char *)sqlite3_column_text(pS, 2),
-                             (const char *)sqlite3_column_text(pS, 3),
-                             (const char *)sqlite3_column_text(pS, 4), azName, aState, &zTable);
+    rc = storage_guard_triggers(p, sqlite3_column_int64(pS, 0), zBase ? zBase : "",
+                                (const char *)sqlite3_column_text(pS, 2),
+                                (const char *)sqlite3_column_text(pS, 3),
+                                (const char *)sqlite3_column_text(pS, 4), azName, aState, &zTable);
     if (rc == SQLITE_OK) {
       idem_json_open(j, 0, '{');
       idem_json_text(j, "table", zTable ? zTable : zBase ? zBase : "");
