@@ -12,8 +12,8 @@
 ** the options; the rows by effective status (ledger_effective) and tool;
 ** the live and expired claims and the oldest unknown row. The rows are
 ** read from <name>_rows (storage_health_scan), so the answer comes also
-** while the ledger refuses every operation. The object's members are listed in
-** docs/reference.md, "idem_health".
+** while the ledger refuses every operation. The object's members are
+** listed in docs/reference.md, "idem_health".
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
@@ -109,7 +109,7 @@ static int take_text(sqlite3_stmt *pS, int i, char **pz) {
 */
 static int health_rows(IdemLedger *p, sqlite3_int64 now, Health *h) {
   sqlite3_stmt *pS = 0;
-  int rc, eEff;
+  int rc, eEff, eStored;
   rc = storage_health_scan(p, HEALTH_SCAN_COUNTS, &pS);
   while (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
     const char *zTool = (const char *)sqlite3_column_text(pS, 0);
@@ -125,15 +125,17 @@ static int health_rows(IdemLedger *p, sqlite3_int64 now, Health *h) {
     sqlite3_int64 id = sqlite3_column_int64(pS, 0), created = sqlite3_column_int64(pS, 8);
     const char *zTool = (const char *)sqlite3_column_text(pS, 3);
     const char *zStatus = (const char *)sqlite3_column_text(pS, 5);
-    int bClaimed = zStatus && strcmp(zStatus, "claimed") == 0;
-    rc = ledger_effective(p, zStatus, (const char *)sqlite3_column_text(pS, 4),
-                          sqlite3_column_int64(pS, 7), id, sqlite3_column_int64(pS, 6), now, &eEff,
-                          0, 0);
+    rc = stored_status(p, zStatus, &eStored);
+    if (rc == SQLITE_OK) {
+      rc = ledger_effective(p, zStatus, (const char *)sqlite3_column_text(pS, 4),
+                            sqlite3_column_int64(pS, 7), id, sqlite3_column_int64(pS, 6), now,
+                            &eEff, 0, 0);
+    }
     if (rc) break;
     if (eEff == EFF_CLAIMED) h->nLive++;
-    if (bClaimed && eEff != EFF_CLAIMED) h->nExpired++;
+    if (eStored == EFF_CLAIMED && eEff != EFF_CLAIMED) h->nExpired++;
     if (eEff != EFF_UNKNOWN) continue;
-    if (bClaimed) {
+    if (eStored == EFF_CLAIMED) {
       /* the grouped count has it as claimed */
       rc = health_add(h, EFF_CLAIMED, zTool ? zTool : "", -1);
       if (rc == SQLITE_OK) rc = health_add(h, EFF_UNKNOWN, zTool ? zTool : "", 1);
