@@ -234,10 +234,26 @@ function commandTests() {
     return [rc, text];
   };
 
+  // the ledger's own refusal, as every operation on it fails (the check's ledger row is this text)
+  const refusal = (file) => {
+    const { openFile } = require(path.join(path.dirname(require.resolve('sqlite-idempotency')), 'state.js'));
+    const conn = openFile(file);
+    try {
+      conn.prepare('SELECT count(*) FROM ledger').get();
+      return null;
+    } catch (e) {
+      return e.message.replace(/^idempotency: /, '');
+    } finally {
+      conn.close();
+    }
+  };
   const whole = [['ok', 'orders: 3 triggers in place']];
+  const memberRefusal = refusal(f('h-member.db'));
+  checks.report(memberRefusal !== null && memberRefusal.startsWith('ledger ledger is missing its guard trigger "orders_idem_ledger_member" on table "orders"; '),
+    'cmd:member-dropped-refused', memberRefusal);
   eq('cmd:check-healthy', run(['check', f('h-healthy.db')]), [0, checkText(whole, [['ok', 'it answers operations']])]);
   eq('cmd:check-member-dropped', run(['check', f('h-member.db')]), [2, checkText([['broken', 'orders: missing orders_idem_ledger_member']],
-    [['broken', `ledger ledger is missing its guard trigger "orders_idem_ledger_member" on table "orders"; ${REFUSAL}`]], { verdict: 'broken' })]);
+    [['broken', memberRefusal]], { verdict: 'broken' })]);
   eq('cmd:check-own-dropped', run(['check', f('h-own.db')]), [2, checkText(whole,
     [['broken', `ledger ledger is missing its trigger "ledger_rows_update"; ${REFUSAL}`]], { triggers: ['broken', 'missing ledger_rows_update'], verdict: 'broken' })]);
   eq('cmd:check-expired', run(['check', f('h-rows.db'), '--ledger', 'quick']), [1, checkText([['ok', 'none']], [['ok', 'it answers operations']], {

@@ -294,13 +294,28 @@ def command_tests():
                 os.environ["SQLITE_IDEMPOTENCY_NOW_MS"] = old
         return rc, out.getvalue() + err.getvalue()
 
+    def refusal(path):
+        """The ledger's own refusal, as every operation on it fails (the check's ledger row is this text)."""
+        from sqlite_idempotency.state import open_file
+        conn = open_file(path)
+        try:
+            conn.execute("SELECT count(*) FROM ledger").fetchone()
+            return None
+        except sqlite3.Error as e:
+            return str(e).removeprefix("idempotency: ")
+        finally:
+            conn.close()
+
     whole = [("ok", "orders: 3 triggers in place")]
+    member_refusal = refusal(f("h-member.db"))
+    checks.report(member_refusal is not None and member_refusal.startswith(
+        'ledger ledger is missing its guard trigger "orders_idem_ledger_member" on table "orders"; '),
+        "cmd:member-dropped-refused", member_refusal)
     eq("cmd:check-healthy", run("check", f("h-healthy.db")),
        (0, check_text(whole, [("ok", "it answers operations")])))
     eq("cmd:check-member-dropped", run("check", f("h-member.db")),
        (2, check_text([("broken", "orders: missing orders_idem_ledger_member")],
-                      [("broken", 'ledger ledger is missing its guard trigger "orders_idem_ledger_member" on table '
-                                  f'"orders"; {REFUSAL}')], verdict="broken")))
+                      [("broken", member_refusal)], verdict="broken")))
     eq("cmd:check-own-dropped", run("check", f("h-own.db")),
        (2, check_text(whole, [("broken", f'ledger ledger is missing its trigger "ledger_rows_update"; {REFUSAL}')],
                       triggers=("broken", "missing ledger_rows_update"), verdict="broken")))
