@@ -687,6 +687,31 @@ int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, 
 int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, sqlite3_stmt **ppM,
                          sqlite3_stmt **ppG);
 
+/* For idem_health (ledger_health.c). A trigger's state: what p's schema
+** holds under its name, against the text the ledger writes. */
+#define LEDGER_TRIGGER_MISSING 0
+#define LEDGER_TRIGGER_OK 1
+#define LEDGER_TRIGGER_ALTERED 2
+/* Own trigger i of p's format: *pzName (sqlite3_malloc, the caller frees
+** it) and *peState; *pzName NULL when i is past the last. */
+int storage_own_trigger(const IdemLedger *p, int i, char **pzName, int *peState);
+/* The three triggers of guard gid, installed under zBase with these
+** columns: names (azName, sqlite3_malloc, the caller frees them, also on
+** error) and states (aState), in ledger_guard_kind order; *pzTable the
+** table they are on now (NULL: dropped, its triggers with it). */
+int storage_guard_triggers(const IdemLedger *p, sqlite3_int64 gid, const char *zBase,
+                           const char *zKeyCol, const char *zTenCol, const char *zTokCol,
+                           char **azName, int *aState, char **pzTable);
+/* For stepping (the caller finalizes *ppS): HEALTH_SCAN_COUNTS, the rows
+** by tool and stored status (tool, status, count); HEALTH_SCAN_OPEN, the
+** open rows (id, tenant, key, tool, effect, status, attempt, lease_until,
+** created_at); HEALTH_SCAN_GUARDS, the guards by id (id, tbl, key_column,
+** tenant_column, token_column). */
+#define HEALTH_SCAN_COUNTS 0
+#define HEALTH_SCAN_OPEN 1
+#define HEALTH_SCAN_GUARDS 2
+int storage_health_scan(const IdemLedger *p, int iScan, sqlite3_stmt **ppS);
+
 /* The suffixes of a ledger's tables (LEDGER_TABLE_* order); the first
 ** LEDGER_N_SHADOW, the shadow tables every ledger needs, in bit order. */
 #define LEDGER_N_SHADOW 3
@@ -848,6 +873,16 @@ void ledger_last_add(LedgerLastList *l, IdemLedger *p, const char *zKey, const c
 void ledger_last_free(LedgerLastList *pList);
 /* The idem_last_claim answer (claims still in the database), or NULL. */
 int ledger_last_answer(LedgerLastList *l, IdemLedger *p, char **pz);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_health.c: idem_health(ledger)          */
+/* ------------------------------------------------------------------ */
+/* The health of p as JSON in *pzJson (sqlite3_malloc): format, refusal,
+** own and guard triggers, options, rows by status and tool, live and
+** expired claims, the oldest unknown. Reads only. A ledger that refuses
+** operations is an answer ("problems"), not an error; an error (*pzErr
+** set when it has a message) is one of reading (busy, I/O, memory). */
+int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_conn.c: the connection's registry and name resolution */

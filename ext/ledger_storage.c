@@ -2579,3 +2579,77 @@ const char *ledger_schema(const IdemLedger *p) { return p->zDb; }
 const char *ledger_name(const IdemLedger *p) { return p->zName; }
 const char *ledger_identity(const IdemLedger *p) { return p->zId; }
 sqlite3_int64 ledger_option(const IdemLedger *p, int iOpt) { return p->aOpt[iOpt]; }
+
+/* ------------------------------------------------------------------ */
+/* What idem_health reads (ledger_health.c)                            */
+/* ------------------------------------------------------------------ */
+
+/* *peState (LEDGER_TRIGGER_*) of trigger zName in p's schema, whose text
+** should be zSql (NULL: out of memory, SQLITE_NOMEM). */
+static int trigger_state(const IdemLedger *p, const char *zName, const char *zSql, int *peState) {
+  sqlite3_stmt *pS = 0;
+  int rc;
+  char *zQ;
+  *peState = LEDGER_TRIGGER_MISSING;
+  if (zName == 0 || zSql == 0) return SQLITE_NOMEM;
+  zQ = sqlite3_mprintf("SELECT sql FROM \"%w\".sqlite_schema WHERE type='trigger' AND name=%Q",
+                       p->zDb, zName);
+  rc = zQ ? sqlite3_prepare_v2(p->db, zQ, -1, &pS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zQ);
+  if (rc) return rc;
+  if (sqlite3_step(pS) == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pS, 0);
+    *peState = z && strcmp(z, zSql) == 0 ? LEDGER_TRIGGER_OK : LEDGER_TRIGGER_ALTERED;
+  }
+  return sqlite3_finalize(pS);
+}
+
+int storage_own_trigger(const IdemLedger *p, int i, char **pzName, int *peState) {
+  int n, rc;
+  const OwnTrigger *a = own_triggers(p->iFormat, &n);
+  char *zSql;
+  *pzName = 0;
+  if (i >= n) return SQLITE_OK;
+  *pzName = trigger_name(&a[i], p->zName);
+  zSql = trigger_sql(&a[i], p->zName, (int)p->aOpt[IDEM_OPT_SINGLE]);
+  rc = trigger_state(p, *pzName, zSql, peState);
+  sqlite3_free(zSql);
+  return rc;
+}
+
+int storage_guard_triggers(const IdemLedger *p, sqlite3_int64 gid, const char *zBase,
+                           const char *zKeyCol, const char *zTenCol, const char *zTokCol,
+                           char **azName, int *aState, char **pzTable) {
+  int k, rc;
+  for (k = 0; k < IDEM_GUARD_N_TRIGGER; k++) {
+    azName[k] = 0;
+    aState[k] = LEDGER_TRIGGER_MISSING;
+  }
+  rc = ledger_guard_table(p->db, p->zDb, p->zName, zBase, pzTable);
+  for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
+    /* the text idem_guard writes for the table as it is named now */
+    char *zSql = ledger_guard_trigger_sql(k, 0, p->zName, p->zId, gid, zBase,
+                                          *pzTable ? *pzTable : zBase, zKeyCol, zTenCol, zTokCol);
+    azName[k] = sqlite3_mprintf(GUARD_TRIGGER_FMT, zBase, p->zName, ledger_guard_kind[k]);
+    rc = trigger_state(p, azName[k], zSql, &aState[k]);
+    sqlite3_free(zSql);
+  }
+  return rc;
+}
+
+int storage_health_scan(const IdemLedger *p, int iScan, sqlite3_stmt **ppS) {
+  static const char *const azScan[] = {
+      /* HEALTH_SCAN_COUNTS */
+      "SELECT tool, status, count(*) FROM \"%w\".\"%w_rows\" GROUP BY tool, status",
+      /* HEALTH_SCAN_OPEN: through the partial index of open rows */
+      "SELECT id, tenant, \"key\", tool, effect, status, attempt, lease_until, created_at"
+      " FROM \"%w\".\"%w_rows\" WHERE " OPEN_WHERE,
+      /* HEALTH_SCAN_GUARDS */
+      "SELECT id, tbl, key_column, tenant_column, token_column FROM \"%w\".\"%w_guards\""
+      " ORDER BY id",
+  };
+  char *zSql = sqlite3_mprintf(azScan[iScan], p->zDb, p->zName);
+  int rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, ppS, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  return rc;
+}

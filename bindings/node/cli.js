@@ -10,7 +10,7 @@
 // 2 broken or failed, 64 usage error). Every subcommand that only reads
 // opens the file read-only. Needs better-sqlite3 beside this package.
 const {
-  STATUSES, CommandError, q, plural, openFile, pick, probe, nowMs, ageNow, effectiveSql, readState, exitStatus,
+  STATUSES, CommandError, q, plural, openFile, pick, probe, nowMs, ageNow, readState, exitStatus,
 } = require('./state.js');
 
 const USAGE = `usage: sqlite-idempotency COMMAND FILE [ARGUMENTS] [--ledger NAME] [--json]
@@ -25,7 +25,7 @@ commands:
                        settles an unknown row: succeeded, failed or released
   purge FILE --older-than AGE
                        deletes settled rows not updated for AGE (ends their deduplication)
-  check FILE           format, triggers, guards, options, integrity_check
+  check FILE           format, own and guard triggers, options, refusal, integrity_check, rows
   metrics FILE         the ledger's state in the Prometheus text format
 
 --ledger NAME picks the ledger when the file has several; --json prints JSON.
@@ -156,9 +156,16 @@ function pairs(items) {
   return items.map(([k, v]) => `${`${k}:`.padEnd(w)}${v}\n`).join('');
 }
 
-const optionsText = (options) => Object.entries(options).map(([k, v]) => `${k}=${v}`).join(' ') || '(none readable)';
+const optionsText = (options) => (options && Object.keys(options).length ? Object.entries(options).map(([k, v]) => `${k}=${v}`).join(' ') : '(none readable)');
 
 // --- the commands -----------------------------------------------------------------
+
+// A guard as status shows it: its table and its triggers that are not in place.
+function guardText(g) {
+  if (g.table_dropped) return `${g.table} (table dropped)`;
+  const bad = g.triggers.filter((t) => t.state !== 'ok').map((t) => `${t.name} ${t.state}`);
+  return `${g.table} (${bad.length ? bad.join(', ') : 'triggers ok'})`;
+}
 
 function cmdStatus(a, out) {
   const file = a.pos[0];
@@ -173,8 +180,8 @@ function cmdStatus(a, out) {
     ['format', st.format === null ? 'unreadable' : String(st.format)],
     ['verdict', st.verdict],
     ['options', optionsText(st.options)],
-    ['guards', st.guards.map((g) => `${g.table} (${g.missing.length ? `missing ${g.missing.join(' and ')}` : 'triggers ok'})`).join(', ') || 'none'],
-    ['open claims', String(st.open_claims)],
+    ['guards', st.guards.map(guardText).join(', ') || 'none'],
+    ['open claims', String(st.live_claims)],
     ['unknown', String(st.unknown)],
     ['expired claims', String(st.expired_claims)],
   ];
@@ -182,12 +189,13 @@ function cmdStatus(a, out) {
   items.push(['oldest unknown', o === null ? 'none' : `${o.tenant} ${o.key} ${o.tool}, claimed ${iso(o.created_at)} (${o.age_seconds} s ago)`]);
   for (const p of st.problems) items.push(['problem', p]);
   for (const p of st.attention) items.push(['attention', p]);
-  if (st.read_from !== st.ledger) items.push(['read from', st.read_from ? `${st.read_from} (the ledger refuses reads)` : 'nothing']);
   let text = `${pairs(items)}\n`;
   text += st.counts.length ? table(['status', 'tool', 'rows'], st.counts.map((c) => [c.status, c.tool, c.rows])) : '(no rows)\n';
   out.push(text);
   return exitStatus(st);
 }
+
+const storedNote = (name, refused) => `read from ${name}_rows, stored statuses (an expired claim shows claimed): the ledger refuses reads: ${refused}`;
 
 const ROW_COLS = 'tenant, key, conversation, tool, effect, status, attempt, created_at, updated_at, lease_until';
 
@@ -228,9 +236,8 @@ function cmdList(a, out) {
         rows.push(...db.prepare(sql).raw().all(s, ...params, limit + 1));
       }
     } else {
-      const eff = effectiveSql(now);
-      const cols = ROW_COLS.replace('status', `${eff} AS status`);
-      const sql = `SELECT id, ${cols} FROM ${q(`${name}_rows`)} WHERE ${eff} IN (${statuses.map(() => '?').join(', ')})${where.map((w) => ` AND ${w}`).join('')} ORDER BY id LIMIT ?`;
+      // the stored statuses: the ledger, which sees them at its clock, refuses
+      const sql = `SELECT id, ${ROW_COLS} FROM ${q(`${name}_rows`)} WHERE status IN (${statuses.map(() => '?').join(', ')})${where.map((w) => ` AND ${w}`).join('')} ORDER BY id LIMIT ?`;
       rows = db.prepare(sql).raw().all(...statuses, ...params, limit + 1);
     }
   } catch (e) {
@@ -243,12 +250,12 @@ function cmdList(a, out) {
   const code = refused !== null ? 2 : 0;
   if (a.json) {
     out.push(`${jdump(rows.map((r) => Object.fromEntries(names.map((n, i) => [n, r[i + 1]]))))}\n`);
-    if (refused !== null) out.push(`[read from ${name}_rows: the ledger refuses reads: ${refused}]\n`);
+    if (refused !== null) out.push(`[${storedNote(name, refused)}]\n`);
     return code;
   }
   let text = rows.length ? table(['tenant', 'key', 'tool', 'status', 'attempt', 'updated'], rows.map((r) => [r[1], r[2], r[4], r[6], r[7], iso(r[9])])) : '';
   text += more ? `first ${limit} rows (--limit N shows more)\n` : `${plural(rows.length, 'row')}\n`;
-  if (refused !== null) text += `read from ${name}_rows: the ledger refuses reads: ${refused}\n`;
+  if (refused !== null) text += `${storedNote(name, refused)}\n`;
   out.push(text);
   return code;
 }
@@ -275,13 +282,12 @@ function cmdShow(a, out) {
   const name = pick(db, file, a.opts['--ledger']);
   const tenant = tenantOf(db, name, key, a.opts['--tenant']);
   const refused = probe(db, name);
-  let cols = SHOW.join(', ');
+  const cols = SHOW.join(', ');
   let r;
   try {
     if (refused === null) {
       r = db.prepare(`SELECT ${cols} FROM ${q(name)} WHERE tenant = ? AND key = ?`).raw().get(tenant, key);
     } else {
-      cols = cols.replace('status', `${effectiveSql(nowMs(db))} AS status`);
       r = db.prepare(`SELECT ${cols} FROM ${q(`${name}_rows`)} WHERE tenant = ? AND key = ?`).raw().get(tenant, key);
     }
   } catch (e) {
@@ -292,7 +298,7 @@ function cmdShow(a, out) {
   const code = refused !== null ? 2 : 0;
   if (a.json) {
     out.push(`${jdump(Object.fromEntries(SHOW.map((k) => [k, JSON_COLS.includes(k) ? new Raw(d[k]) : d[k]])))}\n`);
-    if (refused !== null) out.push(`[read from ${name}_rows: the ledger refuses reads: ${refused}]\n`);
+    if (refused !== null) out.push(`[${storedNote(name, refused)}]\n`);
     return code;
   }
   const items = SHOW.map((k) => {
@@ -301,7 +307,7 @@ function cmdShow(a, out) {
     if (JSON_COLS.includes(k)) return [k, v === null ? 'null' : v];
     return [k, String(v)];
   });
-  if (refused !== null) items.push(['read from', `${name}_rows (the ledger refuses reads: ${refused})`]);
+  if (refused !== null) items.push(['read from', storedNote(name, refused)]);
   out.push(pairs(items));
   return code;
 }
@@ -339,26 +345,33 @@ function cmdPurge(a, out) {
   return 0;
 }
 
+// The checks of idem_health's answer, one row each, as check prints them.
+function checkRows(st) {
+  const checks = [];
+  const add = (check, result, detail) => checks.push({ check, result, detail });
+  const notOk = (triggers) => triggers.filter((t) => t.state !== 'ok').map((t) => `${t.state} ${t.name}`).join(', ');
+  add('format', st.format === null ? 'broken' : 'ok', st.format === null ? 'unreadable' : String(st.format));
+  let bad = notOk(st.triggers);
+  if (st.triggers.length) add('triggers', bad ? 'broken' : 'ok', bad || `${plural(st.triggers.length, 'own trigger')} in place`);
+  else add('triggers', 'broken', 'unreadable');
+  add('options', st.options ? 'ok' : 'broken', optionsText(st.options));
+  if (!st.guards.length) add('guards', 'ok', 'none');
+  for (const g of st.guards) {
+    bad = notOk(g.triggers);
+    if (g.table_dropped) add('guards', 'ok', `${g.table}: the table was dropped, its triggers with it`);
+    else add('guards', bad ? 'broken' : 'ok', `${g.table}: ${bad || `${plural(g.triggers.length, 'trigger')} in place`}`);
+  }
+  if (!st.problems.length) add('ledger', 'ok', 'it answers operations');
+  for (const p of st.problems) add('ledger', 'broken', p);
+  return checks;
+}
+
 function cmdCheck(a, out) {
   const file = a.pos[0];
   const db = openFile(file);
   const name = pick(db, file, a.opts['--ledger']);
   const st = readState(db, file, name);
-  const refused = probe(db, name);
-  const checks = [];
-  const add = (check, ok, detail) => checks.push({ check, result: ok ? 'ok' : 'broken', detail });
-  let kind = null;
-  if (refused !== null) {
-    kind = refused.includes('format') ? 'format' : refused.includes('trigger') ? 'triggers' : refused.includes('_meta') ? 'options' : 'reads';
-  }
-  add('format', kind !== 'format', kind === 'format' ? refused : String(st.format));
-  add('triggers', kind !== 'triggers', kind === 'triggers' ? refused : "the ledger's own triggers are in place");
-  add('options', kind !== 'options', kind === 'options' ? refused : optionsText(st.options));
-  if (kind === 'reads') add('reads', false, refused);
-  const bad = st.guards.filter((g) => g.missing.length);
-  if (!st.guards.length) add('guards', true, 'none');
-  else if (!bad.length) add('guards', true, `${st.guards.map((g) => g.table).join(', ')}: insert and update triggers in place`);
-  for (const p of st.problems.filter((x) => x.startsWith('guard of table '))) add('guards', false, p);
+  const checks = checkRows(st);
   // on a connection without the extension, as any tool would run it (a newer
   // SQLite would otherwise ask the ledger too, which refuses when broken)
   let res;
@@ -373,13 +386,11 @@ function cmdCheck(a, out) {
   } catch (e) {
     res = [e.message];
   }
-  add('integrity_check', res.length === 1 && res[0] === 'ok', res.join('; '));
-  if (st.attention.length) {
-    for (const p of st.attention) checks.push({ check: 'rows', result: 'attention', detail: p });
-  } else {
-    add('rows', true, 'no unknown rows, no expired claims');
-  }
-  const verdict = checks.some((c) => c.result === 'broken') ? 'broken' : st.attention.length ? 'needs attention' : 'healthy';
+  const intact = res.length === 1 && res[0] === 'ok';
+  checks.push({ check: 'integrity_check', result: intact ? 'ok' : 'broken', detail: res.join('; ') });
+  for (const p of st.attention) checks.push({ check: 'rows', result: 'attention', detail: p });
+  if (!st.attention.length) checks.push({ check: 'rows', result: 'ok', detail: 'no unknown rows, no expired claims' });
+  const verdict = intact ? st.verdict : 'broken';
   if (a.json) out.push(`${jdump({ file, ledger: name, checks, verdict })}\n`);
   else out.push(`${table(['result', 'check', 'detail'], checks.map((c) => [c.result, c.check, c.detail]))}verdict: ${verdict}\n`);
   return { healthy: 0, 'needs attention': 1 }[verdict] ?? 2;
@@ -396,7 +407,7 @@ const METRICS = [
 
 function metricValues(st) {
   const o = st.oldest_unknown;
-  return [st.problems.length ? 0 : 1, Number.isInteger(st.format) ? st.format : 0, st.open_claims, st.unknown, st.expired_claims, o === null ? 0 : o.age_seconds];
+  return [st.problems.length ? 0 : 1, Number.isInteger(st.format) ? st.format : 0, st.live_claims, st.unknown, st.expired_claims, o === null ? 0 : o.age_seconds];
 }
 
 const labelValue = (v) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');

@@ -1,12 +1,14 @@
 'use strict';
-// The ledger's own state, read with SQL: what the operator's command and the
-// metrics show. The same code as the Python package's state.py (both print
-// the same bytes): open rows (claimed, unknown) are read through the ledger,
-// whose status column is the effective status (an external claim whose
-// lease ran out reads unknown); settled rows are counted on <name>_rows.
-// When the ledger refuses reads (a dropped trigger, say), everything is read
-// from <name>_rows and an expired external claim is counted unknown by the
-// same rule. Works on a better-sqlite3 (or libsql) connection.
+// The ledger's own state, as the extension reports it: what the operator's
+// command and the metrics show. readState(db, file, name) is the answer of
+// the extension's idem_health(name) (docs/reference.md): the format, the
+// problems that make the ledger broken (its refusal of operations, in its
+// own words), its own and its guards' triggers by name, the options, the
+// rows by effective status and tool, the live and expired claims and the
+// oldest unknown row. Nothing here restates a rule of the ledger: the
+// command only adds the file name and the age of the oldest unknown. The
+// same code as the Python package's state.py (both print the same bytes).
+// Works on a better-sqlite3 (or libsql) connection.
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -100,114 +102,32 @@ function ageNow(connNow) {
   return Number(v);
 }
 
-function meta(db, name) {
-  try {
-    return db.prepare(`SELECT k, v FROM ${q(`${name}_meta`)} ORDER BY k`).raw().all();
-  } catch {
-    return [];
-  }
-}
-
-// The effective status of a row of <name>_rows, for a ledger that refuses reads.
-const effectiveSql = (now) => `CASE WHEN status = 'claimed' AND lease_until <= ${Math.trunc(now)} AND effect = 'external' THEN 'unknown' ELSE status END`;
-
-// Each guarded table and whether its insert and update triggers are in place.
-function guards(db, name) {
-  let rows;
-  try {
-    rows = db.prepare(`SELECT tbl, key_column, tenant_column, token_column FROM ${q(`${name}_guards`)} ORDER BY id`).raw().all();
-  } catch {
-    return [];
-  }
-  return rows.map(([tbl, keyCol, tenCol, tokCol]) => {
-    const names = db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE ORDER BY name").pluck().all(tbl);
-    const missing = ['insert', 'update'].filter((w) => !names.some((n) => n.endsWith(`_idem_${name}_${w}`)));
-    return { table: tbl, key_column: keyCol, tenant_column: tenCol, token_column: tokCol, missing };
-  });
-}
-
-function guardProblem(name, g) {
-  const cols = [g.key_column, g.tenant_column, g.token_column].filter((c) => c !== null).map((c) => `'${c}'`).join(', ');
-  return `guard of table ${g.table} is missing its ${g.missing.join(' and ')} trigger${g.missing.length > 1 ? 's' : ''}: writes to ${g.table} are not checked against claims; restore it with SELECT idem_unguard('${name}', '${g.table}'); SELECT idem_guard('${name}', '${g.table}', ${cols})`;
-}
-
+// idem_health(name) with the file's name first, and the oldest unknown's
+// age instead of "now". When the extension cannot answer for the ledger at
+// all (a format this build does not read, options out of range), its error
+// is the one problem.
 function readState(db, file, name) {
-  const now = nowMs(db);
-  const ages = ageNow(now);
-  const m = meta(db, name);
-  const fmtRow = m.find(([k]) => k === 'format');
-  const fmt = fmtRow === undefined ? null : fmtRow[1];
-  const refused = probe(db, name);
-  const problems = [];
-  if (refused !== null) problems.push(refused);
-  const gs = guards(db, name);
-  for (const g of gs) if (g.missing.length) problems.push(guardProblem(name, g));
-  const counts = new Map();
-  let oldest = null;
-  let openClaims = 0;
-  let expired = 0;
-  const rowsTable = q(`${name}_rows`);
-  let readFrom = refused === null ? name : `${name}_rows`;
+  let health;
   try {
-    let r;
-    if (refused === null) {
-      for (const st of ['claimed', 'unknown']) {
-        for (const [tool, n] of db.prepare(`SELECT tool, count(*) FROM ${q(name)} WHERE status = ? GROUP BY tool`).raw().all(st)) {
-          counts.set(`${st}\0${tool}`, n);
-        }
-      }
-      for (const [st, tool, n] of db.prepare(`SELECT status, tool, count(*) FROM ${rowsTable} WHERE status IN ('succeeded', 'failed', 'released') GROUP BY status, tool`).raw().all()) {
-        counts.set(`${st}\0${tool}`, n);
-      }
-      openClaims = db.prepare(`SELECT count(*) FROM ${q(name)} WHERE status = 'claimed' AND lease_until > ?`).pluck().get(now);
-      r = db.prepare(`SELECT tenant, key, tool, created_at FROM ${q(name)} WHERE status = 'unknown' ORDER BY created_at, rowid LIMIT 1`).raw().get();
-    } else {
-      const eff = effectiveSql(now);
-      for (const [st, tool, n] of db.prepare(`SELECT ${eff}, tool, count(*) FROM ${rowsTable} GROUP BY 1, 2`).raw().all()) {
-        counts.set(`${st}\0${tool}`, n);
-      }
-      openClaims = db.prepare(`SELECT count(*) FROM ${rowsTable} WHERE status = 'claimed' AND lease_until > ?`).pluck().get(now);
-      r = db.prepare(`SELECT tenant, key, tool, created_at FROM ${rowsTable} WHERE ${eff} = 'unknown' ORDER BY created_at, id LIMIT 1`).raw().get();
-    }
-    expired = db.prepare(`SELECT count(*) FROM ${rowsTable} WHERE status = 'claimed' AND lease_until <= ?`).pluck().get(now);
-    if (r !== undefined) {
-      oldest = { tenant: r[0], key: r[1], tool: r[2], created_at: r[3], age_seconds: Math.max(0, Math.floor((ages - r[3]) / 1000)) };
-    }
+    health = JSON.parse(db.prepare('SELECT idem_health(?)').pluck().get(name));
   } catch (e) {
-    readFrom = null;
-    problems.push(`${name}_rows cannot be read: ${e.message}`);
+    if (e instanceof SyntaxError) throw e;
+    health = {
+      ledger: name, schema: null, format: null, verdict: 'broken', problems: [e.message], attention: [], triggers: [], guards: [], options: null, now: null, live_claims: 0, unknown: 0, expired_claims: 0, oldest_unknown: null, counts: [],
+    };
   }
-  let unknown = 0;
-  for (const [k, n] of counts) if (k.startsWith('unknown\0')) unknown += n;
-  const attention = [];
-  if (unknown) attention.push(`${plural(unknown, 'unknown row')}: reconcile with the targets, then resolve`);
-  if (expired) attention.push(`${plural(expired, 'expired claim')}: their holders stopped before settling`);
-  const order = (s) => { const i = STATUSES.indexOf(s); return i < 0 ? 9 : i; };
-  const list = [...counts].map(([k, n]) => { const [status, tool] = k.split('\0'); return { status, tool, rows: n }; });
-  list.sort((a, b) => order(a.status) - order(b.status) || (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
-  const options = {};
-  for (const [k, v] of m) if (k !== 'format' && k !== 'id') options[k] = v;
-  return {
-    file,
-    ledger: name,
-    format: fmt,
-    verdict: problems.length ? 'broken' : attention.length ? 'needs attention' : 'healthy',
-    problems,
-    attention,
-    read_from: readFrom,
-    options,
-    guards: gs.map((g) => ({ table: g.table, missing: g.missing })),
-    open_claims: openClaims,
-    unknown,
-    expired_claims: expired,
-    oldest_unknown: oldest,
-    counts: list,
-  };
+  // the ledger's clock decided what is expired; ages are measured from
+  // $SQLITE_IDEMPOTENCY_NOW_MS when it is set, so the ledger's own time is
+  // not shown
+  const { now, ...rest } = health;
+  const o = rest.oldest_unknown;
+  if (o !== null) o.age_seconds = Math.max(0, Math.floor((ageNow(now) - o.created_at) / 1000));
+  return { file, ...rest };
 }
 
 const exitStatus = (st) => ({ healthy: 0, 'needs attention': 1 }[st.verdict] ?? 2);
 
 module.exports = {
-  STATUSES, NOW_SQL, NOW_ENV, CommandError, q, plural, openFile, ledgers, pick, probe, nowMs, ageNow, meta,
-  effectiveSql, guards, readState, exitStatus,
+  STATUSES, NOW_SQL, NOW_ENV, CommandError, q, plural, openFile, ledgers, pick, probe, nowMs, ageNow, readState,
+  exitStatus,
 };

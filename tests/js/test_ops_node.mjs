@@ -3,7 +3,12 @@
 // node_modules holds the package (with the built extension), better-sqlite3,
 // prom-client and OpenTelemetry. argv[2]: a scratch directory; argv[3]: the
 // port of the counting target (tests/python/test_server.py), which says per
-// Idempotency-Key how many requests reached it.
+// Idempotency-Key how many requests reached it. The command's check and
+// status are asserted to the byte, the same text as tests/python/test_ops_py.py
+// asserts, and compared with the Python command's output on the same files
+// (PYTHONPATH names the Python package with the extension).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Checks } from './checks.mjs';
@@ -171,6 +176,144 @@ async function metricsTests() {
   eq('metrics-needs-a-library', noLibs && noLibs.message, 'Metrics: neither prom-client nor @opentelemetry/api is installed: there is nothing to record with (npm install prom-client, or @opentelemetry/api)');
 }
 
+const OPTS = 'lease_seconds=300 max_attempts=5 max_args_bytes=1048576 single_tenant=0 retention_seconds=0 require_transaction=0';
+const REFUSAL = 'rows may have been changed without it: check them (SELECT * FROM "ledger_rows") against what the application and the targets know, then restore it with SELECT idem_upgrade(\'ledger\'); every ledger operation is refused until then';
+
+// What check prints: [result, detail] rows, the result column w wide.
+function checkText(guards, ledger, { triggers = ['ok', '14 own triggers in place'], rows = [['ok', 'no unknown rows, no expired claims']], verdict = 'healthy', opts = OPTS, w = 6 } = {}) {
+  const table = [['result', 'check', 'detail'], ['ok', 'format', '3'], [triggers[0], 'triggers', triggers[1]], ['ok', 'options', opts],
+    ...guards.map(([r, t]) => [r, 'guards', t]), ...ledger.map(([r, t]) => [r, 'ledger', t]), ['ok', 'integrity_check', 'ok'],
+    ...rows.map(([r, t]) => [r, 'rows', t])];
+  return `${table.map(([r, c, t]) => `${r.padEnd(w)}  ${c.padEnd(15)}  ${t}\n`).join('')}verdict: ${verdict}\n`;
+}
+
+// h-healthy.db (a guarded ledger: a settled row, a live claim), h-member.db
+// and h-own.db (its guard's member trigger, its own update trigger dropped),
+// h-rows.db (two unknown rows, and a ledger "quick" with two expired
+// claims); the first unknown row's key.
+function makeHealthFiles(d) {
+  fs.mkdirSync(d, { recursive: true });
+  const healthy = path.join(d, 'h-healthy.db');
+  let db = new Database(healthy);
+  let led = Ledger.open(db);
+  const a = led.claim('acme', 'conv-1', 'send_email', { to: 'a' });
+  led.settle(a.token, 'succeeded', { id: 1 });
+  led.claim('globex', 'conv-2', 'send_email', { to: 'b' });
+  db.exec('CREATE TABLE orders(id INTEGER PRIMARY KEY, tenant TEXT, op TEXT)');
+  db.prepare("SELECT idem_guard('ledger', 'orders', 'op', 'tenant')").get();
+  db.pragma('journal_mode = DELETE');
+  db.close();
+  for (const [name, trig] of [['h-member.db', 'orders_idem_ledger_member'], ['h-own.db', 'ledger_rows_update']]) {
+    fs.copyFileSync(healthy, path.join(d, name));
+    const c = new Database(path.join(d, name));
+    c.exec(`DROP TRIGGER "${trig}"`);
+    c.close();
+  }
+  const rows = path.join(d, 'h-rows.db');
+  fs.copyFileSync(healthy, rows);
+  db = new Database(rows);
+  led = Ledger.open(db);
+  const b = led.claim('acme', 'conv-3', 'charge_card', { amount: 5 });
+  led.settle(b.token, 'unknown', { reason: 'read timeout' });
+  const f = led.claim('globex', 'conv-4', 'send_email', { to: 'c' });
+  led.settle(f.token, 'unknown', { reason: 'reset' });
+  const quick = Ledger.open(db, { name: 'quick', options: { lease_seconds: 0 } });
+  quick.claim('acme', 'conv-5', 'charge_card', { amount: 7 });
+  quick.claim('acme', 'conv-5', 'local_op', { n: 1 }, { effect: 'local' });
+  db.pragma('journal_mode = DELETE');
+  db.close();
+  return b.key;
+}
+
+function commandTests() {
+  const { main } = require(path.join(path.dirname(require.resolve('sqlite-idempotency')), 'cli.js'));
+  const d = path.join(tmp, 'cmd-node');
+  const keyB = makeHealthFiles(d);
+  const f = (name) => path.join(d, name);
+  const withNow = (now, fn) => {
+    const old = process.env.SQLITE_IDEMPOTENCY_NOW_MS;
+    delete process.env.SQLITE_IDEMPOTENCY_NOW_MS;
+    if (now !== undefined) process.env.SQLITE_IDEMPOTENCY_NOW_MS = String(now);
+    try { return fn(); } finally {
+      delete process.env.SQLITE_IDEMPOTENCY_NOW_MS;
+      if (old !== undefined) process.env.SQLITE_IDEMPOTENCY_NOW_MS = old;
+    }
+  };
+  const py = process.env.PYTHONPATH && fs.existsSync('/usr/bin/python3');
+  if (!py) console.log('SKIP ops.node:cmd:same-as-python: PYTHONPATH names no Python package (or /usr/bin/python3 is missing)');
+  // the Node command's exit status and output; each run is also compared with the Python command's
+  const run = (argv, now) => {
+    let text = '';
+    const sink = { write: (t) => { text += t; } };
+    const rc = withNow(now, () => main(argv, sink, sink));
+    if (py) {
+      const env = { ...process.env };
+      delete env.SQLITE_IDEMPOTENCY_NOW_MS;
+      if (now !== undefined) env.SQLITE_IDEMPOTENCY_NOW_MS = String(now);
+      const p = spawnSync('/usr/bin/python3', ['-m', 'sqlite_idempotency', ...argv], { env, encoding: 'utf8' });
+      checks.report(p.status === rc && p.stdout + p.stderr === text, `cmd:same-as-python:${argv.map((x) => path.basename(x)).join(' ')}`,
+        `python exit ${p.status}: ${p.stdout}${p.stderr} / node exit ${rc}: ${text}`);
+    }
+    return [rc, text];
+  };
+
+  // the ledger's own refusal, as every operation on it fails (the check's ledger row is this text)
+  const refusal = (file) => {
+    const { openFile } = require(path.join(path.dirname(require.resolve('sqlite-idempotency')), 'state.js'));
+    const conn = openFile(file);
+    try {
+      conn.prepare('SELECT count(*) FROM ledger').get();
+      return null;
+    } catch (e) {
+      return e.message.replace(/^idempotency: /, '');
+    } finally {
+      conn.close();
+    }
+  };
+  const whole = [['ok', 'orders: 3 triggers in place']];
+  const memberRefusal = refusal(f('h-member.db'));
+  checks.report(memberRefusal !== null && memberRefusal.startsWith('ledger ledger is missing its guard trigger "orders_idem_ledger_member" on table "orders"; '),
+    'cmd:member-dropped-refused', memberRefusal);
+  eq('cmd:check-healthy', run(['check', f('h-healthy.db')]), [0, checkText(whole, [['ok', 'it answers operations']])]);
+  eq('cmd:check-member-dropped', run(['check', f('h-member.db')]), [2, checkText([['broken', 'orders: missing orders_idem_ledger_member']],
+    [['broken', memberRefusal]], { verdict: 'broken' })]);
+  eq('cmd:check-own-dropped', run(['check', f('h-own.db')]), [2, checkText(whole,
+    [['broken', `ledger ledger is missing its trigger "ledger_rows_update"; ${REFUSAL}`]], { triggers: ['broken', 'missing ledger_rows_update'], verdict: 'broken' })]);
+  eq('cmd:check-expired', run(['check', f('h-rows.db'), '--ledger', 'quick']), [1, checkText([['ok', 'none']], [['ok', 'it answers operations']], {
+    rows: [['attention', '1 unknown row: reconcile with the targets, then resolve'], ['attention', '2 expired claims: their holders stopped before settling']],
+    verdict: 'needs attention', opts: OPTS.replace('lease_seconds=300', 'lease_seconds=0'), w: 9,
+  })]);
+  const c = new Database(f('h-rows.db'), { readonly: true });
+  const created = Number(c.prepare('SELECT created_at FROM ledger_rows WHERE key = ?').pluck().get(keyB));
+  c.close();
+  eq('cmd:status-counts-oldest', run(['status', f('h-rows.db'), '--ledger', 'ledger'], created + 90500), [1,
+    `ledger:         ledger in ${f('h-rows.db')}\n`
+    + 'format:         3\n'
+    + 'verdict:        needs attention\n'
+    + `options:        ${OPTS}\n`
+    + 'guards:         orders (triggers ok)\n'
+    + 'open claims:    1\n'
+    + 'unknown:        2\n'
+    + 'expired claims: 0\n'
+    + `oldest unknown: acme ${keyB} charge_card, claimed ${new Date(created).toISOString()} (90 s ago)\n`
+    + 'attention:      2 unknown rows: reconcile with the targets, then resolve\n'
+    + '\n'
+    + 'status     tool         rows\n'
+    + 'claimed    send_email   1\n'
+    + 'unknown    charge_card  1\n'
+    + 'unknown    send_email   1\n'
+    + 'succeeded  send_email   1\n']);
+  eq('cmd:status-member-dropped-guards-line', run(['status', f('h-member.db')])[1].split('\n').filter((l) => l.startsWith('guards:')),
+    ['guards:         orders (orders_idem_ledger_member missing)']);
+  const [rc, text] = run(['status', f('h-rows.db'), '--ledger', 'ledger', '--json'], created + 90500);
+  const st = JSON.parse(text);
+  eq('cmd:status-json', [rc, st.oldest_unknown, st.counts[0], st.live_claims],
+    [1, { tenant: 'acme', key: keyB, tool: 'charge_card', created_at: created, age_seconds: 90 }, { status: 'claimed', tool: 'send_email', rows: 1 }, 1]);
+  eq('cmd:metrics-member-dropped-down', run(['metrics', f('h-member.db')])[1].split('\n').filter((l) => l.startsWith('idempotency_ledger_up')),
+    ['idempotency_ledger_up{ledger="ledger"} 0']);
+}
+
 await reconcileTests();
 await metricsTests();
+commandTests();
 process.exit(checks.status());

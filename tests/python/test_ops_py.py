@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/python/test_ops_py.py: reconciliation and metrics of the Python package.
+"""tests/python/test_ops_py.py: reconciliation, metrics and the operator's command of the Python package.
 
 Run by tests/suites/57-ops.sh with PYTHONPATH at a copy of the package that
 holds the built extension. argv[1] is a scratch directory.
@@ -9,10 +9,18 @@ Reconciliation runs against the counting target in tests/python
 it: the reconciler of "send" asks it, so a call that timed out after
 reaching the target is resolved succeeded, and one that never left is
 released and then really sent once.
+
+The command's check and status are asserted to the byte on files made here
+(tests/js/test_ops_node.mjs asserts the same text from the Node command and
+compares the two): a healthy guarded ledger, its guard's member trigger
+dropped, its own update trigger dropped, counts and the oldest unknown, and
+expired claims.
 """
 import asyncio
 import json
 import os
+import shutil
+import sqlite3
 import sys
 import urllib.request
 
@@ -215,6 +223,139 @@ def metrics_tests():
     except ImportError:
         checks.skip("traces", "opentelemetry is not installed (no Debian package): the spans are tested in Node")
 
+OPTS = ("lease_seconds=300 max_attempts=5 max_args_bytes=1048576 single_tenant=0 retention_seconds=0 "
+        "require_transaction=0")
+REFUSAL = ("rows may have been changed without it: check them (SELECT * FROM \"ledger_rows\") against what the "
+           "application and the targets know, then restore it with SELECT idem_upgrade('ledger'); every ledger "
+           "operation is refused until then")
+
+
+def check_text(guards, ledger, triggers=("ok", "14 own triggers in place"), rows=None, verdict="healthy",
+               opts=OPTS, w=6):
+    """What check prints: (result, detail) rows, the result column w wide."""
+    rows = rows or [("ok", "no unknown rows, no expired claims")]
+    table = ([("result", "check", "detail"), ("ok", "format", "3"), (triggers[0], "triggers", triggers[1]),
+              ("ok", "options", opts)] + [(r, "guards", t) for r, t in guards] + [(r, "ledger", t) for r, t in ledger]
+             + [("ok", "integrity_check", "ok")] + [(r, "rows", t) for r, t in rows])
+    return "".join(f"{r.ljust(w)}  {c.ljust(15)}  {t}\n" for r, c, t in table) + f"verdict: {verdict}\n"
+
+
+def make_health_files(d):
+    """h-healthy.db, h-member.db, h-own.db, h-rows.db (see the module's doc); the unknown rows' keys."""
+    os.makedirs(d, exist_ok=True)
+    healthy = os.path.join(d, "h-healthy.db")
+    led = idem.Ledger.open(healthy)
+    a = led.claim("acme", "conv-1", "send_email", {"to": "a"})
+    led.settle(a.token, "succeeded", {"id": 1})
+    led.claim("globex", "conv-2", "send_email", {"to": "b"})  # live
+    led.conn.execute("CREATE TABLE orders(id INTEGER PRIMARY KEY, tenant TEXT, op TEXT)")
+    led.conn.execute("SELECT idem_guard('ledger', 'orders', 'op', 'tenant')").fetchone()
+    led.conn.execute("PRAGMA journal_mode=DELETE")
+    led.close()
+    for name, trig in (("h-member.db", "orders_idem_ledger_member"), ("h-own.db", "ledger_rows_update")):
+        shutil.copy(healthy, os.path.join(d, name))
+        c = sqlite3.connect(os.path.join(d, name))
+        c.execute(f'DROP TRIGGER "{trig}"')
+        c.close()
+    rows = os.path.join(d, "h-rows.db")
+    shutil.copy(healthy, rows)
+    led = idem.Ledger.open(rows)
+    b = led.claim("acme", "conv-3", "charge_card", {"amount": 5})
+    led.settle(b.token, "unknown", {"reason": "read timeout"})
+    f = led.claim("globex", "conv-4", "send_email", {"to": "c"})
+    led.settle(f.token, "unknown", {"reason": "reset"})
+    quick = idem.Ledger.open(led.conn, "quick", options={"lease_seconds": 0})
+    quick.claim("acme", "conv-5", "charge_card", {"amount": 7})  # external, expired: unknown
+    quick.claim("acme", "conv-5", "local_op", {"n": 1}, effect="local")  # local, expired: claimed
+    led.conn.execute("PRAGMA journal_mode=DELETE")
+    led.close()
+    return b.key
+
+
+def command_tests():
+    import contextlib
+    import io
+    from sqlite_idempotency.cli import iso, main
+    d = os.path.join(TMP, "cmd-py")
+    key_b = make_health_files(d)
+    f = lambda name: os.path.join(d, name)  # noqa: E731
+
+    def run(*argv, now=None):
+        out, err = io.StringIO(), io.StringIO()
+        old = os.environ.pop("SQLITE_IDEMPOTENCY_NOW_MS", None)
+        if now is not None:
+            os.environ["SQLITE_IDEMPOTENCY_NOW_MS"] = str(now)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = main(list(argv))
+        finally:
+            os.environ.pop("SQLITE_IDEMPOTENCY_NOW_MS", None)
+            if old is not None:
+                os.environ["SQLITE_IDEMPOTENCY_NOW_MS"] = old
+        return rc, out.getvalue() + err.getvalue()
+
+    def refusal(path):
+        """The ledger's own refusal, as every operation on it fails (the check's ledger row is this text)."""
+        from sqlite_idempotency.state import open_file
+        conn = open_file(path)
+        try:
+            conn.execute("SELECT count(*) FROM ledger").fetchone()
+            return None
+        except sqlite3.Error as e:
+            return str(e).removeprefix("idempotency: ")
+        finally:
+            conn.close()
+
+    whole = [("ok", "orders: 3 triggers in place")]
+    member_refusal = refusal(f("h-member.db"))
+    checks.report(member_refusal is not None and member_refusal.startswith(
+        'ledger ledger is missing its guard trigger "orders_idem_ledger_member" on table "orders"; '),
+        "cmd:member-dropped-refused", member_refusal)
+    eq("cmd:check-healthy", run("check", f("h-healthy.db")),
+       (0, check_text(whole, [("ok", "it answers operations")])))
+    eq("cmd:check-member-dropped", run("check", f("h-member.db")),
+       (2, check_text([("broken", "orders: missing orders_idem_ledger_member")],
+                      [("broken", member_refusal)], verdict="broken")))
+    eq("cmd:check-own-dropped", run("check", f("h-own.db")),
+       (2, check_text(whole, [("broken", f'ledger ledger is missing its trigger "ledger_rows_update"; {REFUSAL}')],
+                      triggers=("broken", "missing ledger_rows_update"), verdict="broken")))
+    eq("cmd:check-expired", run("check", f("h-rows.db"), "--ledger", "quick"),
+       (1, check_text([("ok", "none")], [("ok", "it answers operations")],
+                      rows=[("attention", "1 unknown row: reconcile with the targets, then resolve"),
+                            ("attention", "2 expired claims: their holders stopped before settling")],
+                      verdict="needs attention", opts=OPTS.replace("lease_seconds=300", "lease_seconds=0"), w=9)))
+    c = sqlite3.connect(f("h-rows.db"))
+    created = c.execute("SELECT created_at FROM ledger_rows WHERE key = ?", (key_b,)).fetchone()[0]
+    c.close()
+    eq("cmd:status-counts-oldest", run("status", f("h-rows.db"), "--ledger", "ledger", now=created + 90500),
+       (1, f"ledger:         ledger in {f('h-rows.db')}\n"
+           "format:         3\n"
+           "verdict:        needs attention\n"
+           f"options:        {OPTS}\n"
+           "guards:         orders (triggers ok)\n"
+           "open claims:    1\n"
+           "unknown:        2\n"
+           "expired claims: 0\n"
+           f"oldest unknown: acme {key_b} charge_card, claimed {iso(created)} (90 s ago)\n"
+           "attention:      2 unknown rows: reconcile with the targets, then resolve\n"
+           "\n"
+           "status     tool         rows\n"
+           "claimed    send_email   1\n"
+           "unknown    charge_card  1\n"
+           "unknown    send_email   1\n"
+           "succeeded  send_email   1\n"))
+    eq("cmd:status-member-dropped-guards-line",
+       [ln for ln in run("status", f("h-member.db"))[1].splitlines() if ln.startswith("guards:")],
+       ["guards:         orders (orders_idem_ledger_member missing)"])
+    rc, text = run("status", f("h-rows.db"), "--ledger", "ledger", "--json", now=created + 90500)
+    st = json.loads(text)
+    eq("cmd:status-json", (rc, st["oldest_unknown"], st["counts"][0], st["live_claims"]),
+       (1, {"tenant": "acme", "key": key_b, "tool": "charge_card", "created_at": created, "age_seconds": 90},
+        {"status": "claimed", "tool": "send_email", "rows": 1}, 1))
+    rc, text = run("metrics", f("h-member.db"))
+    eq("cmd:metrics-member-dropped-down", [ln for ln in text.splitlines() if ln.startswith("idempotency_ledger_up")],
+       ['idempotency_ledger_up{ledger="ledger"} 0'])
+
 
 def main():
     srv = test_server.start()
@@ -223,6 +364,7 @@ def main():
     finally:
         srv.stop()
     metrics_tests()
+    command_tests()
     return checks.status()
 
 

@@ -181,7 +181,7 @@ if [ "$have_py" = 1 ] && [ "$have_node" = 1 ]; then
   got=$(cd "$F" && pycli status unknown.db 2>&1)
   [ "$got" = "sqlite-idempotency: unknown.db has 2 ledgers (ledger, quick): choose one with --ledger NAME" ] &&
     pass cli:several-ledgers-message || fail cli:several-ledgers-message "got: $got"
-  refused=$(cd "$F" && sqlite3 dropped.db ".load $ROOT/build/idempotency" "SELECT count(*) FROM ledger" 2>&1 | sed 's/^Error: [a-z ]*, //')
+  refused=$(cd "$F" && sqlite3 dropped.db ".load $ROOT/build/idempotency" "SELECT count(*) FROM ledger" 2>&1 | sed 's/^Error: [a-z ]*, idempotency: //')
   got=$(cd "$F" && pycli status dropped.db | sed -n 's/^problem: *//p')
   [ -n "$refused" ] && [ "$got" = "$refused" ] && pass cli:dropped-trigger-names-the-refusal ||
     fail cli:dropped-trigger-names-the-refusal "got: $got, the ledger says: $refused"
@@ -197,7 +197,7 @@ idempotency_ledger_expired_claims{ledger=\"ledger\"} 0"
   cp "$F/healthy.db" "$F/future.db"
   sqlite3 "$F/future.db" "DROP TRIGGER ledger_meta_update; UPDATE ledger_meta SET v = 99 WHERE k = 'format'"
   same 2 check future.db
-  got=$(cd "$F" && pycli check future.db | sed -n 's/^broken *format *//p')
+  got=$(cd "$F" && pycli check future.db | sed -n 's/^broken *ledger *//p')
   case "$got" in
     *"has format 99; this build reads format"*) pass cli:unknown-format-message ;;
     *) fail cli:unknown-format-message "got: $got" ;;

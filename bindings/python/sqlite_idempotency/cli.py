@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .state import _uri_path as _uri_part
-from .state import (STATUSES, CommandError, age_now, effective_sql, exit_status, now_ms, open_file, pick,
-                    plural, probe, q, read_state)
+from .state import (STATUSES, CommandError, age_now, exit_status, now_ms, open_file, pick, plural, probe, q,
+                    read_state)
 
 USAGE = """usage: sqlite-idempotency COMMAND FILE [ARGUMENTS] [--ledger NAME] [--json]
 
@@ -33,7 +33,7 @@ commands:
                        settles an unknown row: succeeded, failed or released
   purge FILE --older-than AGE
                        deletes settled rows not updated for AGE (ends their deduplication)
-  check FILE           format, triggers, guards, options, integrity_check
+  check FILE           format, own and guard triggers, options, refusal, integrity_check, rows
   metrics FILE         the ledger's state in the Prometheus text format
 
 --ledger NAME picks the ledger when the file has several; --json prints JSON.
@@ -204,11 +204,19 @@ def pairs(items: Sequence[Tuple[str, str]]) -> str:
     return "".join(f"{(k + ':').ljust(w)}{v}\n" for k, v in items)
 
 
-def options_text(options: Dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in options.items()) or "(none readable)"
+def options_text(options: Optional[Dict[str, Any]]) -> str:
+    return " ".join(f"{k}={v}" for k, v in options.items()) if options else "(none readable)"
 
 
 # --- the commands -----------------------------------------------------------------
+
+
+def guard_text(g: Dict[str, Any]) -> str:
+    """A guard as status shows it: its table and its triggers that are not in place."""
+    if g["table_dropped"]:
+        return f"{g['table']} (table dropped)"
+    bad = [f"{t['name']} {t['state']}" for t in g["triggers"] if t["state"] != "ok"]
+    return f"{g['table']} ({', '.join(bad) if bad else 'triggers ok'})"
 
 
 def cmd_status(a: Args, out: List[str]) -> int:
@@ -221,12 +229,10 @@ def cmd_status(a: Args, out: List[str]) -> int:
     items = [("ledger", f"{st['ledger']} in {path}"),
              ("format", "unreadable" if st["format"] is None else str(st["format"])),
              ("verdict", st["verdict"]),
-             ("options", options_text(st["options"]))]
-    gs = st["guards"]
-    items.append(("guards", ", ".join(f"{g['table']} ({'triggers ok' if not g['missing'] else 'missing ' + ' and '.join(g['missing'])})"
-                                       for g in gs) or "none"))
-    items += [("open claims", str(st["open_claims"])), ("unknown", str(st["unknown"])),
-              ("expired claims", str(st["expired_claims"]))]
+             ("options", options_text(st["options"])),
+             ("guards", ", ".join(guard_text(g) for g in st["guards"]) or "none"),
+             ("open claims", str(st["live_claims"])), ("unknown", str(st["unknown"])),
+             ("expired claims", str(st["expired_claims"]))]
     o = st["oldest_unknown"]
     items.append(("oldest unknown", "none" if o is None else
                   f"{o['tenant']} {o['key']} {o['tool']}, claimed {iso(o['created_at'])} ({o['age_seconds']} s ago)"))
@@ -234,13 +240,16 @@ def cmd_status(a: Args, out: List[str]) -> int:
         items.append(("problem", p))
     for p in st["attention"]:
         items.append(("attention", p))
-    if st["read_from"] != st["ledger"]:
-        items.append(("read from", f"{st['read_from']} (the ledger refuses reads)" if st["read_from"] else "nothing"))
     text = pairs(items) + "\n"
     text += table(("status", "tool", "rows"), [(c["status"], c["tool"], c["rows"]) for c in st["counts"]]) \
         if st["counts"] else "(no rows)\n"
     out.append(text)
     return exit_status(st)
+
+
+def stored_note(name: str, refused: str) -> str:
+    return (f"read from {name}_rows, stored statuses (an expired claim shows claimed): "
+            f"the ledger refuses reads: {refused}")
 
 
 _ROW_COLS = "tenant, key, conversation, tool, effect, status, attempt, created_at, updated_at, lease_until"
@@ -278,10 +287,10 @@ def cmd_list(a: Args, out: List[str]) -> int:
                        + "".join(f" AND {w}" for w in where) + " ORDER BY rowid LIMIT ?")
                 rows += conn.execute(sql, [s] + params + [limit + 1]).fetchall()
         else:
-            eff = effective_sql(now)
-            cols = _ROW_COLS.replace("status", f"{eff} AS status")
-            sql = (f"SELECT id, {cols} FROM {q(name + '_rows')} WHERE {eff} IN ({', '.join('?' for _ in statuses)})"
-                   + "".join(f" AND {w}" for w in where) + " ORDER BY id LIMIT ?")
+            # the stored statuses: the ledger, which sees them at its clock, refuses
+            sql = (f"SELECT id, {_ROW_COLS} FROM {q(name + '_rows')} WHERE status IN "
+                   f"({', '.join('?' for _ in statuses)})" + "".join(f" AND {w}" for w in where)
+                   + " ORDER BY id LIMIT ?")
             rows = conn.execute(sql, statuses + params + [limit + 1]).fetchall()
     except sqlite3.Error as e:
         raise CommandError(f"sqlite-idempotency: {name} cannot be read: {e}") from None
@@ -293,13 +302,13 @@ def cmd_list(a: Args, out: List[str]) -> int:
     if a.json:
         out.append(jdump([dict(zip(names, r[1:])) for r in rows]) + "\n")
         if refused is not None:
-            out.append(f"[read from {name}_rows: the ledger refuses reads: {refused}]\n")
+            out.append(f"[{stored_note(name, refused)}]\n")
         return code
     text = table(("tenant", "key", "tool", "status", "attempt", "updated"),
                  [(r[1], r[2], r[4], r[6], r[7], iso(r[9])) for r in rows]) if rows else ""
     text += f"first {limit} rows (--limit N shows more)\n" if more else f"{plural(len(rows), 'row')}\n"
     if refused is not None:
-        text += f"read from {name}_rows: the ledger refuses reads: {refused}\n"
+        text += f"{stored_note(name, refused)}\n"
     out.append(text)
     return code
 
@@ -335,7 +344,6 @@ def cmd_show(a: Args, out: List[str]) -> int:
         if refused is None:
             r = conn.execute(f"SELECT {cols} FROM {q(name)} WHERE tenant = ? AND key = ?", (tenant, key)).fetchone()
         else:
-            cols = cols.replace("status", f"{effective_sql(now_ms(conn))} AS status")
             r = conn.execute(f"SELECT {cols} FROM {q(name + '_rows')} WHERE tenant = ? AND key = ?",
                              (tenant, key)).fetchone()
     except sqlite3.Error as e:
@@ -348,7 +356,7 @@ def cmd_show(a: Args, out: List[str]) -> int:
         obj = {k: (Raw(v) if k in ("args", "result", "error", "members") else v) for k, v in d.items()}
         out.append(jdump(obj) + "\n")
         if refused is not None:
-            out.append(f"[read from {name}_rows: the ledger refuses reads: {refused}]\n")
+            out.append(f"[{stored_note(name, refused)}]\n")
         return code
     items = []
     for k in _SHOW:
@@ -360,7 +368,7 @@ def cmd_show(a: Args, out: List[str]) -> int:
         else:
             items.append((k, str(v)))
     if refused is not None:
-        items.append(("read from", f"{name}_rows (the ledger refuses reads: {refused})"))
+        items.append(("read from", stored_note(name, refused)))
     out.append(pairs(items))
     return code
 
@@ -397,33 +405,46 @@ def cmd_purge(a: Args, out: List[str]) -> int:
     return 0
 
 
+def check_rows(st: Dict[str, Any]) -> List[Dict[str, str]]:
+    """The checks of idem_health's answer, one row each, as check prints them."""
+    checks: List[Dict[str, str]] = []
+
+    def add(check: str, result: str, detail: str) -> None:
+        checks.append({"check": check, "result": result, "detail": detail})
+
+    def not_ok(triggers: List[Dict[str, str]]) -> str:
+        return ", ".join(f"{t['state']} {t['name']}" for t in triggers if t["state"] != "ok")
+
+    add("format", "broken" if st["format"] is None else "ok",
+        "unreadable" if st["format"] is None else str(st["format"]))
+    bad = not_ok(st["triggers"])
+    if st["triggers"]:
+        add("triggers", "broken" if bad else "ok", bad or f"{plural(len(st['triggers']), 'own trigger')} in place")
+    else:
+        add("triggers", "broken", "unreadable")
+    add("options", "ok" if st["options"] else "broken", options_text(st["options"]))
+    if not st["guards"]:
+        add("guards", "ok", "none")
+    for g in st["guards"]:
+        bad = not_ok(g["triggers"])
+        if g["table_dropped"]:
+            add("guards", "ok", f"{g['table']}: the table was dropped, its triggers with it")
+        else:
+            add("guards", "broken" if bad else "ok",
+                f"{g['table']}: " + (bad or f"{plural(len(g['triggers']), 'trigger')} in place"))
+    if not st["problems"]:
+        add("ledger", "ok", "it answers operations")
+    for p in st["problems"]:
+        add("ledger", "broken", p)
+    return checks
+
+
 def cmd_check(a: Args, out: List[str]) -> int:
     path = a.pos[0]
     conn = open_file(path)
     name = pick(conn, path, a.opts.get("--ledger"))
     st = read_state(conn, path, name)
-    refused = probe(conn, name)
-    checks: List[Dict[str, str]] = []
-
-    def add(check: str, ok: bool, detail: str) -> None:
-        checks.append({"check": check, "result": "ok" if ok else "broken", "detail": detail})
-
-    kind = None
-    if refused is not None:
-        kind = "format" if "format" in refused else "triggers" if "trigger" in refused else \
-            "options" if "_meta" in refused else "reads"
-    add("format", kind != "format", refused if kind == "format" else str(st["format"]))
-    add("triggers", kind != "triggers", refused if kind == "triggers" else "the ledger's own triggers are in place")
-    add("options", kind != "options", refused if kind == "options" else options_text(st["options"]))
-    if kind == "reads":
-        add("reads", False, refused)
-    bad = [g for g in st["guards"] if g["missing"]]
-    if not st["guards"]:
-        add("guards", True, "none")
-    elif not bad:
-        add("guards", True, ", ".join(g["table"] for g in st["guards"]) + ": insert and update triggers in place")
-    for p in [p for p in st["problems"] if p.startswith("guard of table ")]:
-        add("guards", False, p)
+    checks = check_rows(st)
     # on a connection without the extension, as any tool would run it (a newer
     # SQLite would otherwise ask the ledger too, which refuses when broken)
     try:
@@ -434,14 +455,12 @@ def cmd_check(a: Args, out: List[str]) -> int:
             plain.close()
     except sqlite3.Error as e:
         res = [str(e)]
-    add("integrity_check", res == ["ok"], "; ".join(res))
-    if st["attention"]:
-        for p in st["attention"]:
-            checks.append({"check": "rows", "result": "attention", "detail": p})
-    else:
-        add("rows", True, "no unknown rows, no expired claims")
-    verdict = "broken" if any(c["result"] == "broken" for c in checks) else \
-        "needs attention" if st["attention"] else "healthy"
+    checks.append({"check": "integrity_check", "result": "ok" if res == ["ok"] else "broken", "detail": "; ".join(res)})
+    for p in st["attention"]:
+        checks.append({"check": "rows", "result": "attention", "detail": p})
+    if not st["attention"]:
+        checks.append({"check": "rows", "result": "ok", "detail": "no unknown rows, no expired claims"})
+    verdict = "broken" if res != ["ok"] else st["verdict"]
     if a.json:
         out.append(jdump({"file": path, "ledger": name, "checks": checks, "verdict": verdict}) + "\n")
     else:
@@ -464,7 +483,7 @@ METRICS = (
 
 def metric_values(st: Dict[str, Any]) -> List[int]:
     o = st["oldest_unknown"]
-    return [0 if st["problems"] else 1, st["format"] if isinstance(st["format"], int) else 0, st["open_claims"],
+    return [0 if st["problems"] else 1, st["format"] if isinstance(st["format"], int) else 0, st["live_claims"],
             st["unknown"], st["expired_claims"], 0 if o is None else o["age_seconds"]]
 
 

@@ -1,18 +1,17 @@
-"""The ledger's own state, read with SQL: what the operator's command and the metrics show.
+"""The ledger's own state, as the extension reports it: what the operator's command and the metrics show.
 
-`read_state(conn, name)` answers, for one ledger, its format, the problems
-that make it broken (the ledger's refusal of reads, a guard missing a
-trigger), the rows that need attention (unknown, expired claims), the
-oldest unknown and the row counts by status and tool. Open rows (claimed,
-unknown) are read through the ledger, whose status column is the effective
-status (an external claim whose lease ran out reads unknown); settled rows
-are counted on ``<name>_rows``. When the ledger refuses reads (a dropped
-trigger, say), everything is read from ``<name>_rows`` and an expired
-external claim is counted unknown by the same rule. The Node package's
-state.js is the same code: both print the same bytes.
+`read_state(conn, path, name)` is the answer of the extension's
+``idem_health(name)`` (docs/reference.md): the format, the problems that
+make the ledger broken (its refusal of operations, in its own words), its
+own and its guards' triggers by name, the options, the rows by effective
+status and tool, the live and expired claims and the oldest unknown row.
+Nothing here restates a rule of the ledger: the command only adds the file
+name and the age of the oldest unknown. The Node package's state.js is the
+same code: both print the same bytes.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -113,115 +112,26 @@ def age_now(conn_now: int) -> int:
     return int(v)
 
 
-def meta(conn: sqlite3.Connection, name: str) -> Dict[str, Any]:
-    try:
-        return dict(conn.execute(f"SELECT k, v FROM {q(name + '_meta')} ORDER BY k").fetchall())
-    except sqlite3.Error:
-        return {}
-
-
-def effective_sql(now: int) -> str:
-    """The effective status of a row of <name>_rows, for a ledger that refuses reads."""
-    return (f"CASE WHEN status = 'claimed' AND lease_until <= {int(now)} AND effect = 'external' "
-            "THEN 'unknown' ELSE status END")
-
-
-def guards(conn: sqlite3.Connection, name: str) -> List[Dict[str, Any]]:
-    """Each guarded table and whether its insert and update triggers are in place."""
-    try:
-        rows = conn.execute(f"SELECT tbl, key_column, tenant_column, token_column FROM {q(name + '_guards')} "
-                            "ORDER BY id").fetchall()
-    except sqlite3.Error:
-        return []
-    out = []
-    for tbl, key_col, ten_col, tok_col in rows:
-        names = [r[0] for r in conn.execute("SELECT name FROM main.sqlite_schema WHERE type = 'trigger' AND "
-                                            "tbl_name = ? COLLATE NOCASE ORDER BY name", (tbl,))]
-        missing = [w for w in ("insert", "update") if not any(n.endswith(f"_idem_{name}_{w}") for n in names)]
-        out.append({"table": tbl, "key_column": key_col, "tenant_column": ten_col, "token_column": tok_col,
-                    "missing": missing})
-    return out
-
-
-def guard_problem(name: str, g: Dict[str, Any]) -> str:
-    cols = ", ".join(f"'{c}'" for c in (g["key_column"], g["tenant_column"], g["token_column"]) if c is not None)
-    return (f"guard of table {g['table']} is missing its {' and '.join(g['missing'])} "
-            f"trigger{'s' if len(g['missing']) > 1 else ''}: writes to {g['table']} are not checked against "
-            f"claims; restore it with SELECT idem_unguard('{name}', '{g['table']}'); "
-            f"SELECT idem_guard('{name}', '{g['table']}', {cols})")
-
-
 def read_state(conn: sqlite3.Connection, path: str, name: str) -> Dict[str, Any]:
-    now = now_ms(conn)
-    ages = age_now(now)
-    m = meta(conn, name)
-    fmt = m.get("format")
-    refused = probe(conn, name)
-    problems: List[str] = []
-    if refused is not None:
-        problems.append(refused)
-    gs = guards(conn, name)
-    for g in gs:
-        if g["missing"]:
-            problems.append(guard_problem(name, g))
-    counts: Dict[tuple, int] = {}
-    oldest = None
-    open_claims = expired = 0
-    rows_table = q(name + "_rows")
-    read_from = name if refused is None else f"{name}_rows"
+    """idem_health(name) with the file's name first, and the oldest unknown's age instead of "now".
+
+    When the extension cannot answer for the ledger at all (a format this
+    build does not read, options out of range), its error is the one problem.
+    """
     try:
-        if refused is None:
-            for st in ("claimed", "unknown"):
-                for tool, n in conn.execute(f"SELECT tool, count(*) FROM {q(name)} WHERE status = ? GROUP BY tool",
-                                            (st,)):
-                    counts[(st, tool)] = n
-            for st, tool, n in conn.execute(f"SELECT status, tool, count(*) FROM {rows_table} WHERE status IN "
-                                            "('succeeded', 'failed', 'released') GROUP BY status, tool"):
-                counts[(st, tool)] = n
-            open_claims = conn.execute(f"SELECT count(*) FROM {q(name)} WHERE status = 'claimed' AND "
-                                       "lease_until > ?", (now,)).fetchone()[0]
-            r = conn.execute(f"SELECT tenant, key, tool, created_at FROM {q(name)} WHERE status = 'unknown' "
-                             "ORDER BY created_at, rowid LIMIT 1").fetchone()
-        else:
-            eff = effective_sql(now)
-            for st, tool, n in conn.execute(f"SELECT {eff}, tool, count(*) FROM {rows_table} GROUP BY 1, 2"):
-                counts[(st, tool)] = n
-            open_claims = conn.execute(f"SELECT count(*) FROM {rows_table} WHERE status = 'claimed' AND "
-                                       "lease_until > ?", (now,)).fetchone()[0]
-            r = conn.execute(f"SELECT tenant, key, tool, created_at FROM {rows_table} WHERE {eff} = 'unknown' "
-                             "ORDER BY created_at, id LIMIT 1").fetchone()
-        expired = conn.execute(f"SELECT count(*) FROM {rows_table} WHERE status = 'claimed' AND lease_until <= ?",
-                               (now,)).fetchone()[0]
-        if r is not None:
-            oldest = {"tenant": r[0], "key": r[1], "tool": r[2], "created_at": r[3],
-                      "age_seconds": max(0, (ages - r[3]) // 1000)}
+        health = json.loads(conn.execute("SELECT idem_health(?)", (name,)).fetchone()[0])
     except sqlite3.Error as e:
-        read_from = None
-        problems.append(f"{name}_rows cannot be read: {e}")
-    unknown = sum(n for (st, _), n in counts.items() if st == "unknown")
-    attention = []
-    if unknown:
-        attention.append(f"{plural(unknown, 'unknown row')}: reconcile with the targets, then resolve")
-    if expired:
-        attention.append(f"{plural(expired, 'expired claim')}: their holders stopped before settling")
-    order = {s: i for i, s in enumerate(STATUSES)}
-    return {
-        "file": path,
-        "ledger": name,
-        "format": fmt,
-        "verdict": "broken" if problems else "needs attention" if attention else "healthy",
-        "problems": problems,
-        "attention": attention,
-        "read_from": read_from,
-        "options": {k: v for k, v in m.items() if k not in ("format", "id")},
-        "guards": [{"table": g["table"], "missing": g["missing"]} for g in gs],
-        "open_claims": open_claims,
-        "unknown": unknown,
-        "expired_claims": expired,
-        "oldest_unknown": oldest,
-        "counts": [{"status": s, "tool": t, "rows": n}
-                   for (s, t), n in sorted(counts.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1]))],
-    }
+        health = {"ledger": name, "schema": None, "format": None, "verdict": "broken", "problems": [str(e)],
+                  "attention": [], "triggers": [], "guards": [], "options": None, "now": None, "live_claims": 0,
+                  "unknown": 0, "expired_claims": 0, "oldest_unknown": None, "counts": []}
+    # the ledger's clock decided what is expired; ages are measured from
+    # $SQLITE_IDEMPOTENCY_NOW_MS when it is set, so the ledger's own time is
+    # not shown
+    now = health.pop("now")
+    o = health["oldest_unknown"]
+    if o is not None:
+        o["age_seconds"] = max(0, (age_now(now) - o["created_at"]) // 1000)
+    return {"file": path, **health}
 
 
 def exit_status(state: Dict[str, Any]) -> int:
