@@ -34,6 +34,8 @@ import { startTarget } from './target.mjs';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const checks = new Checks('runners.workflow');
 const j = (v) => JSON.stringify(v);
+// what a retry reads: Ledger.call's OutcomeUnknown for a claim that is unknown
+const UNKNOWN = (key) => `outcome of ${key} is unknown (an earlier attempt may have reached the target); it will not be retried: reconcile with the target, then resolve`;
 
 // The DevKit logs every failed step and run on the console; kept, and shown
 // only when a check fails.
@@ -102,8 +104,8 @@ try {
     const seen = attempts(jb);
     const status = ledger.row(jb.tenant, keyOf(jb))?.status;
     checks.report(target.count(keyOf(jb)) === 1 && seen.length === 4 && stepIds(seen).length === 1 && status === 'unknown'
-      && /failed after 3 retries: outcome of idem1-[0-9a-f]{32} is unknown \(an earlier attempt/.test(out.error?.message),
-    'retry-unguarded', `the target saw ${target.count(keyOf(jb))} (want 1); attempts ${j(seen)} (want 4 of one stepId: the runner's default 3 retries); the row is ${status}; the run ${out.error ? `failed: ${out.error.message}` : `returned ${j(out.value)}`}`);
+      && out.error?.message === `Workflow run "${out.runId}" failed: Step "step//./workflows/send//sendEmail" failed after 3 retries: ${UNKNOWN(keyOf(jb))}`,
+    'retry-unguarded', `the target saw ${target.count(keyOf(jb))} (want 1); attempts ${j(seen)} (want 4 of one stepId: the runner's default 3 retries); the row is ${status}; the run ${out.error ? `failed: ${out.error.message}` : `returned ${j(out.value)}`} (want it failed after 3 retries: ${UNKNOWN(keyOf(jb))})`);
   }
   // retry-guarded: the ledger's unknown is the runner's FatalError
   {
@@ -112,7 +114,7 @@ try {
     const seen = attempts(jb);
     const key = keyOf(jb);
     const want = `outcome of ${key} is unknown (Error: the connection reset after the request was sent); it will not be retried: reconcile with the target, then resolve`;
-    checks.report(target.count(key) === 1 && seen.length === 1 && out.error?.message.endsWith(`failed: ${want}`) && !/retries/.test(out.error.message),
+    checks.report(target.count(key) === 1 && seen.length === 1 && out.error?.message === `Workflow run "${out.runId}" failed: ${want}`,
       'retry-guarded', `the target saw ${target.count(key)} (want 1); attempts ${j(seen)} (want 1); the run ${out.error ? `failed: ${out.error.message}` : `returned ${j(out.value)}`} (want it failed: ${want})`);
   }
   // retry-replay: the step fails after the call settled; the runner's retry replays
