@@ -25,12 +25,12 @@
 //
 // Usage: node test_runner_dbos.mjs [DOCS_MD]; as a worker (the killed
 // case's processes): node test_runner_dbos.mjs worker start|recover JOB.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { format } from 'node:util';
+import { format, promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import { Ledger } from 'sqlite-idempotency';
@@ -39,6 +39,7 @@ import { Checks } from './checks.mjs';
 import { startTarget } from './target.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
+const execFileAsync = promisify(execFile);
 const LEASE_SECONDS = 1;
 const j = (v) => JSON.stringify(v);
 // what a retry reads: Ledger.call's OutcomeUnknown for a claim that is unknown
@@ -182,7 +183,7 @@ try {
   }
   await DBOS.shutdown();
   await killed();
-  if (process.argv[2]) docsExample(process.argv[2]);
+  if (process.argv[2]) await docsExample(process.argv[2]);
 } catch (e) {
   checks.report(false, 'harness', e.stack);
 } finally {
@@ -221,20 +222,27 @@ async function killed() {
 
 // docs-example: the section's DBOS program as written, its output compared
 // with the text block after it.
-function docsExample(docs) {
+async function docsExample(docs) {
   const text = fs.readFileSync(docs, 'utf8');
-  const m = /<!-- DBOS program, run by [^>]* -->\n```js\n([\s\S]*?)\n```\n\nIt prints:\n\n```text\n([\s\S]*?)\n```/.exec(text.slice(text.indexOf('\n## Durable runners')));
-  if (!m) { checks.report(false, 'docs-example', `${docs}: no js block (with "It prints:" and a text block after it) after <!-- DBOS program, run by ... --> in its Durable runners section`); return; }
-  const file = path.join(process.cwd(), `dbos-example-${process.pid}.mjs`);
-  fs.writeFileSync(file, `${m[1]}\n`);
+  const section = text.slice(text.indexOf('\n## Durable runners'));
+  const blocks = [...section.matchAll(/<!-- run by tests\/suites\/58-runners\.sh -->\n```js\n([\s\S]*?)\n```\n(?:\nIt prints:\n\n```text\n([\s\S]*?)\n```)?/g)];
+  const mine = blocks.filter((b) => b[1].includes("'@dbos-inc/dbos-sdk'"));
+  if (mine.length !== 1 || mine[0][2] === undefined) {
+    checks.report(false, 'docs-example', `${docs}: want one js block importing @dbos-inc/dbos-sdk marked <!-- run by tests/suites/58-runners.sh --> in its Durable runners section, "It prints:" and a text block after it; found ${mine.length}`);
+    return;
+  }
+  const m = mine[0];
+  const here = fs.mkdtempSync(path.join(process.cwd(), 'dbos-example-'));
+  fs.writeFileSync(path.join(here, 'example.mjs'), `${m[1]}\n`);
+  // asynchronously: the target answering it runs in this process
   let got;
   try {
-    got = execFileSync(process.execPath, [file], { encoding: 'utf8', timeout: 60000, stdio: ['ignore', 'pipe', 'pipe'] });
+    got = (await execFileAsync(process.execPath, ['example.mjs'], { cwd: here, encoding: 'utf8', timeout: 60000, env: { ...process.env, MAIL_URL: `${target.url}/mail` } })).stdout;
   } catch (e) {
-    got = `exit ${e.status}: ${e.stdout || ''}${e.stderr || ''}`;
+    got = `exit ${e.code}: ${e.stdout || ''}${e.stderr || ''}`;
   }
-  fs.rmSync(file, { force: true });
-  checks.report(got === `${m[2]}\n`, 'docs-example', `printed ${j(got)}, the docs say ${j(m[2])}`);
+  fs.rmSync(here, { recursive: true, force: true });
+  checks.report(got === `${m[2]}\n` && target.countPath('/mail') === 1, 'docs-example', `printed ${j(got)}, the docs say ${j(m[2])}; the mail target saw ${target.countPath('/mail')} (want 1)`);
 }
 
 process.exit(checks.status());

@@ -54,11 +54,14 @@ const docs = process.argv[2];
 if (docs) modules['workflows/email.mjs'] = docsExample(fs.readFileSync(docs, 'utf8'));
 for (const [file, text] of Object.entries(modules)) fs.writeFileSync(path.join(dir, file), text);
 
-// The js block of the Durable runners section that follows <!-- workflow module -->.
+// The js block of the Durable runners section that 58-runners.sh runs and
+// that is a workflow module ("use workflow").
 function docsExample(text) {
-  const m = /<!-- workflow module, run by [^>]* -->\n```js\n([\s\S]*?)\n```/.exec(text.slice(text.indexOf('\n## Durable runners')));
-  if (!m) throw new Error(`${docs}: no js block after <!-- workflow module, run by ... --> in its Durable runners section`);
-  return `${m[1]}\n`;
+  const section = text.slice(text.indexOf('\n## Durable runners'));
+  const blocks = [...section.matchAll(/<!-- run by tests\/suites\/58-runners\.sh -->\n```js\n([\s\S]*?)\n```/g)].map((m) => m[1]);
+  const mine = blocks.filter((b) => b.includes("'use workflow'"));
+  if (mine.length !== 1) throw new Error(`${docs}: want one js block with 'use workflow' marked <!-- run by tests/suites/58-runners.sh --> in its Durable runners section, found ${mine.length}`);
+  return `${mine[0]}\n`;
 }
 
 // The workflowId of an exported workflow function, as the DevKit's client
