@@ -91,9 +91,8 @@ else
 fi
 # The DevKit's AI SDK integration: @workflow/ai's DurableAgent peers on ai 6,
 # @ai-sdk/workflow's WorkflowAgent (ai 7) on a workflow 5 that is only a beta.
-if has ai; then
-  echo "SKIP runners.workflow-ai: the DevKit's AI SDK agents cannot run on this tree's ai $(version ai): @workflow/ai (DurableAgent) needs ai ^6, and @ai-sdk/workflow (WorkflowAgent, for ai 7) needs workflow ^5.0.0-beta, which has no release (workflow's latest is $(version workflow 2>/dev/null || echo 4.x)); the guarded step above is what either agent runs for a tool call"
-fi
+ai_version=$(version ai 2>/dev/null || echo absent)
+echo "SKIP runners.workflow-ai: the DevKit's AI SDK agents cannot run on this tree's ai ($ai_version): @workflow/ai (DurableAgent) needs ai ^6, and @ai-sdk/workflow (WorkflowAgent, for ai 7) needs workflow ^5.0.0-beta, which has no release (workflow's latest is 4.8.9); the guarded step above is what either agent runs for a tool call"
 
 # --- DBOS Transact on a private PostgreSQL ------------------------------------
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
