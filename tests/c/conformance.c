@@ -192,6 +192,7 @@ static sqlite3 *open_conn(Seq *s, char *zWhy, size_t nWhy) {
   return db;
 }
 
+/* The value saved under zName (a later claim's "as" of that name replaces it). */
 static const Saved *saved(Seq *s, const char *zName) {
   int i;
   for (i = 0; zName && i < s->nSaved; i++) {
@@ -345,13 +346,18 @@ static char *run_step(Seq *s, const char *zStep, Answer *a) {
     sqlite3_free(zArgs);
     if (a->zJson) {
       char *zAs = member_str(zStep, "as");
-      if (zAs && s->nSaved < NSAVED) {
-        Saved *v = &s->aSaved[s->nSaved++];
+      Saved *v = (Saved *)saved(s, zAs);
+      if (zAs && v == 0 && s->nSaved < NSAVED) v = &s->aSaved[s->nSaved++];
+      if (zAs && v == 0) {
+        zWhy = sqlite3_mprintf("more than %d names saved with \"as\"", NSAVED);
+        sqlite3_free(zAs);
+      } else if (zAs) {
+        sqlite3_free(v->zName);
+        sqlite3_free(v->zToken);
+        sqlite3_free(v->zKey);
         v->zName = zAs;
         v->zToken = member_str(a->zJson, "token");
         v->zKey = member_str(a->zJson, "key");
-      } else {
-        sqlite3_free(zAs);
       }
     }
   } else if (strcmp(zOp, "settle") == 0 || strcmp(zOp, "renew") == 0) {
