@@ -430,22 +430,40 @@ static void report_fail(const char *zFile, int iStep, const char *zOp, const cha
   nFail++;
 }
 
-/* Check one answer against the step's "expect" or "error"; NULL when it
-** agrees, else why (sqlite3_malloc'd). */
+/* Check one answer against the step's "expect" (and "absent") or "error"
+** (a text, or an array of texts, each a part the message holds); NULL when
+** it agrees, else why (sqlite3_malloc'd). */
 static char *check_answer(const char *zStep, const Answer *a) {
-  char *zWant = member_str(zStep, "error");
+  char *zWant = member_json(zStep, "error");
   char *zExp = member_json(zStep, "expect");
   char *zWhy = 0;
+  int i;
   if (zWant) {
+    JList parts = list_of(zStep, "$.error");
     if (a->zErr == 0) {
-      zWhy = sqlite3_mprintf("expected the error \"%s\", got the answer %s", zWant, a->zJson);
-    } else if (strstr(a->zErr, zWant) == 0) {
-      zWhy = sqlite3_mprintf("expected an error containing \"%s\", got \"%s\"", zWant, a->zErr);
+      zWhy = sqlite3_mprintf("expected the error %s, got the answer %s", zWant, a->zJson);
     }
+    for (i = 0; zWhy == 0 && i < parts.n; i++) {
+      char *zPart = js_text("SELECT ?1 ->> '$'", parts.az[i], 0);
+      if (zPart == 0 || strstr(a->zErr, zPart) == 0) {
+        zWhy = sqlite3_mprintf("expected an error containing %s, got \"%s\"", parts.az[i], a->zErr);
+      }
+      sqlite3_free(zPart);
+    }
+    list_free(&parts);
   } else if (a->zErr) {
     zWhy = sqlite3_mprintf("expected an answer, got the error \"%s\"", a->zErr);
-  } else if (zExp) {
-    zWhy = compare(zExp, a->zJson);
+  } else {
+    JList absent = list_of(zStep, "$.absent");
+    if (zExp) zWhy = compare(zExp, a->zJson);
+    for (i = 0; zWhy == 0 && i < absent.n; i++) {
+      char *zName = js_text("SELECT ?1 ->> '$'", absent.az[i], 0);
+      char *zGot = member_json(a->zJson, zName);
+      if (zGot) zWhy = sqlite3_mprintf("%s: expected it absent, got %s", zName, zGot);
+      sqlite3_free(zName);
+      sqlite3_free(zGot);
+    }
+    list_free(&absent);
   }
   sqlite3_free(zWant);
   sqlite3_free(zExp);

@@ -208,11 +208,17 @@ function check(step, seq) {
     if (e instanceof Failed) throw e;
     if (!(e instanceof idem.LedgerError) && e.code === undefined) throw e; // not an error of SQLite or the ledger
     if (step.error === undefined) return `expected an answer, got the error "${e.message}"`;
-    if (!e.message.includes(step.error)) return `expected an error containing "${step.error}", got "${e.message}"`;
+    for (const part of Array.isArray(step.error) ? step.error : [step.error]) {
+      if (!e.message.includes(part)) return `expected an error containing ${text(part)}, got "${e.message}"`;
+    }
     return null;
   }
-  if (step.error !== undefined) return `expected the error "${step.error}", got the answer ${text(got)}`;
-  return step.expect !== undefined ? compare(step.expect, got) : null;
+  if (step.error !== undefined) return `expected the error ${text(step.error)}, got the answer ${text(got)}`;
+  let why = step.expect !== undefined ? compare(step.expect, got) : null;
+  for (const name of step.absent || []) {
+    if (why === null && got !== null && typeof got === 'object' && Object.hasOwn(got, name)) why = `${name}: expected it absent, got ${text(got[name])}`;
+  }
+  return why;
 }
 
 function runSequence(clock, name, spec, file) {

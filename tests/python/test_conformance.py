@@ -126,12 +126,18 @@ def check(step, seq):
     except (sqlite3.Error, idem.LedgerError) as e:
         if "error" not in step:
             return f"expected an answer, got the error \"{e}\""
-        if step["error"] not in str(e):
-            return f"expected an error containing \"{step['error']}\", got \"{e}\""
+        parts = step["error"] if isinstance(step["error"], list) else [step["error"]]
+        for part in parts:
+            if part not in str(e):
+                return f"expected an error containing {text(part)}, got \"{e}\""
         return None
     if "error" in step:
-        return f"expected the error \"{step['error']}\", got the answer {text(got)}"
-    return compare(step["expect"], got) if "expect" in step else None
+        return f"expected the error {text(step['error'])}, got the answer {text(got)}"
+    why = compare(step["expect"], got) if "expect" in step else None
+    for name in step.get("absent", []):
+        if why is None and isinstance(got, dict) and name in got:
+            why = f"{name}: expected it absent, got {text(got[name])}"
+    return why
 
 
 def run_sequence(helper, name, spec, db):
