@@ -94,8 +94,9 @@ struct JList {
 
 static JList list_of(const char *zJson, const char *zPath) {
   JList l = {0, 0};
-  sqlite3_stmt *p = js_prep("SELECT CASE WHEN type IN ('object','array') THEN value "
-                            "ELSE json_quote(value) END FROM json_each(?1, ?2) ORDER BY id");
+  sqlite3_stmt *p = js_prep(
+      "SELECT CASE WHEN type IN ('object','array') THEN value "
+      "ELSE json_quote(value) END FROM json_each(?1, ?2) ORDER BY id");
   sqlite3_bind_text(p, 1, zJson, -1, SQLITE_STATIC);
   sqlite3_bind_text(p, 2, zPath, -1, SQLITE_STATIC);
   while (sqlite3_step(p) == SQLITE_ROW) {
@@ -119,9 +120,11 @@ static void list_free(JList *l) {
 ** Two values are equal when their json_trees hold the same (path, type,
 ** atom) rows. Returns NULL when they agree, else "FIELD: expected E, got G"
 ** (sqlite3_malloc'd). */
-#define SAME_TREE(a, b)                                                                  \
-  "NOT EXISTS (SELECT fullkey, type, atom FROM json_tree(" a ") EXCEPT SELECT fullkey, " \
-  "type, atom FROM json_tree(" b ")) AND NOT EXISTS (SELECT fullkey, type, atom FROM "   \
+#define SAME_TREE(a, b)                                      \
+  "NOT EXISTS (SELECT fullkey, type, atom FROM json_tree(" a \
+  ") EXCEPT SELECT fullkey, "                                \
+  "type, atom FROM json_tree(" b                             \
+  ")) AND NOT EXISTS (SELECT fullkey, type, atom FROM "      \
   "json_tree(" b ") EXCEPT SELECT fullkey, type, atom FROM json_tree(" a "))"
 
 static char *compare(const char *zExp, const char *zGot) {
@@ -130,9 +133,10 @@ static char *compare(const char *zExp, const char *zGot) {
   if (zGot == 0) zGot = "null";
   if (zType && strcmp(zType, "object") == 0) {
     /* the first member of the expectation whose value differs */
-    p = js_prep("SELECT e.key, ?1 -> e.key, ?2 -> e.key FROM json_each(?1) e "
-                "WHERE json_type(?2) IS NOT 'object' OR (?2 -> e.key) IS NULL "
-                "OR NOT (" SAME_TREE("?1 -> e.key", "?2 -> e.key") ") ORDER BY e.id LIMIT 1");
+    p = js_prep(
+        "SELECT e.key, ?1 -> e.key, ?2 -> e.key FROM json_each(?1) e "
+        "WHERE json_type(?2) IS NOT 'object' OR (?2 -> e.key) IS NULL "
+        "OR NOT (" SAME_TREE("?1 -> e.key", "?2 -> e.key") ") ORDER BY e.id LIMIT 1");
   } else {
     p = js_prep("SELECT 'the answer', ?1, ?2 WHERE NOT (" SAME_TREE("?1", "?2") ")");
   }
@@ -205,17 +209,17 @@ static const Saved *saved(Seq *s, const char *zName) {
 ** "as") or "token_text" (the text itself). sqlite3_malloc'd; NULL with
 ** *pzWhy set when the name is unknown. */
 static char *step_token(Seq *s, const char *zStep, char **pzWhy) {
-  char *zName = member_str(zStep, "token");
+  char *zRef = member_str(zStep, "token");
   char *z = 0;
-  if (zName) {
-    const Saved *v = saved(s, zName);
+  if (zRef) {
+    const Saved *v = saved(s, zRef);
     if (v && v->zToken) z = sqlite3_mprintf("%s", v->zToken);
-    else *pzWhy = sqlite3_mprintf("no earlier claim saved a token as \"%s\"", zName);
+    else *pzWhy = sqlite3_mprintf("no earlier claim saved a token as \"%s\"", zRef);
   } else {
     z = member_str(zStep, "token_text");
     if (z == 0) *pzWhy = sqlite3_mprintf("the step names no token");
   }
-  sqlite3_free(zName);
+  sqlite3_free(zRef);
   return z;
 }
 
@@ -331,11 +335,12 @@ static char *run_step(Seq *s, const char *zStep, Answer *a) {
   } else if (strcmp(zOp, "claim") == 0) {
     int bOp = has_member(zStep, "operation_id"), bEff = has_member(zStep, "effect");
     char *zArgs = member_json(zStep, "args");
-    sqlite3_prepare_v2(db,
-                       bOp    ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, coalesce(?5, 'external'), ?6)"
-                       : bEff ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, ?5)"
-                              : "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4)",
-                       -1, &p, 0);
+    sqlite3_prepare_v2(
+        db,
+        bOp    ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, coalesce(?5, 'external'), ?6)"
+        : bEff ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, ?5)"
+               : "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4)",
+        -1, &p, 0);
     bind_member(p, 1, zStep, "tenant");
     bind_member(p, 2, zStep, "conversation");
     bind_member(p, 3, zStep, "tool");
@@ -457,10 +462,10 @@ static char *check_answer(const char *zStep, const Answer *a) {
     JList absent = list_of(zStep, "$.absent");
     if (zExp) zWhy = compare(zExp, a->zJson);
     for (i = 0; zWhy == 0 && i < absent.n; i++) {
-      char *zName = js_text("SELECT ?1 ->> '$'", absent.az[i], 0);
-      char *zGot = member_json(a->zJson, zName);
-      if (zGot) zWhy = sqlite3_mprintf("%s: expected it absent, got %s", zName, zGot);
-      sqlite3_free(zName);
+      char *zField = js_text("SELECT ?1 ->> '$'", absent.az[i], 0);
+      char *zGot = member_json(a->zJson, zField);
+      if (zGot) zWhy = sqlite3_mprintf("%s: expected it absent, got %s", zField, zGot);
+      sqlite3_free(zField);
       sqlite3_free(zGot);
     }
     list_free(&absent);
@@ -493,8 +498,8 @@ static void remove_db(const char *zDb) {
 static void run_sequence(const char *zFile, const char *zJson, int iFile) {
   Seq s;
   JList steps = list_of(zJson, "$.steps"), setup = list_of(zJson, "$.setup");
-  char *zOpts = js_text("SELECT group_concat(key || '=' || value, ', ') FROM json_each(?1, '$.ledger')",
-                        zJson, 0);
+  char *zOpts = js_text(
+      "SELECT group_concat(key || '=' || value, ', ') FROM json_each(?1, '$.ledger')", zJson, 0);
   char *zClockStart = member_str(zJson, "clock");
   char *zCreate = 0, zWhy[512];
   int i, bOk = 1;
@@ -633,7 +638,7 @@ static void run_keys(const char *zFile, const char *zJson) {
   for (i = 0; i < ref.n; i++) {
     sqlite3_stmt *p = 0;
     const char *v = ref.az[i];
-    char *zName = member_str(v, "name"), *zWant = member_str(v, "error");
+    char *zRefusal = member_str(v, "name"), *zWant = member_str(v, "error");
     int rc;
     sqlite3_prepare_v2(db, "SELECT idem_key(?1, ?2, ?3, ?4)", -1, &p, 0);
     bind_member(p, 1, v, "tenant");
@@ -642,14 +647,14 @@ static void run_keys(const char *zFile, const char *zJson) {
     bind_member(p, 4, v, "args");
     rc = sqlite3_step(p);
     if (rc == SQLITE_ROW) {
-      report_fail(zFile, 0, 0, "refusal %s: expected the error \"%s\", got the key %s", zName, zWant,
-                  (const char *)sqlite3_column_text(p, 0));
+      report_fail(zFile, 0, 0, "refusal %s: expected the error \"%s\", got the key %s", zRefusal,
+                  zWant, (const char *)sqlite3_column_text(p, 0));
     } else if (zWant == 0 || strstr(sqlite3_errmsg(db), zWant) == 0) {
-      report_fail(zFile, 0, 0, "refusal %s: expected an error containing \"%s\", got \"%s\"", zName,
-                  zWant, sqlite3_errmsg(db));
+      report_fail(zFile, 0, 0, "refusal %s: expected an error containing \"%s\", got \"%s\"",
+                  zRefusal, zWant, sqlite3_errmsg(db));
     }
     sqlite3_finalize(p);
-    sqlite3_free(zName);
+    sqlite3_free(zRefusal);
     sqlite3_free(zWant);
   }
   if (nFail == nBefore) {

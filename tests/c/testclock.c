@@ -76,7 +76,8 @@ static void testclock_get(sqlite3_context *ctx, int argc, sqlite3_value **argv) 
 }
 
 /* built with -fvisibility=hidden, as the extension is: the entry point is exported */
-__attribute__((visibility("default"))) int sqlite3_testclock_init(sqlite3 *db, char **pzErr, const sqlite3_api_routines *pApi) {
+__attribute__((visibility("default"))) int sqlite3_testclock_init(
+    sqlite3 *db, char **pzErr, const sqlite3_api_routines *pApi) {
   int rc;
   SQLITE_EXTENSION_INIT2(pApi);
   if (pRealVfs == 0) {

@@ -1,7 +1,9 @@
 // The Node runner of tests/conformance/ (its README.md is the format).
 //
-//   cd <project with sqlite-idempotency and better-sqlite3 in node_modules> &&
-//   node tests/js/test_conformance.mjs --clock build/testclock.so --dir DIR FILE...
+//   node tests/js/test_conformance.mjs [--project P] --clock build/testclock.so --dir DIR FILE...
+//
+// sqlite-idempotency and better-sqlite3 are required from P's node_modules
+// (default: the current directory), as an application in P would.
 //
 // Every step goes through the package as a user calls it: Ledger.open on a
 // better-sqlite3 connection (WAL, synchronous=FULL; busyTimeoutMs 0 here),
@@ -20,7 +22,8 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
 
-const require = createRequire(path.join(process.cwd(), 'x.js'));
+const projectAt = process.argv.indexOf('--project');
+const require = createRequire(path.join(path.resolve(projectAt > 0 ? process.argv[projectAt + 1] : '.'), 'x.js'));
 const Database = require('better-sqlite3');
 const idem = require('sqlite-idempotency');
 
@@ -290,11 +293,11 @@ function main(argv) {
   const opts = {};
   const files = [];
   for (let i = 0; i < argv.length; i++) {
-    if ((argv[i] === '--clock' || argv[i] === '--dir') && i + 1 < argv.length) opts[argv[i]] = argv[++i];
+    if (['--clock', '--dir', '--project'].includes(argv[i]) && i + 1 < argv.length) opts[argv[i]] = argv[++i];
     else files.push(argv[i]);
   }
   if (!opts['--clock'] || !opts['--dir'] || !files.length) {
-    console.error('usage: test_conformance.mjs --clock CLOCK --dir DIR FILE...');
+    console.error('usage: test_conformance.mjs [--project DIR] --clock CLOCK --dir DIR FILE...');
     return 2;
   }
   const clock = new Database(':memory:');
