@@ -123,6 +123,8 @@ def check(step, seq):
     """None when the step's answer is the expected one, else why."""
     try:
         got = seq.run(step)
+    except KeyError as e:
+        raise Failed(f"cannot run the step: it has no {e}") from None
     except (sqlite3.Error, idem.LedgerError) as e:
         if "error" not in step:
             return f"expected an answer, got the error \"{e}\""
