@@ -11,6 +11,8 @@
 # got; a runner that passes fewer files than it was given fails. Then:
 #   generated  tools/gen_conformance.py --check: the transitions files are
 #              what the generator writes from its states table
+#   keys-independent  the vectors keys.json adds, against the npm
+#              canonicalize and `xxhsum -H2` (no extension involved)
 #   broken     a copy of sequences/mismatch.json whose tool-mismatch step
 #              (step 2) expects "admitted": every runner must fail on that
 #              step, so a runner that cannot tell a broken rule cannot pass
@@ -94,6 +96,48 @@ elif out=$("$gen_py" tools/gen_conformance.py --check 2>&1); then
 else
   echo "FAIL conformance:generated: $out (run: python3 tools/gen_conformance.py)"
   rc=1
+fi
+
+# --- the vectors keys.json adds, checked without the extension --------------------
+# (tests/fixtures/keys.json, which it also reads, is checked so by 21-vectors):
+# canonical is the npm canonicalize of args, key is `xxhsum -H2` of
+# tenant:conversation:tool:canonical.
+if ! command -v node >/dev/null 2>&1 || [ ! -f tests/js/node_modules/canonicalize/package.json ]; then
+  echo "SKIP conformance:keys-independent: needs node and canonicalize in tests/js/node_modules (npm ci there)"
+elif ! command -v xxhsum >/dev/null 2>&1; then
+  echo "SKIP conformance:keys-independent: xxhsum is not installed (Debian package xxhash)"
+else
+  if ! (cd tests/js && node --input-type=module -e '
+import canonicalize from "canonicalize";
+import fs from "node:fs";
+const d = JSON.parse(fs.readFileSync("../conformance/keys.json", "utf8"));
+d.vectors.forEach((v, i) => {
+  const c = canonicalize(JSON.parse(v.args));
+  if (c !== v.canonical) console.log(`FAIL conformance:keys-independent: vector ${i + 1}: canonicalize gives ${c}, the file says ${v.canonical}`);
+  else console.log([i + 1, v.tenant, v.conversation, v.tool, v.canonical, v.key].join("\t"));
+});') >"$tmp/vectors.tsv"; then
+    echo "FAIL conformance:keys-independent: cannot read tests/conformance/keys.json"
+    rc=1
+  fi
+  bad=0
+  grep '^FAIL ' "$tmp/vectors.tsv" && bad=1
+  n=0
+  while IFS=$'\t' read -r i tenant conversation tool canonical key; do
+    got=$(printf '%s:%s:%s:%s' "$tenant" "$conversation" "$tool" "$canonical" | xxhsum -H2)
+    got="idem1-${got%% *}"
+    if [ "$got" != "$key" ]; then
+      echo "FAIL conformance:keys-independent: vector $i: xxhsum gives $got, the file says $key"
+      bad=1
+    fi
+    n=$((n + 1))
+  done < <(grep -v '^FAIL ' "$tmp/vectors.tsv")
+  if [ "$bad" -eq 0 ] && [ "$n" -gt 0 ]; then
+    echo "PASS conformance:keys-independent ($n vectors of keys.json: canonicalize and xxhsum -H2 agree with the file)"
+  elif [ "$bad" -eq 0 ]; then
+    echo "FAIL conformance:keys-independent: keys.json has no \"vectors\" of its own"
+    bad=1
+  fi
+  [ "$bad" -eq 0 ] || rc=1
 fi
 
 # --- the packages: the interpreters load an uninstrumented build -------------------
