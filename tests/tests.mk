@@ -115,7 +115,7 @@ fuzz: model-long
 #
 #   $(BUILD)/conformance      tests/conformance/ through the extension (23-conformance.sh)
 #   $(BUILD)/testclock.$(SO)  the test clock that every conformance runner loads
-#                             (C, Python, Node): a VFS whose clock SQL sets
+#                             (C, Python, Node): faultvfs.h's VFS, its clock set by SQL
 
 CONFORMANCE_PROGS := $(BUILD)/conformance $(BUILD)/testclock.$(SO)
 
@@ -124,7 +124,7 @@ test-programs: $(CONFORMANCE_PROGS)
 $(BUILD)/conformance: $(T)/conformance.c $(T)/stress.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ $(T)/conformance.c -lsqlite3 $(EXTRA_LDFLAGS)
 
-$(BUILD)/testclock.$(SO): $(T)/testclock.c | $(BUILD)
+$(BUILD)/testclock.$(SO): $(T)/testclock.c $(T)/faultvfs.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) $(SOFLAGS) -o $@ $(T)/testclock.c $(EXTRA_LDFLAGS)
 
 # --- the newer SQLite ---------------------------------------------------------
