@@ -27,7 +27,7 @@
 
 static sqlite3 *js; /* the helper: JSON, comparisons, the clock */
 static const char *zExt = 0, *zClock = 0, *zDir = 0;
-static int nFail = 0, nPass = 0;
+static int nFail = 0;
 
 /* ------------------------------------------------------------------ */
 /* JSON through the helper connection                                   */
@@ -553,7 +553,6 @@ static void run_sequence(const char *zFile, const char *zJson, int iFile) {
   }
   if (bOk) {
     printf("PASS conformance.c:%s (%d steps)\n", zFile, steps.n);
-    nPass++;
   }
 done:
   close_seq(&s);
@@ -659,7 +658,6 @@ static void run_keys(const char *zFile, const char *zJson) {
   }
   if (nFail == nBefore) {
     printf("PASS conformance.c:%s (%d vectors, %d refusals)\n", zFile, vec.n + more.n, ref.n);
-    nPass++;
   }
 done:
   sqlite3_free(zErr);
