@@ -107,6 +107,7 @@ if ! command -v node >/dev/null 2>&1 || [ ! -f tests/js/node_modules/canonicaliz
 elif ! command -v xxhsum >/dev/null 2>&1; then
   echo "SKIP conformance:keys-independent: xxhsum is not installed (Debian package xxhash)"
 else
+  # shellcheck disable=SC2016  # the program's ${...} are JavaScript's
   if ! (cd tests/js && node --input-type=module -e '
 import canonicalize from "canonicalize";
 import fs from "node:fs";
