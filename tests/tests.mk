@@ -111,6 +111,22 @@ model-long: all $(BUILD)/model
 	@MODEL_STEPS=$(MODEL_STEPS) MODEL_SEED=$(MODEL_SEED) bash tests/lib/model-long.sh
 fuzz: model-long
 
+# --- the conformance suite -----------------------------------------------------
+#
+#   $(BUILD)/conformance      tests/conformance/ through the extension (23-conformance.sh)
+#   $(BUILD)/testclock.$(SO)  the test clock that every conformance runner loads
+#                             (C, Python, Node): faultvfs.h's VFS, its clock set by SQL
+
+CONFORMANCE_PROGS := $(BUILD)/conformance $(BUILD)/testclock.$(SO)
+
+test-programs: $(CONFORMANCE_PROGS)
+
+$(BUILD)/conformance: $(T)/conformance.c $(T)/stress.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ $(T)/conformance.c -lsqlite3 $(EXTRA_LDFLAGS)
+
+$(BUILD)/testclock.$(SO): $(T)/testclock.c $(T)/faultvfs.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) $(SOFLAGS) -o $@ $(T)/testclock.c $(EXTRA_LDFLAGS)
+
 # --- the newer SQLite ---------------------------------------------------------
 #
 #   build/compat/sqlite3.o      the amalgamation of better-sqlite3, compiled once (-O1, slow)
