@@ -1,0 +1,62 @@
+'use strict';
+// What the model reads on each decision of a guarded tool call, from the
+// one table (words.json) that every adapter and Python's package speak
+// from and docs/integrations.md shows.
+//
+//   say('replay', { tool: 'send_email', key, attempt: 1, at: 1796005624636 })
+//   // 'send_email already ran at 2026-11-30T... with these arguments (key ..., attempt 1) and was not run again. ...'
+//
+// {name} in a text is a field of the call, required unless the kind lists
+// it under optional (then its fragment is written when the field is given,
+// and left out when it is not). A string is written as it is, anything else
+// as compact JSON; at and renewed_at (milliseconds since the epoch) are
+// written as ISO 8601 UTC and as whole seconds ago (fields.now, default
+// Date.now()). Fields a text does not name are ignored.
+const words = require('./words.json');
+
+const where = 'sqlite-idempotency: say';
+
+const format = {
+  iso8601: (name, v) => {
+    if (!Number.isFinite(v)) throw new TypeError(`${where}: ${name} must be milliseconds since the epoch, got ${JSON.stringify(v)}`);
+    return new Date(v).toISOString();
+  },
+  seconds_ago: (name, v, now) => {
+    if (!Number.isFinite(v)) throw new TypeError(`${where}: ${name} must be milliseconds since the epoch, got ${JSON.stringify(v)}`);
+    return String(Math.max(0, Math.floor((now - v) / 1000)));
+  },
+};
+
+function value(name, v, now) {
+  const f = words.formats[name];
+  if (f) return format[f](name, v, now);
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+const given = (v) => v !== undefined && v !== null;
+
+function fill(kind, template, fields, now, optional) {
+  return template.replace(/\{([a-z_]+)\}/g, (_, name) => {
+    if (Object.hasOwn(words.constants, name)) return words.constants[name];
+    if (optional && Object.hasOwn(optional, name)) {
+      return given(fields[name]) ? fill(kind, optional[name], fields, now, null) : '';
+    }
+    if (!given(fields[name])) {
+      throw new TypeError(`${where}: the ${kind} text needs the field ${name}, got ${fields[name] === null ? 'null' : 'undefined'}`);
+    }
+    return value(name, fields[name], now);
+  });
+}
+
+// The text of kind (a key of words.json's kinds) for fields.
+function say(kind, fields = {}) {
+  if (!Object.hasOwn(words.kinds, kind)) {
+    throw new TypeError(`${where}: unknown kind ${JSON.stringify(kind)} (kinds are ${Object.keys(words.kinds).join(', ')})`);
+  }
+  if (fields === null || typeof fields !== 'object') throw new TypeError(`${where}: fields must be an object, got ${fields === null ? 'null' : typeof fields}`);
+  const entry = words.kinds[kind];
+  const now = given(fields.now) ? fields.now : Date.now();
+  return fill(kind, entry.text, fields, now, entry.optional);
+}
+
+module.exports = { say, words, UNKNOWN: words.constants.unknown_sentence };
