@@ -11,7 +11,7 @@ const { AsyncLocalStorage } = require('node:async_hooks');
 const {
   ClaimInProgress, ClaimMismatch, IdempotencyError, LeaseLost, NotCommitted, NotSent, OutcomeUnknown, ToolFailed,
 } = require('./index.js');
-const { say, UNKNOWN } = require('./words.js');
+const { say, because, UNKNOWN } = require('./words.js');
 
 const running = new AsyncLocalStorage();
 
@@ -95,8 +95,8 @@ function refusal(name, e) {
 // Why nothing was sent (NotSent, NotCommitted, LeaseLost), for not_sent.
 function notSentReason(e) {
   if (e instanceof NotSent) return e.reason;
-  if (e instanceof NotCommitted) return 'the claim was not committed (a transaction is open on the ledger\'s connection), so it was released';
-  return `the claim was lost before the tool started (${e.message})`;
+  if (e instanceof NotCommitted) return because('not_committed');
+  return because('lease_lost', { message: e.message });
 }
 
 // Rejects with OutcomeUnknown when signal aborts before promise settles; a
@@ -143,7 +143,7 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
     who[part] = v;
   }
   if (signal && signal.aborted) {
-    throw new ToolCallError(say('not_sent', { tool: name, reason: 'the call was cancelled before the tool started' }), { decision: 'not_sent' });
+    throw new ToolCallError(say('not_sent', { tool: name, reason: because('cancelled') }), { decision: 'not_sent' });
   }
   const action = (attempt) => running.run(attempt, () => untilAborted(Promise.resolve().then(() => run(attempt)), signal, ledger, attempt));
   const once = (waitMs) => ledger.call(who.tenant, who.conversation, name, input, action, { waitMs, ...spec.call });

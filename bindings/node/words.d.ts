@@ -26,10 +26,14 @@ export interface WordsFields {
 /** The text of kind for fields; throws TypeError for an unknown kind or a field the text needs that is missing. */
 export function say(kind: WordsKind, fields?: WordsFields): string;
 
+/** The words of a reason every adapter shares (words.json's reasons: 'cancelled', 'not_committed', 'lease_lost' with message), for a text's reason field. */
+export function because(name: 'cancelled' | 'not_committed' | 'lease_lost', fields?: WordsFields): string;
+
 /** words.json, as read. */
 export const words: {
   about: string;
   constants: Record<string, string>;
+  reasons: Record<string, string>;
   formats: Record<string, 'iso8601' | 'seconds_ago'>;
   kinds: Record<WordsKind, { decision: string; when: string; text: string; optional?: Record<string, string>; then?: string }>;
 };

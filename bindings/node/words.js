@@ -59,4 +59,13 @@ function say(kind, fields = {}) {
   return fill(kind, entry.text, fields, now, entry.optional);
 }
 
-module.exports = { say, words, UNKNOWN: words.constants.unknown_sentence };
+// The words of a reason every adapter shares (words.json's reasons), for
+// the reason field of a text.
+function because(name, fields = {}) {
+  if (!Object.hasOwn(words.reasons, name)) {
+    throw new TypeError(`${where}: unknown reason ${JSON.stringify(name)} (reasons are ${Object.keys(words.reasons).join(', ')})`);
+  }
+  return fill(`${name} reason`, words.reasons[name], fields, Date.now(), null);
+}
+
+module.exports = { say, because, words, UNKNOWN: words.constants.unknown_sentence };
