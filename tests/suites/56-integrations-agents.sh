@@ -11,7 +11,8 @@
 #                  process; createAgent with the tool-retry middleware
 #   words          the words the model reads on each decision, the same in
 #                  MCP, the AI SDK, OpenAI Agents, LangChain and Python's
-#                  @ledger.tool, and say()'s (words.json): tests/js/test_words.mjs
+#                  @ledger.tool, and say()'s (words.json): tests/js/test_words.mjs;
+#                  docs/integrations.md's table is words.json's (words_table.mjs)
 #   typescript     tsc --strict over each adapter's declarations
 #                  (tests/js/consumer_*.ts)
 #   docs           every JavaScript example of docs/integrations.md's AI SDK,
@@ -95,6 +96,8 @@ for i in "${!ready[@]}"; do
 done
 
 # --- the words: every adapter and Python, every decision -----------------------
+# docs/integrations.md's table is words.json's
+run_checked integrations words-table node "$DIR/words_table.mjs" bindings/node/words.json docs/integrations.md
 if ! has ai @openai/agents @langchain/core @modelcontextprotocol/sdk zod; then
   echo "SKIP integrations.words: $missing is not installed in $DIR/node_modules"
 elif ! python_skip integrations.words; then
