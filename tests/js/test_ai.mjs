@@ -93,9 +93,11 @@ await main({ prefix: 'integrations.ai', turn }, async ({ ledger, target, base, r
       seen2[0] === "send_email was not run: no conversation for this call (options.conversation threw TypeError: Cannot read properties of undefined (reading 'chatId')); the application must supply it, and nothing was sent. Do not call send_email again until it does.",
     'no-tools-context', `the target saw ${n2}; the model read ${j(seen2)}`);
     let e1; try { idempotentTool(ledger, 'send_email', { tenant: 'tenant-a', conversation: () => 'c' }, tool({ inputSchema: z.object({}), execute: async () => 1 })); } catch (e) { e1 = e; }
+    let e3; try { idempotentTool(ledger, 'send_email', { tenant: () => 't', conversation: () => 'c', heartbeatSeconds: 1.5 }, tool({ inputSchema: z.object({}), execute: async () => 1 })); } catch (e) { e3 = e; }
     let e2; try { idempotentTool(ledger, 'send_email', { tenant: () => 't', conversation: () => 'c' }, { inputSchema: z.object({}) }); } catch (e) { e2 = e; }
     report(e1?.message === 'sqlite-idempotency/ai: idempotentTool: options.tenant must be a function of the call that returns the tenant (a non-empty string), got "tenant-a"' &&
-      e2?.message === 'sqlite-idempotency/ai: idempotentTool: the tool must have an execute function (a tool({ inputSchema, execute }))' && ToolCallError.name === 'ToolCallError',
-    'bad-options', `${e1?.message} / ${e2?.message}`);
+      e2?.message === 'sqlite-idempotency/ai: idempotentTool: the tool must have an execute function (a tool({ inputSchema, execute }))' && ToolCallError.name === 'ToolCallError' &&
+      e3?.message === 'sqlite-idempotency/ai: idempotentTool: options.heartbeatSeconds must be an integer number of seconds >= 0, got 1.5',
+    'bad-options', `${e1?.message} / ${e2?.message} / ${e3?.message}`);
   }
 });

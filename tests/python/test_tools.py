@@ -109,6 +109,8 @@ def main():
         b = asyncio.run(send_sms("u1", "t1", "async@example.com"))
         checks.report(not a.idempotent and b.idempotent and b.result == a.result and count(a.key) == 1, "async",
                       f"{a} {b} sent {count(a.key)}")
+        checks.report(a.text is None and b.text == idem.say("replay", tool="send_sms", key=a.key, attempt=1), "async-text",
+                      repr(b.text))
         # the key's args are the bound arguments, defaults applied, without attempt
         row = ledger.row("u1", a.key)
         checks.check_eq("args", row["args"], {"user": "u1", "thread": "t1", "to": "async@example.com", "delay_ms": 0})
