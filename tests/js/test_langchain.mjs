@@ -113,7 +113,7 @@ await main({ prefix: 'integrations.langchain', turn }, async ({ ledger, dbFile, 
     const n = (await target.counts())[keyOf(job)];
     // interrupted in the tools node: the ToolNode's message is not in the checkpoint, the request was sent
     report(first.interrupted === 1 && first.content === undefined && n === 1 && resumed.interrupted === 0 &&
-      resumed.content.startsWith(say('replay', { tool: 'send_email', key: keyOf(job), attempt: 1 })) && resumed.content.endsWith(`"n":1,"path":"/send","received":"${keyOf(job)}"}`) &&
+      resumed.content.startsWith(say('replay', { tool: 'send_email', key: keyOf(job), attempt: 1, at: ledger.row(job.tenant, keyOf(job))?.updated_at })) && resumed.content.endsWith(`"n":1,"path":"/send","received":"${keyOf(job)}"}`) &&
       resumed.meta?.idempotency?.decision === 'replay', 'resume',
     `the target saw ${n} (want 1); first ${j(first)}; resumed ${j(resumed)}`);
   }

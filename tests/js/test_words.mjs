@@ -220,6 +220,7 @@ function jobOf(name, c) {
 // What the model is to read for case c in adapter name: the words, then the payload.
 function expected(name, c, key, to) {
   const fields = { tool: TOOL, key, attempt: 1, reason: reasonOf(name, c.kind), ...c.fields };
+  if (c.kind === 'replay' || c.kind === 'failed_replay') fields.at = ledger.row(TENANT, key).updated_at;
   if (c.kind === 'in_progress') fields.renewed_at = ledger.claim(TENANT, `conv-${name}`, TOOL, { to, mode: c.mode }).renewed_at;
   const words = say(c.kind, fields);
   return c.payload ? `${words}\n${j(c.payload(to))}` : words;
@@ -251,11 +252,12 @@ try {
       }
       report(r.text === r.want, `${c.kind}:${name}`, `read ${j(r.text)}, want ${j(r.want)}`);
     }
-    // the adapters against each other, the key and each adapter's own reason taken out
+    // the adapters against each other, the key, the time and each adapter's own reason taken out
     const same = names.filter((n) => n !== 'mcp' || mcpSpeaksWords).map((n) => {
       const { text, key } = read[n][c.kind];
       const reason = reasonOf(n, c.kind);
-      let t = String(text).split(key).join('KEY');
+      // each adapter's call ran at its own time
+      let t = String(text).split(key).join('KEY').replace(/ at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z /, ' at TIME ');
       if (reason !== undefined) t = t.split(reason).join('REASON');
       return [n, t];
     });

@@ -28,6 +28,7 @@ Prints PASS/FAIL lines; exit status 1 when a check failed.
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -102,14 +103,17 @@ def main():
         checks.report(isinstance(a, idem.Outcome) and not a.idempotent and b.idempotent and b.result == a.result and
                       a.status == "succeeded" and count(a.key) == 1, "sync", f"{a} {b} sent {count(a.key)}")
         # the words the model reads: none for the call that ran, the replay's for the replay
-        checks.report(a.text is None and b.text == idem.say("replay", tool="send_email", key=a.key, attempt=1) and
-                      b.text == f"send_email already ran with these arguments (key {a.key}, attempt 1) and was not run "
-                      "again. This is the result of that run:", "sync-text", repr(b.text))
+        at = ledger.row("u1", a.key)["updated_at"]
+        checks.report(a.text is None and b.text == idem.say("replay", tool="send_email", key=a.key, attempt=1, at=at) and
+                      re.fullmatch(rf"send_email already ran at \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z with these arguments "
+                                   rf"\(key {a.key}, attempt 1\) and was not run again\. This is the result of that run:", b.text),
+                      "sync-text", repr(b.text))
         a = asyncio.run(send_sms("u1", "t1", "async@example.com"))
         b = asyncio.run(send_sms("u1", "t1", "async@example.com"))
         checks.report(not a.idempotent and b.idempotent and b.result == a.result and count(a.key) == 1, "async",
                       f"{a} {b} sent {count(a.key)}")
-        checks.report(a.text is None and b.text == idem.say("replay", tool="send_sms", key=a.key, attempt=1), "async-text",
+        checks.report(a.text is None and b.text == idem.say("replay", tool="send_sms", key=a.key, attempt=1,
+                                                             at=ledger.row("u1", a.key)["updated_at"]), "async-text",
                       repr(b.text))
         # the key's args are the bound arguments, defaults applied, without attempt
         row = ledger.row("u1", a.key)
@@ -249,7 +253,8 @@ def main():
         checks.report(a.status == "failed" and a.error == {"status": 422, "to": "r@example.com"} and b.idempotent and
                       b.error == a.error, "failed", f"{a} {b}")
         checks.report(a.text == idem.say("failed", tool="refused", key=a.key, attempt=1) and
-                      b.text == idem.say("failed_replay", tool="refused", key=a.key, attempt=1), "failed-text",
+                      b.text == idem.say("failed_replay", tool="refused", key=a.key, attempt=1,
+                                         at=ledger.row("u1", a.key)["updated_at"]), "failed-text",
                       f"{a.text!r} {b.text!r}")
 
         # the signature: attempt is the ledger's

@@ -133,11 +133,22 @@ def _tell(e: BaseException, tool: str) -> None:
     e.text = text  # type: ignore[attr-defined]
 
 
-def _told(out: Any, tool: str) -> Any:
+def _ran_at(ledger: Any, tenant: str, key: str) -> Optional[int]:
+    """When the first call ran, for a replay's words: its row's updated_at (the settle, ms), or None."""
+    try:
+        row = ledger.row(tenant, key)
+    except Exception:  # noqa: BLE001  (the words then say nothing of when)
+        return None
+    return row.get("updated_at") if row else None
+
+
+def _told(out: Any, ledger: Any, tenant: str, tool: str) -> Any:
     """The Outcome with its ``text``: the replay's or the failure's words (None for a first success)."""
     import dataclasses
 
     fields = {"tool": tool, "key": out.key, "attempt": out.attempt}
+    if out.idempotent:
+        fields["at"] = _ran_at(ledger, tenant, out.key)
     if out.status == "failed":
         text: Optional[str] = say("failed_replay" if out.idempotent else "failed", fields)
     elif out.idempotent:
@@ -159,7 +170,7 @@ def telling(fn: Callable[..., Any]) -> Callable[..., Any]:
             except Exception as e:
                 _tell(e, tool)
                 raise
-            return _told(out, tool)
+            return _told(out, ledger, tenant, tool)
         return told_async
 
     @functools.wraps(fn)
@@ -169,7 +180,7 @@ def telling(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as e:
             _tell(e, tool)
             raise
-        return _told(out, tool)
+        return _told(out, ledger, tenant, tool)
     return told
 
 
