@@ -7,12 +7,24 @@ export type KeyPart = string | null | undefined;
 export type KeyPartResult = KeyPart | PromiseLike<KeyPart>;
 
 /** The decision of a tool call that gave the model no result. */
-export type ToolCallDecision = 'in_progress' | 'unknown' | 'mismatch' | 'failed' | 'no_tenant' | 'no_conversation';
+export type ToolCallDecision = 'in_progress' | 'unknown' | 'mismatch' | 'not_sent' | 'failed' | 'no_tenant' | 'no_conversation';
+
+/** What every adapter's options share besides the tenant and conversation functions. */
+export interface CallOptions {
+  /** wait up to this long while another caller holds the key (default 0) */
+  waitMs?: number;
+  /** Ledger.call's renewSeconds: the lease the tool starts with */
+  renewSeconds?: number;
+  /** Ledger.call's heartbeatSeconds: how often the lease is renewed while the tool runs */
+  heartbeatSeconds?: number;
+}
 
 /**
- * A tool call that gives the model no result, only `message` to read (it
- * says not to call again, and why): refused by the ledger, or a known
- * failure (`decision` 'failed', with the recorded `error`).
+ * A tool call that gives the model no result, only `message` to read (the
+ * words of sqlite-idempotency/words: what is known, and whether to call
+ * again): refused by the ledger, nothing sent ('not_sent'), or a known
+ * failure (`decision` 'failed', with the recorded `error`). toString() is
+ * the message alone.
  */
 export class ToolCallError extends IdempotencyError {
   readonly decision: ToolCallDecision;

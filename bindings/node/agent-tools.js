@@ -8,23 +8,33 @@
 // framework's call id is never part of it (the AI SDK and OpenAI Agents
 // mint a new one when the model re-plans).
 const { AsyncLocalStorage } = require('node:async_hooks');
-const { ClaimInProgress, ClaimMismatch, IdempotencyError, OutcomeUnknown, ToolFailed } = require('./index.js');
+const {
+  ClaimInProgress, ClaimMismatch, IdempotencyError, LeaseLost, NotCommitted, NotSent, OutcomeUnknown, ToolFailed,
+} = require('./index.js');
+const { say, because, UNKNOWN } = require('./words.js');
 
-const UNKNOWN = 'that request may have reached the target system, the outcome is theirs to report, and nothing is retried here';
 const running = new AsyncLocalStorage();
 
-// A tool call that gives the model no result, only message to read:
-// refused by the ledger (decision 'in_progress', 'unknown', 'mismatch'; or
-// 'no_tenant' / 'no_conversation', without key, when the application gave
-// no part of the key), or a known failure (decision 'failed', with the
-// recorded error; replay true when it is the first call's failure again).
+// A tool call that gives the model no result, only message to read (the
+// words of words.json): refused by the ledger (decision 'in_progress',
+// 'unknown', 'mismatch'; 'not_sent' when nothing was sent, the claim
+// released; or 'no_tenant' / 'no_conversation', without key, when the
+// application gave no part of the key), or a known failure (decision
+// 'failed', with the recorded error; replay true when it is the first
+// call's failure again).
 class ToolCallError extends IdempotencyError {
-  constructor(message, { decision, key, replay = false, error } = {}) {
-    super(message);
+  constructor(message, { decision, key, replay = false, error, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
     this.decision = decision;
     this.key = key;
     this.replay = replay;
     if (error !== undefined) this.error = error;
+  }
+
+  // The words alone, as the model is to read them (the AI SDK hands the
+  // model a thrown error's toString()).
+  toString() {
+    return this.message;
   }
 }
 
@@ -40,8 +50,9 @@ function currentAttempt() {
 
 const describe = (v) => (typeof v === 'string' ? JSON.stringify(v) : v === null ? 'null' : typeof v);
 
-// The options of idempotentTool, checked: { tenant, conversation, waitMs }.
-// defaults may give a conversation function.
+// The options of idempotentTool, checked: { tenant, conversation, waitMs,
+// renewSeconds, heartbeatSeconds } (the last two are Ledger.call's, passed
+// through). defaults may give a conversation function.
 function checkOptions(where, ledger, name, options, defaults = {}) {
   if (!ledger || typeof ledger.call !== 'function') {
     throw new TypeError(`${where}: ledger must be a Ledger (Ledger.open(db)), got ${describe(ledger)}`);
@@ -52,7 +63,7 @@ function checkOptions(where, ledger, name, options, defaults = {}) {
   if (!options || typeof options !== 'object') {
     throw new TypeError(`${where}: options must be an object with tenant and conversation functions, got ${describe(options)}`);
   }
-  const spec = { tenant: options.tenant, conversation: options.conversation ?? defaults.conversation, waitMs: options.waitMs ?? 0 };
+  const spec = { tenant: options.tenant, conversation: options.conversation ?? defaults.conversation, waitMs: options.waitMs ?? 0, call: {} };
   for (const part of ['tenant', 'conversation']) {
     if (typeof spec[part] !== 'function') {
       throw new TypeError(`${where}: options.${part} must be a function of the call that returns the ${part} (a non-empty string), got ${describe(options[part])}`);
@@ -61,20 +72,31 @@ function checkOptions(where, ledger, name, options, defaults = {}) {
   if (!(Number.isFinite(spec.waitMs) && spec.waitMs >= 0)) {
     throw new RangeError(`${where}: options.waitMs must be a number of milliseconds >= 0, got ${options.waitMs}`);
   }
+  for (const k of ['renewSeconds', 'heartbeatSeconds']) {
+    if (options[k] === undefined) continue;
+    if (!(Number.isInteger(options[k]) && options[k] >= 0)) {
+      throw new RangeError(`${where}: options.${k} must be an integer number of seconds >= 0, got ${options[k]}`);
+    }
+    spec.call[k] = options[k];
+  }
   return spec;
 }
 
-// What the model reads when the call was not run.
-function refusal(name, d, reason) {
-  const again = 'Do not call it again with these arguments.';
-  switch (d.decision) {
-    case 'in_progress':
-      return `${name} was not run: the same call (key ${d.key}, attempt ${d.attempt}) is running now and was not started a second time. ${again}`;
-    case 'mismatch':
-      return `${name} was not run: its key ${d.key} is recorded for a different request (differs: ${d.differs}). ${again}`;
-    default:
-      return `${name} did not finish (${d.key === undefined ? '' : `key ${d.key}: `}${reason}): ${UNKNOWN}. ${again}`;
-  }
+// The words of a decision the ledger refused on (ClaimInProgress,
+// ClaimMismatch, OutcomeUnknown with its key) for the tool name.
+function refusal(name, e) {
+  const d = e.decision || {};
+  if (e instanceof ClaimInProgress) return say('in_progress', { tool: name, key: e.key, attempt: d.attempt, renewed_at: d.renewed_at });
+  if (e instanceof ClaimMismatch) return say('mismatch', { tool: name, key: e.key, differs: d.differs });
+  if (e.decision) return say('unknown', { tool: name, key: e.key, attempt: d.attempt });
+  return say('outcome_unknown', { tool: name, key: e.key, reason: e.reason });
+}
+
+// Why nothing was sent (NotSent, NotCommitted, LeaseLost), for not_sent.
+function notSentReason(e) {
+  if (e instanceof NotSent) return e.reason;
+  if (e instanceof NotCommitted) return because('not_committed');
+  return because('lease_lost', { message: e.message });
 }
 
 // Rejects with OutcomeUnknown when signal aborts before promise settles; a
@@ -99,42 +121,83 @@ function untilAborted(promise, signal, ledger, attempt) {
 
 // Runs one call of the tool `name` through ledger.call. parts are the
 // arguments of the tenant and conversation functions; run() runs the tool.
-// Resolves to { replay, key, result } for an outcome that succeeded (replay
-// false for the call that ran); rejects with ToolCallError for any call the
-// model must not repeat; anything else (NotSent: the tool said nothing was
-// sent, the claim is released; NotCommitted; an error of the ledger) is
-// thrown as it is.
-async function runTool(ledger, name, spec, input, parts, signal, run) {
+// Resolves to { replay, key, attempt, result, note } for an outcome that
+// succeeded (replay false for the call that ran; note, on a replay, the
+// words that go before its result); rejects with ToolCallError for any call
+// that gives the model only words (its message); anything else (an error
+// of the ledger) is thrown as it is. untilLease: on in_progress, wait
+// again until the holder's lease ends, then answer what the ledger decides
+// then (LangGraph, whose thread would end on in_progress).
+async function runTool(ledger, name, spec, input, parts, signal, run, { untilLease = false } = {}) {
   const who = {};
   for (const part of ['tenant', 'conversation']) {
-    const v = await spec[part](...parts);
-    if (typeof v !== 'string' || v === '') {
-      throw new ToolCallError(`${name} was not run: no ${part} for this call (options.${part} returned ${describe(v)}); the application must supply it. Do not call it again until it does.`, { decision: `no_${part}` });
+    let v;
+    let reason;
+    try {
+      v = await spec[part](...parts);
+      if (typeof v !== 'string' || v === '') reason = `options.${part} returned ${describe(v)}`;
+    } catch (e) {
+      reason = `options.${part} threw ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`;
     }
+    if (reason !== undefined) throw new ToolCallError(say(`no_${part}`, { tool: name, reason }), { decision: `no_${part}` });
     who[part] = v;
   }
-  if (signal && signal.aborted) throw signal.reason;
+  if (signal && signal.aborted) {
+    throw new ToolCallError(say('not_sent', { tool: name, reason: because('cancelled') }), { decision: 'not_sent' });
+  }
+  const action = (attempt) => running.run(attempt, () => untilAborted(Promise.resolve().then(() => run(attempt)), signal, ledger, attempt));
+  const once = (waitMs) => ledger.call(who.tenant, who.conversation, name, input, action, { waitMs, ...spec.call });
   let out;
   try {
-    out = await ledger.call(who.tenant, who.conversation, name, input,
-      (attempt) => running.run(attempt, () => untilAborted(Promise.resolve().then(() => run(attempt)), signal, ledger, attempt)),
-      { waitMs: spec.waitMs });
+    try {
+      out = await once(spec.waitMs);
+    } catch (e) {
+      if (!(untilLease && e instanceof ClaimInProgress)) throw e;
+      // the holder's lease, with a margin for the claim that reads its end
+      out = await once(Math.max(0, Number(e.decision.lease_until) - Date.now()) + LEASE_END_MARGIN_MS);
+    }
   } catch (e) {
+    if (e instanceof NotSent || e instanceof NotCommitted || e instanceof LeaseLost) {
+      throw new ToolCallError(say('not_sent', { tool: name, reason: notSentReason(e) }), { decision: 'not_sent', key: e.key, cause: e });
+    }
     if (!(e instanceof ClaimInProgress || e instanceof ClaimMismatch || e instanceof OutcomeUnknown) || e.key === undefined) throw e;
-    const d = e.decision || { decision: 'unknown', key: e.key };
-    throw new ToolCallError(refusal(name, d, e.reason || 'an earlier attempt did not report its outcome'), { decision: d.decision, key: e.key });
+    const decision = e instanceof ClaimInProgress ? 'in_progress' : e instanceof ClaimMismatch ? 'mismatch' : 'unknown';
+    throw new ToolCallError(refusal(name, e), { decision, key: e.key, cause: e });
   }
+  const fields = { tool: name, key: out.key, attempt: out.attempt };
+  if (out.idempotent) fields.at = ranAt(ledger, who.tenant, out.key);
   if (out.status === 'failed') {
-    let text;
-    try { text = JSON.stringify(out.error); } catch { text = String(out.error); }
-    const first = out.idempotent ? `this call already ran (key ${out.key}) and failed` : `the target refused it (key ${out.key})`;
-    throw new ToolCallError(`${name} failed: ${first}: ${text}. The failure is recorded. Do not call it again with these arguments.`,
-      { decision: 'failed', key: out.key, replay: out.idempotent, error: out.error });
+    const words = say(out.idempotent ? 'failed_replay' : 'failed', fields);
+    throw new ToolCallError(`${words}\n${asText(out.error)}`, { decision: 'failed', key: out.key, replay: out.idempotent, error: out.error });
   }
-  return { replay: out.idempotent, key: out.key, attempt: out.attempt, result: out.result };
+  const r = { replay: out.idempotent, key: out.key, attempt: out.attempt, result: out.result };
+  if (out.idempotent) r.note = say('replay', fields);
+  return r;
 }
 
-// The note before a replayed result.
-const replayNote = (name, r) => `replay: ${name} already ran with these arguments (key ${r.key}); it was not run again. Its first result:`;
+// When the first call ran, for a replay's words: its row's updated_at (the
+// settle, ms since the epoch); undefined when the row cannot be read.
+function ranAt(ledger, tenant, key) {
+  try {
+    const row = ledger.row(tenant, key);
+    return row && row.updated_at !== null && row.updated_at !== undefined ? Number(row.updated_at) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
-module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, replayNote, refusal };
+// A value as the model reads it after the words: a string as it is, else JSON.
+function asText(v) {
+  if (typeof v === 'string') return v;
+  try {
+    const t = JSON.stringify(v);
+    return t === undefined ? String(v) : t;
+  } catch {
+    return String(v);
+  }
+}
+
+// How far past the holder's lease_until the LangGraph wait claims again.
+const LEASE_END_MARGIN_MS = 250;
+
+module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, asText, say };

@@ -1,19 +1,22 @@
 // TypeScript declarations of sqlite-idempotency/ai (ai.js).
 import type { Tool, ToolExecutionOptions } from 'ai';
 import type { Ledger } from './index.js';
-import type { KeyPartResult } from './agent-tools.js';
+import type { CallOptions, KeyPartResult } from './agent-tools.js';
 
 export { currentAttempt, ToolCallError } from './agent-tools.js';
-export type { KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
+export type { CallOptions, KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
 
-/** What idempotentTool needs besides the tool: the key's who and conversation, from each call. */
-export interface IdempotentToolOptions<INPUT, CONTEXT> {
+/**
+ * What idempotentTool needs besides the tool: the key's who and conversation,
+ * from each call. CONTEXT is the tool's (its contextSchema types
+ * `options.context`). A function that throws (reading a toolsContext that
+ * was not given) refuses the call as no tenant / no conversation.
+ */
+export interface IdempotentToolOptions<INPUT, CONTEXT> extends CallOptions {
   /** the tenant of the call (from the application's authentication, e.g. `options.context`), never from the model */
   tenant: (input: INPUT, options: ToolExecutionOptions<CONTEXT>) => KeyPartResult;
   /** the conversation of the call (e.g. the chat id in `options.context`); never the toolCallId, which the SDK mints anew on re-plan */
   conversation: (input: INPUT, options: ToolExecutionOptions<CONTEXT>) => KeyPartResult;
-  /** wait up to this long while another caller holds the key (default 0) */
-  waitMs?: number;
 }
 
 /**
@@ -25,6 +28,6 @@ export interface IdempotentToolOptions<INPUT, CONTEXT> {
 export function idempotentTool<INPUT, OUTPUT, CONTEXT>(
   ledger: Ledger,
   name: string,
-  options: IdempotentToolOptions<INPUT, CONTEXT>,
+  options: IdempotentToolOptions<NoInfer<INPUT>, NoInfer<CONTEXT>>,
   tool: Tool<INPUT, OUTPUT, CONTEXT>,
 ): Tool<INPUT, OUTPUT, CONTEXT>;

@@ -10,13 +10,14 @@
 //   }, tool({ inputSchema, execute: async (input) => post(url, input, currentAttempt().headers) }));
 //
 // The first call's output is the tool's output; a replay's output is the
-// same value and the model reads it after a note saying it is a replay
-// (through the tool's toModelOutput). A refusal (in_progress, unknown,
-// mismatch, a missing tenant or conversation) and a recorded failure are
-// thrown as ToolCallError, which the AI SDK hands the model as a tool
-// error (error-text) it reads. The toolCallId is never part of the key: the
+// same value and the model reads it after the replay's words (words.json,
+// through the tool's toModelOutput). A refusal (in_progress, unknown,
+// mismatch, not sent, a missing tenant or conversation: also a tenant or
+// conversation function that throws, as one reading a toolsContext that was
+// not given does) and a recorded failure are thrown as ToolCallError, which
+// the AI SDK hands the model as a tool error (error-text) it reads. The toolCallId is never part of the key: the
 // SDK mints a new one when the model re-plans.
-const { ToolCallError, currentAttempt, checkOptions, runTool, replayNote } = require('./agent-tools.js');
+const { ToolCallError, currentAttempt, checkOptions, runTool } = require('./agent-tools.js');
 
 const MAX_MARKS = 1024;
 
@@ -51,7 +52,7 @@ function idempotentTool(ledger, name, options, aiTool) {
         () => aiTool.execute(input, execOptions));
       if (r.replay && execOptions && typeof execOptions.toolCallId === 'string') {
         if (marks.size >= MAX_MARKS) marks.delete(marks.keys().next().value);
-        marks.set(execOptions.toolCallId, replayNote(name, r));
+        marks.set(execOptions.toolCallId, r.note);
       }
       return r.result;
     },

@@ -1,17 +1,20 @@
 // TypeScript declarations of sqlite-idempotency/langchain (langchain.js).
 import type { Ledger } from './index.js';
-import type { KeyPartResult } from './agent-tools.js';
+import type { CallOptions, KeyPartResult } from './agent-tools.js';
 
 export { currentAttempt, ToolCallError } from './agent-tools.js';
-export type { KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
+export type { CallOptions, KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
 
 /**
  * The parts of a LangChain RunnableConfig the key's functions read (this
  * file names no @langchain/core type, so that it fits both of that
- * package's builds, CommonJS and ES module).
+ * package's builds, CommonJS and ES module). Configurable is what the
+ * application passes as `config.configurable` (LangChain's own type is
+ * `Record<string, any>`); reading a field of one that was not given throws,
+ * which refuses the call as no tenant / no conversation.
  */
-export interface ToolCallConfig {
-  configurable?: Record<string, unknown>;
+export interface ToolCallConfig<Configurable = Record<string, any>> {
+  configurable: Configurable;
   metadata?: Record<string, unknown>;
   signal?: AbortSignal;
   toolCall?: { id?: string; name: string; args: Record<string, unknown> };
@@ -24,14 +27,17 @@ export interface LangChainTool {
   invoke(input: any, config?: any): Promise<any>;
 }
 
-/** What idempotentTool needs besides the tool: the key's who and conversation, from each call. */
-export interface IdempotentToolOptions {
+/**
+ * What idempotentTool needs besides the tool: the key's who and conversation,
+ * from each call. A call that finds an identical one in progress (after
+ * waitMs) waits until the holder's lease ends, then answers the decision
+ * of that moment.
+ */
+export interface IdempotentToolOptions<Configurable = Record<string, any>> extends CallOptions {
   /** the tenant of the call (e.g. `config.configurable.user_id`, set by the application), never from the model */
-  tenant: (input: unknown, config: ToolCallConfig) => KeyPartResult;
+  tenant: (input: unknown, config: ToolCallConfig<Configurable>) => KeyPartResult;
   /** the conversation of the call (default: `config.configurable.thread_id`, LangGraph's thread) */
-  conversation?: (input: unknown, config: ToolCallConfig) => KeyPartResult;
-  /** wait up to this long while another caller holds the key (default 0) */
-  waitMs?: number;
+  conversation?: (input: unknown, config: ToolCallConfig<Configurable>) => KeyPartResult;
 }
 
 /**
@@ -42,9 +48,9 @@ export interface IdempotentToolOptions {
  * refusals and recorded failures are ToolMessages with status 'error',
  * returned, not thrown (the tool-retry middleware does not retry them).
  */
-export function idempotentTool<T extends LangChainTool>(
+export function idempotentTool<T extends LangChainTool, Configurable = Record<string, any>>(
   ledger: Ledger,
   name: string,
-  options: IdempotentToolOptions,
+  options: IdempotentToolOptions<Configurable>,
   tool: T,
 ): T;

@@ -12,17 +12,22 @@
 // The conversation defaults to config.configurable.thread_id, LangGraph's
 // thread. Called with a tool call (as a ToolNode and createAgent call it),
 // the first call gives the tool's result; a replay gives a ToolMessage
-// whose content is a note saying it is a replay, then the first result,
+// whose content is the replay's words (words.json), then the first result,
 // and whose response_metadata.idempotency is { decision: 'replay', key };
-// a refusal (in_progress, unknown, mismatch, a missing tenant or
-// conversation) or a recorded failure is a ToolMessage with status
-// 'error' and the text telling the model not to call again, returned, not
-// thrown, so neither ToolNode's error handler nor the tool-retry
-// middleware (which retry what is thrown) runs it again. Called with plain
-// arguments, a replay gives the first result and a refusal is thrown as
-// ToolCallError. The tool call id is not part of the key (the retry
-// middleware and LangGraph's resume keep it; other callers do not).
-const { ToolCallError, currentAttempt, checkOptions, runTool, replayNote } = require('./agent-tools.js');
+// a refusal (unknown, mismatch, a missing tenant or conversation) or a
+// recorded failure is a ToolMessage with status 'error' and its words,
+// returned, not thrown, so neither ToolNode's error handler nor the
+// tool-retry middleware (which retry what is thrown) runs it again. A call
+// that finds an identical one in progress (after waitMs) waits until the
+// holder's lease ends and answers what the ledger decides then (its
+// replay, or unknown when the holder died), so that the thread goes on
+// with the final decision; in_progress only while the holder still renews.
+// Nothing sent (not_sent) is thrown as ToolCallError, and the middleware
+// may retry it. Called with plain arguments, a replay gives the first
+// result and a refusal is thrown as ToolCallError. The tool call id is not
+// part of the key (the retry middleware and LangGraph's resume keep it;
+// other callers do not).
+const { ToolCallError, currentAttempt, checkOptions, runTool, asText } = require('./agent-tools.js');
 
 const where = 'sqlite-idempotency/langchain: idempotentTool';
 
@@ -53,15 +58,16 @@ function idempotentTool(ledger, name, options, lcTool) {
     let r;
     try {
       r = await runTool(ledger, name, spec, arg, [arg, config], config && config.signal,
-        () => lcTool._call(arg, runManager, config));
+        () => lcTool._call(arg, runManager, config), { untilLease: true });
     } catch (e) {
-      if (!(e instanceof ToolCallError) || id === undefined) throw e;
+      // not_sent is thrown: nothing was sent, so the tool-retry middleware may run it again
+      if (!(e instanceof ToolCallError) || id === undefined || e.decision === 'not_sent') throw e;
       const m = message({ content: e.message, status: 'error' }, e.decision, e.key);
       return pair ? [m, undefined] : m;
     }
     if (!r.replay || id === undefined) return r.result;
     const [content, artifact] = pair ? r.result : [r.result, undefined];
-    const text = `${replayNote(name, r)}\n${typeof content === 'string' ? content : JSON.stringify(content)}`;
+    const text = `${r.note}\n${asText(content)}`;
     const m = message({ content: text, status: 'success', artifact }, 'replay', r.key);
     return pair ? [m, artifact] : m;
   };

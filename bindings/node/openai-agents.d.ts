@@ -1,19 +1,23 @@
 // TypeScript declarations of sqlite-idempotency/openai-agents (openai-agents.js).
 import type { RunContext, ToolExecuteArgument, ToolInputParameters, ToolOptions, ToolOutputSchema } from '@openai/agents';
 import type { Ledger } from './index.js';
-import type { KeyPartResult } from './agent-tools.js';
+import type { CallOptions, KeyPartResult } from './agent-tools.js';
 
 export { currentAttempt, ToolCallError } from './agent-tools.js';
-export type { KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
+export type { CallOptions, KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
 
-/** What idempotentTool needs besides the tool: the key's who and conversation, from each call. */
-export interface IdempotentToolOptions<INPUT, Context> {
+/**
+ * What idempotentTool needs besides the tool: the key's who and conversation,
+ * from each call. Context is the run's context (`run(agent, input, { context })`,
+ * an `Agent<Context>`): name it once, `(input, runContext: RunContext<Ctx>) => ...`;
+ * unnamed, it is a record of any fields. A function that throws refuses the
+ * call as no tenant / no conversation.
+ */
+export interface IdempotentToolOptions<INPUT, Context> extends CallOptions {
   /** the tenant of the call (from the run's context, set by the application), never from the model */
-  tenant: (input: INPUT, runContext: RunContext<Context> | undefined, details: unknown) => KeyPartResult;
+  tenant: (input: INPUT, runContext: RunContext<Context>, details: unknown) => KeyPartResult;
   /** the conversation of the call (e.g. from the run's context); never the callId, which the SDK mints anew on re-plan */
-  conversation: (input: INPUT, runContext: RunContext<Context> | undefined, details: unknown) => KeyPartResult;
-  /** wait up to this long while another caller holds the key (default 0) */
-  waitMs?: number;
+  conversation: (input: INPUT, runContext: RunContext<Context>, details: unknown) => KeyPartResult;
 }
 
 /**
@@ -22,7 +26,7 @@ export interface IdempotentToolOptions<INPUT, Context> {
  * the first output as JSON; a refusal's or recorded failure's is the text
  * the model reads (never thrown). name defaults the tool's name.
  */
-export function idempotentTool<TParameters extends ToolInputParameters, Context, TOutputSchema extends ToolOutputSchema | undefined = undefined>(
+export function idempotentTool<TParameters extends ToolInputParameters, Context = Record<string, any>, TOutputSchema extends ToolOutputSchema | undefined = undefined>(
   ledger: Ledger,
   name: string,
   options: IdempotentToolOptions<ToolExecuteArgument<TParameters>, Context>,

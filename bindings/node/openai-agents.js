@@ -11,17 +11,18 @@
 //   }, { description, parameters, execute: async (input) => post(url, input, currentAttempt().headers) }));
 //
 // The model reads a tool's output as text: the first call's output is the
-// tool's; a replay's is a note saying it is a replay, then the first output
-// as JSON; a refusal (in_progress, unknown, mismatch, a missing tenant or
-// conversation) or a recorded failure is the text telling the model not to
-// call again and why. None of them is thrown, so the SDK's error function
+// tool's; a replay's is the replay's words (words.json), then the first
+// output as JSON; a refusal (in_progress, unknown, mismatch, not sent, a
+// missing tenant or conversation, also a function for them that throws) or
+// a recorded failure is its words, telling the model what is known and
+// whether to call again. None of them is thrown, so the SDK's error function
 // (whose default asks the model to try again) never sees them. The
 // callId is never part of the key: the SDK mints a new one when the model
 // re-plans. An abort of details.signal (a run aborted, the tool's
 // timeoutMs) after the tool started leaves the call unknown; with
 // timeoutMs and no timeoutErrorFunction of its own, what the model reads
 // on that timeout says so (the SDK's default only says it timed out).
-const { ToolCallError, currentAttempt, checkOptions, runTool, replayNote, refusal } = require('./agent-tools.js');
+const { ToolCallError, currentAttempt, checkOptions, runTool, asText, say } = require('./agent-tools.js');
 
 function idempotentTool(ledger, name, options, toolOptions) {
   const where = 'sqlite-idempotency/openai-agents: idempotentTool';
@@ -33,7 +34,7 @@ function idempotentTool(ledger, name, options, toolOptions) {
     ...toolOptions,
     name: toolOptions.name ?? name,
     ...(toolOptions.timeoutMs !== undefined && toolOptions.timeoutErrorFunction === undefined && {
-      timeoutErrorFunction: () => refusal(name, { decision: 'unknown' }, `timed out after ${toolOptions.timeoutMs} ms`),
+      timeoutErrorFunction: () => say('outcome_unknown', { tool: name, reason: `timed out after ${toolOptions.timeoutMs} ms` }),
     }),
     async execute(input, runContext, details) {
       let r;
@@ -44,7 +45,7 @@ function idempotentTool(ledger, name, options, toolOptions) {
         if (e instanceof ToolCallError) return e.message;
         throw e;
       }
-      return r.replay ? `${replayNote(name, r)}\n${JSON.stringify(r.result)}` : r.result;
+      return r.replay ? `${r.note}\n${asText(r.result)}` : r.result;
     },
   };
 }

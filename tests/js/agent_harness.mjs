@@ -27,13 +27,14 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Ledger } from 'sqlite-idempotency';
+import { say, UNKNOWN } from 'sqlite-idempotency/words';
 import { Checks } from './checks.mjs';
 
 export { postJson } from './idem_adapter.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SERVER = path.join(HERE, '../python/test_server.py');
-export const UNKNOWN = 'that request may have reached the target system, the outcome is theirs to report, and nothing is retried here';
+export { UNKNOWN };
 export const TOOL = 'send_email';
 const LEASE_SECONDS = 1;
 
@@ -86,7 +87,8 @@ function spawnWorker(self, dbFile, job) {
   return { child, done, ready };
 }
 
-const replayOf = (text, first) => text.startsWith('replay: ') && text.includes(first);
+// a replay of the first call (attempt 1) of key: its words, then the first result
+const replayOf = (ledger, tenant, text, first, key) => text === `${say('replay', { tool: TOOL, key, attempt: 1, at: ledger.row(tenant, key)?.updated_at })}\n${first}`;
 const firstResult = (text) => { try { return JSON.parse(text).received !== undefined; } catch { return false; } };
 
 export async function main(driver, extras = async () => {}) {
@@ -114,7 +116,7 @@ export async function main(driver, extras = async () => {}) {
       const job = { ...base, args: { to: 'twice@example.com' }, calls: 2 };
       const seen = await driver.turn({ ...job, ledger });
       const n = (await target.counts())[ctx.keyOf(job)];
-      report(n === 1 && firstResult(seen[0]) && replayOf(seen[1] || '', seen[0]), 'twice',
+      report(n === 1 && firstResult(seen[0]) && replayOf(ledger, job.tenant, seen[1] || '', seen[0], ctx.keyOf(job)), 'twice',
         `the target saw ${n} requests (want 1); the model read ${j(seen)}`);
     }
     // four client processes at once, each waiting while another holds the key
@@ -127,7 +129,7 @@ export async function main(driver, extras = async () => {}) {
       const seen = ends.map((e) => { try { return JSON.parse(e.out.split('\n').filter(Boolean).pop())[0]; } catch { return `exit ${e.code}: ${e.err.slice(-300)}`; } });
       const firsts = seen.filter(firstResult);
       const n = (await target.counts())[ctx.keyOf(job)];
-      report(n === 1 && firsts.length === 1 && seen.filter((t) => replayOf(t, firsts[0])).length === 3, 'four-processes',
+      report(n === 1 && firsts.length === 1 && seen.filter((t) => replayOf(ledger, job.tenant, t, firsts[0], ctx.keyOf(job))).length === 3, 'four-processes',
         `the target saw ${n} requests (want 1); the four models read ${j(seen)}`);
     }
     // a client-side timeout, then the model calls again (new call id)
@@ -167,7 +169,7 @@ export async function main(driver, extras = async () => {}) {
           const job = { ...base, tenant, conversation, args, calls: 2 };
           const seen = await driver.turn({ ...job, ledger });
           keys.add(ctx.keyOf(job));
-          if (!(firstResult(seen[0]) && replayOf(seen[1] || '', seen[0]))) bad.push(`${tenant}/${conversation} read ${j(seen)}`);
+          if (!(firstResult(seen[0]) && replayOf(ledger, tenant, seen[1] || '', seen[0], ctx.keyOf(job)))) bad.push(`${tenant}/${conversation} read ${j(seen)}`);
         }
       }
       const counts = await target.counts();

@@ -1,7 +1,7 @@
 // tsc --strict over sqlite-idempotency/openai-agents' declarations: a typed
 // user, and misuse the declarations refuse (each @ts-expect-error must be an error).
 import Database from 'better-sqlite3';
-import { tool } from '@openai/agents';
+import { Agent, run, tool, type RunContext } from '@openai/agents';
 import { z } from 'zod';
 import { Ledger } from 'sqlite-idempotency';
 import { idempotentTool, currentAttempt, ToolCallError } from 'sqlite-idempotency/openai-agents';
@@ -9,8 +9,8 @@ import { idempotentTool, currentAttempt, ToolCallError } from 'sqlite-idempotenc
 interface Who { userId: string; conversationId: string }
 const ledger = Ledger.open(new Database(':memory:'));
 const sendEmail = tool(idempotentTool(ledger, 'send_email', {
-  tenant: (input, runContext: { context: Who } | undefined) => runContext?.context.userId,
-  conversation: (input, runContext) => runContext?.context.conversationId,
+  tenant: (input, runContext: RunContext<Who>) => runContext.context.userId,
+  conversation: (input, runContext) => runContext.context.conversationId,
 }, {
   description: 'send an email',
   parameters: z.object({ to: z.string() }),
@@ -19,12 +19,32 @@ const sendEmail = tool(idempotentTool(ledger, 'send_email', {
 const isRefusal = (e: unknown): boolean => e instanceof ToolCallError && e.decision === 'unknown';
 const toolName: string = sendEmail.name;
 void toolName; void isRefusal;
+// an Agent<Who> takes the tool, and run() checks the context against Who
+const agent = new Agent<Who>({ name: 'mailer', tools: [sendEmail] });
+void (() => run(agent, 'Email Ann', { context: { userId: 'user-42', conversationId: 'conv-7' } }));
+
+// docs/integrations.md's form, as written: an unnamed context is a record of any fields
+const docsForm = tool(idempotentTool(ledger, 'send_email', {
+  tenant: (input, runContext) => runContext.context.userId,
+  conversation: (input, runContext) => runContext.context.conversationId,
+  heartbeatSeconds: 5,
+}, {
+  description: 'Send an email',
+  parameters: z.object({ to: z.string(), subject: z.string() }),
+  execute: async ({ to, subject }) => ({ to, subject, headers: currentAttempt().headers }),
+}));
+void new Agent({ name: 'mailer', tools: [docsForm] });
 
 // the SDK's own types reach the key's functions (tsc runs with skipLibCheck:
 // a declaration that lost them would make these no error)
 idempotentTool(ledger, 'x', {
   // @ts-expect-error: RunContext has no member nope
-  tenant: (input, runContext) => runContext?.nope,
+  tenant: (input, runContext) => runContext.nope,
+  conversation: () => 'c',
+}, { description: 'x', parameters: z.object({ to: z.string() }), execute: async () => 1 });
+idempotentTool(ledger, 'x', {
+  // @ts-expect-error: the context named Who has no accountId
+  tenant: (input, runContext: RunContext<Who>) => runContext.context.accountId,
   conversation: () => 'c',
 }, { description: 'x', parameters: z.object({ to: z.string() }), execute: async () => 1 });
 // @ts-expect-error: the tool options come last, with an execute

@@ -11,6 +11,7 @@ import { generateText, isStepCount, tool } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
 import { idempotentTool, currentAttempt, ToolCallError } from 'sqlite-idempotency/ai';
+import { say } from 'sqlite-idempotency/words';
 import { main, postJson, sendBody, UNKNOWN, j } from './agent_harness.mjs';
 
 const usage = { inputTokens: { total: 1 }, outputTokens: { total: 1 } };
@@ -41,7 +42,7 @@ function sendTool(job, tenant = () => job.tenant) {
   }));
 }
 
-async function turn(job, { abortSignal, tenant } = {}) {
+async function turn(job, { abortSignal, tenant, toolsContext = { send_email: { chatId: job.conversation } } } = {}) {
   let step = 0;
   let last = [];
   const model = new MockLanguageModelV3({
@@ -56,7 +57,7 @@ async function turn(job, { abortSignal, tenant } = {}) {
   });
   await generateText({
     model, prompt: 'send it', tools: { send_email: sendTool(job, tenant) }, stopWhen: isStepCount(job.calls + 1),
-    toolsContext: { send_email: { chatId: job.conversation } }, abortSignal,
+    toolsContext, abortSignal,
   });
   return readBack(last);
 }
@@ -81,12 +82,22 @@ await main({ prefix: 'integrations.ai', turn }, async ({ ledger, target, base, r
     const job = { ...base, ledger, args: { to: 'no-tenant@example.com' } };
     const seen = await turn(job, { tenant: () => undefined });
     const n = (await target.counts())[keyOf(job)];
-    report(n === undefined && seen[0] === 'ToolCallError: send_email was not run: no tenant for this call (options.tenant returned undefined); the application must supply it. Do not call it again until it does.',
-      'no-tenant', `the target saw ${n}; the model read ${j(seen)}`);
+    report(n === undefined && seen[0] === say('no_tenant', { tool: 'send_email', reason: 'options.tenant returned undefined' }) &&
+      seen[0] === 'send_email was not run: no tenant for this call (options.tenant returned undefined); the application must supply it, and nothing was sent. Do not call send_email again until it does.',
+    'no-tenant', `the target saw ${n}; the model read ${j(seen)}`);
+    // a conversation function reading a toolsContext that was not given throws: the no-conversation refusal, not a raw TypeError
+    const forgot = { ...base, ledger, args: { to: 'no-context@example.com' } };
+    const seen2 = await turn(forgot, { toolsContext: null });
+    const n2 = (await target.counts())[keyOf(forgot)];
+    report(n2 === undefined && seen2.length === 1 &&
+      seen2[0] === "send_email was not run: no conversation for this call (options.conversation threw TypeError: Cannot read properties of undefined (reading 'chatId')); the application must supply it, and nothing was sent. Do not call send_email again until it does.",
+    'no-tools-context', `the target saw ${n2}; the model read ${j(seen2)}`);
     let e1; try { idempotentTool(ledger, 'send_email', { tenant: 'tenant-a', conversation: () => 'c' }, tool({ inputSchema: z.object({}), execute: async () => 1 })); } catch (e) { e1 = e; }
+    let e3; try { idempotentTool(ledger, 'send_email', { tenant: () => 't', conversation: () => 'c', heartbeatSeconds: 1.5 }, tool({ inputSchema: z.object({}), execute: async () => 1 })); } catch (e) { e3 = e; }
     let e2; try { idempotentTool(ledger, 'send_email', { tenant: () => 't', conversation: () => 'c' }, { inputSchema: z.object({}) }); } catch (e) { e2 = e; }
     report(e1?.message === 'sqlite-idempotency/ai: idempotentTool: options.tenant must be a function of the call that returns the tenant (a non-empty string), got "tenant-a"' &&
-      e2?.message === 'sqlite-idempotency/ai: idempotentTool: the tool must have an execute function (a tool({ inputSchema, execute }))' && ToolCallError.name === 'ToolCallError',
-    'bad-options', `${e1?.message} / ${e2?.message}`);
+      e2?.message === 'sqlite-idempotency/ai: idempotentTool: the tool must have an execute function (a tool({ inputSchema, execute }))' && ToolCallError.name === 'ToolCallError' &&
+      e3?.message === 'sqlite-idempotency/ai: idempotentTool: options.heartbeatSeconds must be an integer number of seconds >= 0, got 1.5',
+    'bad-options', `${e1?.message} / ${e2?.message} / ${e3?.message}`);
   }
 });

@@ -9,6 +9,12 @@
 //                the tool ran, in one process; resumed from its SQLite
 //                checkpoint in another: LangGraph runs the node again, the
 //                tool replays, the target saw one request
+//   crash-in-progress  a graph whose process is killed while its tool is
+//                sending, continued from its checkpoint in another process
+//                at once: the holder's claim (renewSeconds 5) is still live (in_progress), so
+//                the tool waits until its lease ends and the model reads the
+//                final decision (unknown), not in_progress; the target saw one
+//                request
 //   retry-middleware  createAgent (langchain) with toolRetryMiddleware: a
 //                timeout (unknown) comes back as a ToolMessage with status
 //                error and is not retried (the tool was invoked once); a
@@ -23,6 +29,7 @@ import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { createAgent, toolRetryMiddleware } from 'langchain';
 import { z } from 'zod';
 import { idempotentTool, currentAttempt } from 'sqlite-idempotency/langchain';
+import { say } from 'sqlite-idempotency/words';
 import { main, openLedger, postJson, sendBody, j } from './agent_harness.mjs';
 
 let turns = 0;
@@ -31,6 +38,7 @@ function sendTool(job, counter = {}) {
   return idempotentTool(job.ledger, 'send_email', {
     tenant: (input, config) => { counter.invoked = (counter.invoked || 0) + 1; return config.configurable.user_id; },
     waitMs: job.waitMs || 0,
+    ...(job.renewSeconds !== undefined && { renewSeconds: job.renewSeconds }),
   }, tool(async () => sendBody(postJson, job, currentAttempt().headers), {
     name: 'send_email', description: 'send an email', schema: z.object({ to: z.string() }),
   }));
@@ -72,10 +80,10 @@ async function turn(job) {
 // The resume scenario's two processes: first (runs to the interrupt), resume.
 if (process.argv[2] === 'graph') {
   const job = { ...JSON.parse(process.argv[5]), ledger: openLedger(process.argv[4]) };
-  const graph = graphOf(job, 'resume', { pause: true });
-  const out = process.argv[3] === 'first'
-    ? await graph.invoke({ messages: [new HumanMessage('send it')] }, config(job))
-    : await graph.invoke(new Command({ resume: 'yes' }), config(job));
+  const mode = process.argv[3];
+  const graph = graphOf(job, job.prefix || 'resume', { pause: mode === 'first' || mode === 'resume' });
+  const input = { first: { messages: [new HumanMessage('send it')] }, run: { messages: [new HumanMessage('send it')] }, resume: new Command({ resume: 'yes' }), continue: null }[mode];
+  const out = await graph.invoke(input, config(job));
   const last = out.messages.filter((m) => ToolMessage.isInstance(m)).at(-1);
   process.stdout.write(`${j({ interrupted: (out.__interrupt__ || []).length, content: last?.content, meta: last?.response_metadata })}\n`);
   process.exit(0);
@@ -105,9 +113,26 @@ await main({ prefix: 'integrations.langchain', turn }, async ({ ledger, dbFile, 
     const n = (await target.counts())[keyOf(job)];
     // interrupted in the tools node: the ToolNode's message is not in the checkpoint, the request was sent
     report(first.interrupted === 1 && first.content === undefined && n === 1 && resumed.interrupted === 0 &&
-      resumed.content.startsWith('replay: ') && resumed.content.endsWith(`"n":1,"path":"/send","received":"${keyOf(job)}"}`) &&
+      resumed.content.startsWith(say('replay', { tool: 'send_email', key: keyOf(job), attempt: 1, at: ledger.row(job.tenant, keyOf(job))?.updated_at })) && resumed.content.endsWith(`"n":1,"path":"/send","received":"${keyOf(job)}"}`) &&
       resumed.meta?.idempotency?.decision === 'replay', 'resume',
     `the target saw ${n} (want 1); first ${j(first)}; resumed ${j(resumed)}`);
+  }
+  // crash-in-progress: killed mid-tool, continued from the checkpoint at once
+  {
+    const job = { ...base, conversation: 'crash-thread', args: { to: 'crash@example.com' }, delayMs: 8000, timeoutMs: 10000, prefix: 'crash', renewSeconds: 5 };
+    const key = keyOf(job);
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [self, 'graph', 'run', dbFile, j(job)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise((r) => child.once('exit', (code, signal) => r(signal)));
+    for (let i = 0; i < 500 && !(await target.counts())[key]; i++) await new Promise((r) => setTimeout(r, 20));
+    child.kill('SIGKILL');
+    const signal = await exited;
+    const held = ledger.row(job.tenant, key);
+    const after = JSON.parse(execFileSync(process.execPath, [self, 'graph', 'continue', dbFile, j({ ...job, delayMs: 0 })], { encoding: 'utf8' }));
+    const n = (await target.counts())[key];
+    const want = say('unknown', { tool: 'send_email', key, attempt: 1 });
+    report(signal === 'SIGKILL' && held?.status === 'claimed' && n === 1 && after.content === want && after.meta?.idempotency?.decision === 'unknown',
+      'crash-in-progress', `killed by ${signal}, the row was ${held?.status} (want claimed); the target saw ${n} (want 1); continued, the model read ${j(after)}`);
   }
   // the tool-retry middleware does not retry a refusal; it retries NotSent
   {

@@ -67,7 +67,7 @@ await main({ prefix: 'integrations.openai-agents', turn }, async ({ ledger, targ
     const job = { ...base, ledger, args: { to: 'no-conversation@example.com' } };
     const before = j(await target.counts());
     const seen = await turn(job, { context: { userId: 'tenant-a' } });
-    report(seen.length === 1 && seen[0] === 'send_email was not run: no conversation for this call (options.conversation returned undefined); the application must supply it. Do not call it again until it does.' &&
+    report(seen.length === 1 && seen[0] === 'send_email was not run: no conversation for this call (options.conversation returned undefined); the application must supply it, and nothing was sent. Do not call send_email again until it does.' &&
       j(await target.counts()) === before, 'no-conversation', `the model read ${j(seen)}; the target saw ${before}, then ${j(await target.counts())}`);
   }
 });

@@ -288,6 +288,7 @@ def stage(tmp):
     shutil.copytree(os.path.join(ROOT, "bindings", "python", "sqlite_idempotency"),
                     os.path.join(py, "sqlite_idempotency"), ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(EXT, os.path.join(py, "sqlite_idempotency", "idempotency.so"))
+    shutil.copy(os.path.join(ROOT, "bindings", "node", "words.json"), os.path.join(py, "sqlite_idempotency"))  # as make dist does
     nm = os.path.join(tmp, "node_modules")
     pkg = os.path.join(nm, "sqlite-idempotency")
     shutil.copytree(os.path.join(ROOT, "bindings", "node"), pkg)

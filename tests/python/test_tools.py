@@ -20,12 +20,15 @@ Usage: PYTHONPATH=<a copy of bindings/python with the extension> python3 test_to
   failed           ToolFailed is kept and replayed
   signature        the attempt parameter is the ledger's, not the caller's
   errors           bad decorator arguments and missing parts, exact text
+  *-text           the words the model reads (words.json): Outcome.text on
+                   a replay and a failure, .text on what is raised
 
 Prints PASS/FAIL lines; exit status 1 when a check failed.
 """
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,10 +102,19 @@ def main():
         b = send_email("u1", "t1", to="sync@example.com")
         checks.report(isinstance(a, idem.Outcome) and not a.idempotent and b.idempotent and b.result == a.result and
                       a.status == "succeeded" and count(a.key) == 1, "sync", f"{a} {b} sent {count(a.key)}")
+        # the words the model reads: none for the call that ran, the replay's for the replay
+        at = ledger.row("u1", a.key)["updated_at"]
+        checks.report(a.text is None and b.text == idem.say("replay", tool="send_email", key=a.key, attempt=1, at=at) and
+                      re.fullmatch(rf"send_email already ran at \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z with these arguments "
+                                   rf"\(key {a.key}, attempt 1\) and was not run again\. This is the result of that run:", b.text),
+                      "sync-text", repr(b.text))
         a = asyncio.run(send_sms("u1", "t1", "async@example.com"))
         b = asyncio.run(send_sms("u1", "t1", "async@example.com"))
         checks.report(not a.idempotent and b.idempotent and b.result == a.result and count(a.key) == 1, "async",
                       f"{a} {b} sent {count(a.key)}")
+        checks.report(a.text is None and b.text == idem.say("replay", tool="send_sms", key=a.key, attempt=1,
+                                                             at=ledger.row("u1", a.key)["updated_at"]), "async-text",
+                      repr(b.text))
         # the key's args are the bound arguments, defaults applied, without attempt
         row = ledger.row("u1", a.key)
         checks.check_eq("args", row["args"], {"user": "u1", "thread": "t1", "to": "async@example.com", "delay_ms": 0})
@@ -177,6 +189,10 @@ def main():
         checks.report(isinstance(first, idem.OutcomeUnknown) and first.decision is None and
                       isinstance(second, idem.OutcomeUnknown) and second.decision is not None and second.key == key and
                       count(key) == 1, "timeout-sync", f"{first!r} {second!r}")
+        checks.report(getattr(first, "text", None) == idem.say("outcome_unknown", tool="send_email", key=key, reason=first.reason) and
+                      first.reason.startswith("TimeoutError") and
+                      getattr(second, "text", None) == idem.say("unknown", tool="send_email", key=key, attempt=1),
+                      "timeout-sync-text", f"{getattr(first, 'text', None)!r} {getattr(second, 'text', None)!r}")
 
         # killed mid-call (ledger "short": lease_seconds=1)
         before = sum(srv.counts()["keys"].values())
@@ -225,6 +241,8 @@ def main():
         second = flaky("x@example.com")
         checks.report(isinstance(first, idem.NotSent) and tries == [1, 2] and second.attempt == 2 and
                       count(second.key) == 1, "not-sent", f"{first!r} {tries} {second}")
+        checks.check_eq("not-sent-text", getattr(first, "text", None),
+                        "flaky was not sent: connection refused; nothing happened, so the call may be made again.")
 
         # ToolFailed: kept, replayed
         @ledger.tool("refused", tenant="u1", conversation="t1")
@@ -234,6 +252,10 @@ def main():
         b = asyncio.run(refused("r@example.com"))
         checks.report(a.status == "failed" and a.error == {"status": 422, "to": "r@example.com"} and b.idempotent and
                       b.error == a.error, "failed", f"{a} {b}")
+        checks.report(a.text == idem.say("failed", tool="refused", key=a.key, attempt=1) and
+                      b.text == idem.say("failed_replay", tool="refused", key=a.key, attempt=1,
+                                         at=ledger.row("u1", a.key)["updated_at"]), "failed-text",
+                      f"{a.text!r} {b.text!r}")
 
         # the signature: attempt is the ledger's
         import inspect
@@ -283,8 +305,8 @@ def main():
             box[0],
         ]
         want = [
-            "ValueError: Ledger.tool: nobody: no tenant (it gave None); nothing was run",
-            "ValueError: Ledger.tool: broken: conversation raised KeyError: 'missing'; nothing was run",
+            "MissingPart: Ledger.tool: nobody: no tenant (it gave None); nothing was run",
+            "MissingPart: Ledger.tool: broken: conversation raised KeyError: 'missing'; nothing was run",
             "ValueError: Ledger.tool: name must be a non-empty string, got ''",
             "ValueError: Ledger.tool: tenant must be a non-empty string or a function of the arguments, got ''",
             "ValueError: Ledger.tool: conversation must be a non-empty string or a function of the arguments, got 7",
@@ -296,6 +318,16 @@ def main():
         for i, (g, w) in enumerate(zip(got, want)):
             checks.check_eq(f"error-{i + 1}", g, w)
         checks.check_eq("errors-ran-nothing", ran, [])
+        # a missing part is a ValueError with the words the model reads
+        from sqlite_idempotency.tools import MissingPart
+        try:
+            broken(1)
+            got = "ran"
+        except ValueError as e:
+            got = (isinstance(e, MissingPart), e.decision, e.text)
+        checks.check_eq("missing-part-text", got, (True, "no_conversation",
+                        "broken was not run: no conversation for this call (conversation raised KeyError: 'missing'); "
+                        "the application must supply it, and nothing was sent. Do not call broken again until it does."))
         mem.close()
 
         # acall with a plain function and a coroutine function

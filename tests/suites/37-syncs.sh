@@ -63,6 +63,7 @@ syncs() {
 if ! python_skip syncs; then
   mkdir -p "$tmp/py" "$tmp/python"
   cp -r bindings/python/sqlite_idempotency "$tmp/py/"
+  cp bindings/node/words.json "$tmp/py/sqlite_idempotency/"
   cp "$ext" "$tmp/py/sqlite_idempotency/idempotency.so"
   run_checked syncs python env PYTHONPATH="$tmp/py" strace -f -y -qq -e trace=fsync,fdatasync,chdir \
     -o "$tmp/python.strace" "$PY" tests/python/syncs.py "$tmp/python"

@@ -169,6 +169,7 @@ if ! python_skip integrations; then
   pyroot=$tmp/python
   mkdir -p "$pyroot"
   cp -r bindings/python/sqlite_idempotency "$pyroot/"
+  cp bindings/node/words.json "$pyroot/sqlite_idempotency/"
   find "$pyroot" -name __pycache__ -prune -exec rm -rf {} +
   cp "$ext" "$pyroot/sqlite_idempotency/"
   PYTHONPATH=$pyroot PYTHONDONTWRITEBYTECODE=1 run_checked integrations python "$PY" tests/python/test_tools.py

@@ -9,6 +9,10 @@
 #                  SQLite checkpointer on the ledger's connection, a graph
 #                  interrupted after the tool ran and resumed in another
 #                  process; createAgent with the tool-retry middleware
+#   words          the words the model reads on each decision, the same in
+#                  MCP, the AI SDK, OpenAI Agents, LangChain and Python's
+#                  @ledger.tool, and say()'s (words.json): tests/js/test_words.mjs;
+#                  docs/integrations.md's table is words.json's (words_table.mjs)
 #   typescript     tsc --strict over each adapter's declarations
 #                  (tests/js/consumer_*.ts)
 #   docs           every JavaScript example of docs/integrations.md's AI SDK,
@@ -53,7 +57,7 @@ printf '{ "name": "idem-integrations-test", "version": "0.0.0", "private": true,
 # the test programs keep their places, so that they import each other as in the tree
 mkdir -p "$project/$DIR" "$project/tests/python"
 cp "$DIR"/*.mjs "$DIR"/*.ts "$project/$DIR/"
-cp tests/python/test_server.py "$project/tests/python/"
+cp tests/python/test_server.py tests/python/drive_words.py "$project/tests/python/"
 
 # has PACKAGE...: every package is installed in tests/js/node_modules
 has() {
@@ -90,6 +94,20 @@ for i in "${!ready[@]}"; do
   wait "${pids[$i]}" || rc=1
   cat "$tmp/${ready[$i]}.out"
 done
+
+# --- the words: every adapter and Python, every decision -----------------------
+# docs/integrations.md's table is words.json's
+run_checked integrations words-table node "$DIR/words_table.mjs" bindings/node/words.json docs/integrations.md
+if ! has ai @openai/agents @langchain/core @modelcontextprotocol/sdk zod; then
+  echo "SKIP integrations.words: $missing is not installed in $DIR/node_modules"
+elif ! python_skip integrations.words; then
+  # Python's package as installed: the package, its words.json, the extension
+  mkdir -p "$tmp/python"
+  cp -r bindings/python/sqlite_idempotency "$tmp/python/"
+  find "$tmp/python" -name __pycache__ -prune -exec rm -rf {} +
+  cp bindings/node/words.json "$ext" "$tmp/python/sqlite_idempotency/"
+  (cd "$project" && WORDS_PYTHONPATH=$tmp/python run_checked integrations words node "$DIR/test_words.mjs"; exit "$rc") || rc=1
+fi
 
 # --- TypeScript: tsc --strict over each adapter's declarations ---------------
 if ! has typescript @types/node @types/better-sqlite3; then

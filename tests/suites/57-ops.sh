@@ -39,6 +39,7 @@ pass() { echo "PASS ops.$1"; }
 # --- the packages as a user has them --------------------------------------------
 mkdir -p "$tmp/py" "$tmp/proj/node_modules/.bin" "$tmp/scratch"
 cp -r bindings/python/sqlite_idempotency "$tmp/py/"
+cp bindings/node/words.json "$tmp/py/sqlite_idempotency/"
 cp "$ext" "$tmp/py/sqlite_idempotency/idempotency.so"
 have_py=0
 if ! python_skip ops; then have_py=1; fi

@@ -244,10 +244,10 @@ if [[ " ${parts[*]} " == *" python "* ]]; then
     un=$tmp/unpacked-$p
     if out=$("$PY" -m wheel unpack -d "$un" "$whl" 2>&1); then
       files=$(cd "$un"/sqlite_idempotency-"$version" && find sqlite_idempotency -type f | sort | tr '\n' ' ')
-      want_files=$( (cd bindings/python && ls sqlite_idempotency/*.py sqlite_idempotency/py.typed; echo sqlite_idempotency/idempotency.so) | sort | tr '\n' ' ')
+      want_files=$( (cd bindings/python && ls sqlite_idempotency/*.py sqlite_idempotency/py.typed; echo sqlite_idempotency/words.json; echo sqlite_idempotency/idempotency.so) | sort | tr '\n' ' ')
       if [ "$files" = "$want_files" ] &&
         cmp -s "$un/sqlite_idempotency-$version/sqlite_idempotency/idempotency.so" "$DIST/lib/$p/idempotency.so"; then
-        echo "PASS packages.dist:wheel-$p-contents (python3 -m wheel unpack verifies RECORD; the API, py.typed and the $p library)"
+        echo "PASS packages.dist:wheel-$p-contents (python3 -m wheel unpack verifies RECORD; the API, py.typed, words.json and the $p library)"
       else
         echo "FAIL packages.dist:wheel-$p-contents: the package holds '$files', or its idempotency.so is not lib/$p/idempotency.so"
         rc=1
@@ -287,7 +287,7 @@ PY
   sdist=$DIST/sqlite_idempotency-$version.tar.gz
   got=$(tar tzf "$sdist" 2>/dev/null | grep -v '/$' | sed "s|^sqlite_idempotency-$version/||" | sort | tr '\n' ' ')
   want=$( (for f in LICENSE MANIFEST.in PKG-INFO README.md pyproject.toml setup.cfg setup.py \
-      sqlite_idempotency/py.typed csrc/include/idempotency.h \
+      sqlite_idempotency/py.typed sqlite_idempotency/words.json csrc/include/idempotency.h \
       csrc/xxhash/xxhash.h csrc/xxhash/LICENSE sqlite_idempotency.egg-info/PKG-INFO \
       sqlite_idempotency.egg-info/SOURCES.txt sqlite_idempotency.egg-info/dependency_links.txt \
       sqlite_idempotency.egg-info/entry_points.txt \

@@ -33,6 +33,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
+from . import words as _words
+from .words import say
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -40,7 +43,7 @@ __all__ = [
     "Decision", "Admitted", "Replay", "InProgress", "Unknown", "Mismatch", "Outcome",
     "IdempotencyError", "LedgerError", "LeaseLost", "NotCommitted", "ClaimInProgress",
     "ClaimMismatch", "OutcomeUnknown", "NotSent", "ToolFailed",
-    "Answer", "ReconcileCall", "ReconcileReport", "Metrics",
+    "Answer", "ReconcileCall", "ReconcileReport", "Metrics", "say",
 ]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -329,6 +332,9 @@ class Outcome:
     ``status`` is ``"succeeded"`` (with ``result``) or ``"failed"`` (with
     ``error``); ``idempotent`` is False for the call that ran and True for a
     replay of it; ``members`` are the guarded rows of a local claim.
+    ``text`` (from `Ledger.call`) is what the model is to read before the
+    result or error: the replay's or the failure's words (words.json),
+    None for a call that ran and succeeded.
     """
     key: str
     status: str
@@ -337,6 +343,7 @@ class Outcome:
     error: Any = None
     members: List[Dict[str, Any]] = field(default_factory=list)
     idempotent: bool = False
+    text: Optional[str] = field(default=None, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"key": self.key, "status": self.status, "attempt": self.attempt}
@@ -729,6 +736,7 @@ class Ledger:
         self.lease_before_send(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
         return None
 
+    @_words.telling
     def call(self, tenant: str, conversation: str, tool: str, args: Any,
              action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
              wait: float = 0.0, renew_seconds: Optional[int] = None) -> Outcome:
@@ -800,12 +808,13 @@ class Ledger:
                            wait=wait, renew_seconds=renew_seconds)
 
     def tool(self, name: str, *, tenant: Any, conversation: Any, attempt: Optional[str] = "attempt",
-             wait: float = 0.0, renew_seconds: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+             wait: float = 0.0, renew_seconds: Optional[int] = None,
+             heartbeat_seconds: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """A decorator: ``@ledger.tool("send_email", tenant=..., conversation=...)`` guards a function
         (sync or ``async def``) with `call` / `acall`; see `sqlite_idempotency.tools`."""
         from .tools import tool
         return tool(self, name, tenant=tenant, conversation=conversation, attempt=attempt, wait=wait,
-                    renew_seconds=renew_seconds)
+                    renew_seconds=renew_seconds, heartbeat_seconds=heartbeat_seconds)
 
     def _settle_value(self, d: Admitted, status: str, value: Any, what: str) -> Tuple[Any, Dict[str, Any]]:
         """Settles ``status`` with ``value``; returns (the value as stored, the settle's answer).

@@ -14,9 +14,15 @@ the key's arguments, except the parameter named ``attempt`` (when the
 function has one), which receives the `Attempt` (``headers`` carries the
 Idempotency-Key). ``tenant`` and ``conversation`` are each a string or a
 function of the bound arguments (a dict) returning one; a missing or empty
-one raises ValueError naming it, and nothing runs. It returns the
-`Outcome` of `Ledger.call` (``Ledger.acall`` for ``async def``), and raises
-as they do: `ClaimInProgress`, `OutcomeUnknown`, `ClaimMismatch`, `NotSent`.
+one (or a function that raises) raises `MissingPart` (a ValueError) naming
+it, and nothing runs. It returns the `Outcome` of `Ledger.call`
+(``Ledger.acall`` for ``async def``), and raises as they do:
+`ClaimInProgress`, `OutcomeUnknown`, `ClaimMismatch`, `NotSent`.
+
+What the model reads: every one of those exceptions, and `MissingPart`,
+has ``text``, and the Outcome of a replay or a failure has ``text`` (with
+``idempotent`` True on a replay): the words of words.json, the same as the
+Node adapters give; hand the model ``text``, then the result or error.
 
 A `Ledger` is one ``sqlite3`` connection, which belongs to the thread that
 opened it. Called on another thread, a decorated tool uses a connection of
@@ -32,9 +38,10 @@ import functools
 import inspect
 import threading
 import random
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Union
 
 from . import Attempt, IdempotencyError, InProgress, NotSent, Outcome, OutcomeUnknown, ToolFailed
+from .words import say, telling
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import Ledger
@@ -73,6 +80,7 @@ def _thread_ledger(ledger: "Ledger") -> "Ledger":
     return mine
 
 
+@telling
 async def acall(ledger: "Ledger", tenant: str, conversation: str, tool: str, args: Any,
                 action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
                 wait: float = 0.0, renew_seconds: Optional[int] = None) -> Outcome:
@@ -130,24 +138,41 @@ async def acall(ledger: "Ledger", tenant: str, conversation: str, tool: str, arg
     return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
 
 
+class MissingPart(IdempotencyError, ValueError):
+    """A decorated tool's tenant or conversation is missing (``decision`` is
+    ``"no_tenant"`` or ``"no_conversation"``); nothing ran. ``text`` is what
+    the model is to read (words.json)."""
+
+    def __init__(self, message: str, *, tool: str, which: str, reason: str):
+        super().__init__(message)
+        self.decision = f"no_{which}"
+        self.key = None
+        self.text = say(self.decision, tool=tool, reason=reason)
+
+
 def _part(which: str, value: Part, bound: Mapping[str, Any], tool: str) -> str:
     if callable(value):
         try:
             v = value(bound)
         except Exception as e:
-            raise ValueError(f"Ledger.tool: {tool}: {which} raised {type(e).__name__}: {e}; nothing was run") from e
+            raise MissingPart(f"Ledger.tool: {tool}: {which} raised {type(e).__name__}: {e}; nothing was run",
+                              tool=tool, which=which, reason=f"{which} raised {type(e).__name__}: {e}") from e
     else:
         v = value
     if v is None or v == "":
-        raise ValueError(f"Ledger.tool: {tool}: no {which} (it gave {v!r}); nothing was run")
+        raise MissingPart(f"Ledger.tool: {tool}: no {which} (it gave {v!r}); nothing was run",
+                          tool=tool, which=which, reason=f"{which} gave {v!r}")
     if not isinstance(v, str):
-        raise ValueError(f"Ledger.tool: {tool}: {which} must be a string, got {type(v).__name__}; nothing was run")
+        raise MissingPart(f"Ledger.tool: {tool}: {which} must be a string, got {type(v).__name__}; nothing was run",
+                          tool=tool, which=which, reason=f"{which} gave a {type(v).__name__}, not a string")
     return v
 
 
 def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attempt: Optional[str] = "attempt",
-         wait: float = 0.0, renew_seconds: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The decorator of `Ledger.tool` (see the module's documentation)."""
+         wait: float = 0.0, renew_seconds: Optional[int] = None,
+         heartbeat_seconds: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The decorator of `Ledger.tool` (see the module's documentation); ``wait``,
+    ``renew_seconds`` and ``heartbeat_seconds`` go to `Ledger.call` as they are."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"Ledger.tool: name must be a non-empty string, got {name!r}")
     for which, v in (("tenant", tenant), ("conversation", conversation)):
@@ -157,6 +182,9 @@ def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attem
         raise ValueError(f"Ledger.tool: wait must be a number of seconds >= 0, got {wait!r}")
 
     _remember(ledger)
+    options: Dict[str, Any] = {"wait": wait, "renew_seconds": renew_seconds}
+    if heartbeat_seconds is not None:
+        options["heartbeat_seconds"] = heartbeat_seconds
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(fn):
@@ -185,8 +213,7 @@ def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attem
                 bound = bind(a, kw)
                 t = _part("tenant", tenant, bound, name)
                 c = _part("conversation", conversation, bound, name)
-                return await acall(_thread_ledger(ledger), t, c, name, bound, lambda att: run(bound, att),
-                                   wait=wait, renew_seconds=renew_seconds)
+                return await acall(_thread_ledger(ledger), t, c, name, bound, lambda att: run(bound, att), **options)
             async_tool.__signature__ = public  # type: ignore[attr-defined]
             return async_tool
 
@@ -195,12 +222,11 @@ def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attem
             bound = bind(a, kw)
             t = _part("tenant", tenant, bound, name)
             c = _part("conversation", conversation, bound, name)
-            return _thread_ledger(ledger).call(t, c, name, bound, lambda att: run(bound, att),
-                                               wait=wait, renew_seconds=renew_seconds)
+            return _thread_ledger(ledger).call(t, c, name, bound, lambda att: run(bound, att), **options)
         sync_tool.__signature__ = public  # type: ignore[attr-defined]
         return sync_tool
 
     return decorate
 
 
-__all__ = ["acall", "tool"]
+__all__ = ["MissingPart", "acall", "tool"]
