@@ -200,4 +200,4 @@ function asText(v) {
 // How far past the holder's lease_until the LangGraph wait claims again.
 const LEASE_END_MARGIN_MS = 250;
 
-module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, asText, say };
+module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, asText, say, ranAt };

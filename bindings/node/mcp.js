@@ -26,6 +26,8 @@ const {
   Ledger, NotSent, ToolFailed, OutcomeUnknown, ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted,
 } = require('./index.js');
 const { say, because } = require('./words.js');
+const { ranAt } = require('./agent-tools.js');
+const JSON_OF_PACKAGE = require('./index.js')[Symbol.for('sqlite-idempotency.json')];
 
 const PREFIX = 'io.github.sqlite-idempotency/';
 const META = {
@@ -117,7 +119,8 @@ function namedConversation(ledger, extra) {
 // and one `seconds` or more later is a new one.
 function windowScope(ledger, tenant, tool, args, seconds) {
   const span = seconds * 1000;
-  const text = JSON.stringify(args);
+  // the arguments as Ledger.call writes them, so the probe's key is the claim's
+  const text = JSON_OF_PACKAGE.jsonText(args, 'args');
   return (nowMs) => {
     const start = Math.floor(nowMs / span) * span;
     const previous = `w-${(start - span) / 1000}`;
@@ -171,12 +174,13 @@ function refusal(decision, text, key) {
   return { content: [{ type: 'text', text }], isError: true, _meta: meta };
 }
 
-// The stored result of a replay: the words of the replay first, then the
-// result's own content, its _meta with the replay marker.
-function replayed(result, text) {
+// A stored result as the model reads it: the words first (a replay's, or
+// a recorded failure's), then the result's own content, its _meta with
+// marks added (the replay marker).
+function told(result, text, marks) {
   const meta = result && typeof result._meta === 'object' && result._meta !== null ? result._meta : {};
   const content = result && Array.isArray(result.content) ? result.content : [];
-  return { ...result, content: [{ type: 'text', text }, ...content], _meta: { ...meta, [META.replay]: true } };
+  return { ...result, content: [{ type: 'text', text }, ...content], _meta: { ...meta, ...marks } };
 }
 
 const describe = (e) => (e instanceof Error ? e.message : String(e));
@@ -209,26 +213,12 @@ async function conversationFor(ledger, name, options, tenant, args, extra) {
   return windowScope(ledger, tenant, name, args, options.windowSeconds === undefined ? WINDOW_SECONDS : options.windowSeconds);
 }
 
-// The first call's time and, for a call in progress, when its holder
-// claimed or last renewed it: from the key's row (undefined when it cannot
-// be read).
-function times(ledger, tenant, key) {
-  let r;
-  try {
-    r = ledger.row(tenant, key);
-  } catch {
-    return {};
-  }
-  return r ? { at: Number(r.created_at), renewed_at: Number(r.updated_at) } : {};
-}
-
 // What the model reads when the call was not run, or ran and its outcome
 // is unknown.
 function refused(ledger, name, tenant, e) {
   if (e instanceof ClaimInProgress) {
-    // renewed_at: the decision's when it says, else the row's last renewal
-    const renewed_at = e.decision.renewed_at ?? times(ledger, tenant, e.key).renewed_at;
-    return refusal('in_progress', say('in_progress', { tool: name, key: e.key, attempt: e.decision.attempt, renewed_at }), e.key);
+    const d = e.decision;
+    return refusal('in_progress', say('in_progress', { tool: name, key: e.key, attempt: d.attempt, renewed_at: d.renewed_at }), e.key);
   }
   if (e instanceof OutcomeUnknown) {
     const text = e.decision
@@ -292,10 +282,11 @@ function guard(ledger, name, options, callback, readOnly) {
       throw e;
     }
     const stored = out.status === 'succeeded' ? out.result : out.error; // the error: the isError result the tool returned
-    if (!out.idempotent) return stored;
-    const { at } = times(ledger, tenant, out.key);
-    const words = { tool: name, key: out.key, attempt: out.attempt, at };
-    return replayed(stored, say(out.status === 'succeeded' ? 'replay' : 'failed_replay', words));
+    if (!out.idempotent && out.status === 'succeeded') return stored;
+    const words = { tool: name, key: out.key, attempt: out.attempt };
+    if (!out.idempotent) return told(stored, say('failed', words), {}); // the failure is recorded: the model is told so
+    words.at = ranAt(ledger, tenant, out.key);
+    return told(stored, say(out.status === 'succeeded' ? 'replay' : 'failed_replay', words), { [META.replay]: true });
   };
   wrapped[WRAPPED] = true;
   return wrapped;

@@ -27,7 +27,7 @@ const conv = (c) => ({ [META.conversation]: c });
 const text = (r) => r && r.content && r.content[0] && r.content[0].text;
 // A replay: the words first (when the first call ran, from its row; which
 // attempt), then the first result's content as it was.
-const iso = (key, tenant = 'tenant-a') => new Date(ledger.row(tenant, key).created_at).toISOString();
+const iso = (key, tenant = 'tenant-a') => new Date(ledger.row(tenant, key).updated_at).toISOString();
 const replayWords = (tool, key, tenant = 'tenant-a', attempt = 1) =>
   `${tool} already ran at ${iso(key, tenant)} with these arguments (key ${key}, attempt ${attempt}) and was not run again. This is the result of that run:`;
 const isReplayOf = (r, first, tool, tenant) => r && r._meta && r._meta[META.replay] === true && r.content.length === first.content.length + 1 &&
