@@ -942,13 +942,15 @@ class Ledger:
         equal, on the first call and on every replay.
         """
         beat = self._beat_seconds(heartbeat_seconds, "Ledger.call: heartbeat_seconds")
+        if beat and not self._beat_file():
+            beat = 0  # in memory: no file for the beats' connection, and no other process to see the holder
         d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait,
                        "Ledger.call: wait")
         replay = self._before_action(d, renew_seconds)
         if replay is not None:
             return replay
         attempt = self._attempt(d, renew_seconds)
-        heartbeat = _Heartbeat(self, attempt, beat, self._beat_where) if beat and self._beat_file() else None
+        heartbeat = _Heartbeat(self, attempt, beat, self._beat_where) if beat else None
         try:
             result = action(attempt)
         except BaseException as e:
