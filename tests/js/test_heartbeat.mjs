@@ -11,7 +11,7 @@
 //              claim's lease_until and updated_at move forward, each beat
 //              3 beats ahead; after the action ended (returned, threw,
 //              NotSent, ToolFailed, a result the ledger cannot store,
-//              aborted) no renewal is made through a beat and a half
+//              aborted, a settle that failed) no renewal is made through a beat and a half
 //   in-tx      a beat while the application has a transaction open on the
 //              connection is skipped, and the beats resume after COMMIT
 //   lost       a beat refused (the claim's lease ran out before it) stops
@@ -193,6 +193,12 @@ async function renewed(checks, dir) {
     'not-sent': async () => { throw new idem.NotSent('no connection'); },
     'tool-failed': async () => { throw new idem.ToolFailed({ code: 'declined' }); },
     unstorable: async () => Number.NaN,
+    // the settle cannot take the write lock: another connection holds it
+    'settle-failed': async () => {
+      other.exec('BEGIN IMMEDIATE');
+      ledger.db.pragma('busy_timeout = 100');
+      return { ok: 2 };
+    },
     aborted: async () => {
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 10);
@@ -215,9 +221,14 @@ async function renewed(checks, dir) {
       settled = e;
     }
     const after = renewals.length;
+    if (other.inTransaction) {
+      other.exec('ROLLBACK');
+      ledger.db.pragma('busy_timeout = 10000');
+    }
     await sleep(1.5 * ledger.heartbeatSeconds * 1000); // a beat's time and a half
-    checks.report(after > before && renewals.length === after, `no-renewal-after-${name}`,
-      `renewals before ${before}, when it ended ${after}, two beats later ${renewals.length}; call gave ${settled && settled.constructor.name}`);
+    const refused = name !== 'settle-failed' || (settled instanceof idem.LedgerError && settled.message === 'idem_settle: database is locked');
+    checks.report(after > before && renewals.length === after && refused, `no-renewal-after-${name}`,
+      `renewals before ${before}, when it ended ${after}, a beat and a half later ${renewals.length}; call gave ${settled && settled.constructor.name}: ${settled && settled.message}`);
   }
   ledger.close();
   other.close();

@@ -12,8 +12,8 @@ from the package on Debian's python3 and a ledger file:
              connection; acall: a task of the loop), another connection
              sees lease_until and updated_at move, each beat 3 beats ahead;
              after the action ended (returned, raised, NotSent, ToolFailed,
-             a result the ledger cannot store, KeyboardInterrupt, a
-             cancelled task) no renewal is made through a beat and a half
+             a result the ledger cannot store, a settle that failed,
+             KeyboardInterrupt, a cancelled task) no renewal is made through a beat and a half
   in-tx      a beat while a transaction is open on the ledger's connection
              is skipped, and the beats resume after COMMIT
   lost       a beat refused (the claim's lease ran out before it) stops the
@@ -176,6 +176,7 @@ def endings():
         ("not-sent", lambda: (_ for _ in ()).throw(idem.NotSent("no connection"))),
         ("tool-failed", lambda: (_ for _ in ()).throw(idem.ToolFailed({"code": "declined"}))),
         ("unstorable", lambda: float("nan")),
+        ("settle-failed", None),  # renewed() makes it: the settle cannot take the write lock
         ("keyboard-interrupt", lambda: (_ for _ in ()).throw(KeyboardInterrupt())),
         ("cancelled", cancelled),
     ]
@@ -222,7 +223,13 @@ def renewed(checks, tmp):
                       f"{mode}-renewed-while-running", f"rows {seen}, renewals {rn}, outcome {out}")
 
         # after the action ended, however it ended: no renewal through a beat and a half
+        def locked():
+            other.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
+            ledger.conn.execute("PRAGMA busy_timeout=100")
+            return {"ok": 2}
+
         for n, (name, body) in enumerate(endings()):
+            body = body or locked
             before = len(Counted.renewals)
 
             def after_a_beat():
@@ -245,10 +252,16 @@ def renewed(checks, tmp):
             except BaseException as e:  # KeyboardInterrupt and CancelledError included: they propagate
                 settled = e
             ended = len(Counted.renewals)
+            if other.in_transaction:
+                other.execute("ROLLBACK")
+                ledger.conn.execute("PRAGMA busy_timeout=10000")
             time.sleep(1.5 * ledger.heartbeat_seconds)
-            checks.report(ended > before and len(Counted.renewals) == ended, f"{mode}-no-renewal-after-{name}",
+            refused = name != "settle-failed" or (isinstance(settled, idem.LedgerError) and
+                                                   str(settled) == "idem_settle: database is locked")
+            checks.report(ended > before and len(Counted.renewals) == ended and refused,
+                          f"{mode}-no-renewal-after-{name}",
                           f"renewals before {before}, when it ended {ended}, a beat and a half later "
-                          f"{len(Counted.renewals)}; call gave {type(settled).__name__}")
+                          f"{len(Counted.renewals)}; call gave {type(settled).__name__}: {settled}")
     threads = [t.name for t in threading.enumerate() if t.name.startswith("sqlite-idempotency heartbeat")]
     checks.report(threads == [], "no-heartbeat-thread-left", threads)
     ledger.close()
