@@ -309,6 +309,8 @@ static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char 
     idem_json_text(&j, "key", r->zKey);
     idem_json_int(&j, "attempt", r->attempt);
     idem_json_int(&j, "lease_until", r->leaseUntil);
+    /* when the holder last claimed or renewed it: a heartbeat's sign of life */
+    idem_json_int(&j, "renewed_at", r->updatedAt);
     if (!bNoWhy) {
       d->zWhy =
           sqlite3_mprintf("it is claimed (attempt %lld) until %lld", r->attempt, r->leaseUntil);

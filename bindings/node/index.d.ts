@@ -101,6 +101,8 @@ export interface InProgress {
   key: string;
   attempt: number;
   lease_until: number;
+  /** when the holder claimed or last renewed it (the row's updated_at, Unix ms) */
+  renewed_at: number;
 }
 
 /** An earlier attempt may have reached the target; nothing is retried here. */
@@ -152,6 +154,10 @@ export class Attempt {
   readonly attempt: number;
   /** `{ 'Idempotency-Key': '"idem1-…"' }`: send them with the request. */
   readonly headers: { 'Idempotency-Key': string };
+  /** The claim's lease_until as this process last set it: the claim, a renewal, a heartbeat's beat (Unix ms). */
+  leaseUntil: number;
+  /** The LeaseLost a heartbeat's beat met (the claim is no longer this token's), else undefined. */
+  leaseLost: LeaseLost | undefined;
   /** Extends the lease (idem_renew); throws LeaseLost when it is gone. */
   renew(seconds?: number): number;
 }
@@ -163,8 +169,10 @@ export interface OpenOptions {
   create?: boolean;
   /** PRAGMA busy_timeout (default 10000) */
   busyTimeoutMs?: number;
-  /** the ledger's options, e.g. { lease_seconds: 60 } */
+  /** the ledger's options, e.g. { lease_seconds: 60 }; a ledger created in a file with the heartbeat on gets lease_seconds = 3 × heartbeatSeconds unless they name it */
   options?: Record<string, number>;
+  /** Ledger.call's heartbeat (default 5 s; 0 or null: none) */
+  heartbeatSeconds?: number | null;
 }
 
 export interface ClaimOptions {
@@ -178,13 +186,17 @@ export interface CallOptions {
   waitMs?: number;
   /** the lease the action starts with at least, less the margin; renewed (a write) right before the action only when less is left (default: the claim's lease, lease_seconds) */
   renewSeconds?: number;
+  /** while the action runs, renew its claim every this many seconds to 3 beats from then, so that a holder that died is seen once that lease passes (default: the ledger's heartbeatSeconds; 0 or null: no heartbeat) */
+  heartbeatSeconds?: number | null;
 }
 
 export class Ledger {
   readonly db: LoadableDatabase;
   readonly name: string;
+  /** Ledger.call's heartbeat in seconds when the call does not give one (0: none). */
+  readonly heartbeatSeconds: number;
   /** Wraps a connection that already has the extension loaded. */
-  constructor(db: LoadableDatabase, options?: { name?: string });
+  constructor(db: LoadableDatabase, options?: { name?: string; heartbeatSeconds?: number | null });
   /** Loads the extension, sets WAL (on a file), synchronous=FULL and busy_timeout, creates the ledger. */
   static open(db: LoadableDatabase, options?: OpenOptions): Ledger;
   create(options?: Record<string, number>): void;
@@ -213,15 +225,16 @@ export class Ledger {
    * (after waitMs) throws ClaimInProgress; unknown throws OutcomeUnknown;
    * mismatch throws ClaimMismatch. An admitted claim that is not committed
    * is released and NotCommitted thrown. The lease is renewed right before
-   * the action (LeaseLost: nothing sent). Then: the action's value →
-   * succeeded; ToolFailed → failed, resolved as an Outcome; NotSent →
+   * the action (LeaseLost: nothing sent), and while the action runs a
+   * heartbeat renews it (heartbeatSeconds), stopped as the action ends.
+   * Then: the action's value → succeeded (undefined is stored as null); ToolFailed → failed, resolved as an Outcome; NotSent →
    * released with {"sent": false}, thrown again; anything else → unknown,
    * thrown as OutcomeUnknown (never retried here). The outcome's result is
    * the stored JSON read back (a big integer as a bigint); an action that
    * returns rawJson(text) gets that text's value.
    */
   call<R extends Json = Json>(tenant: string, conversation: string, tool: string, args: JsonInput,
-                              action: (attempt: Attempt) => R | RawJson | Promise<R | RawJson>,
+                              action: (attempt: Attempt) => R | RawJson | void | Promise<R | RawJson | void>,
                               options?: CallOptions): Promise<Outcome<R>>;
   /** Resolves the unknown rows (expired external claims included) with what each tool's reconciler learns from the target (docs/operating.md). */
   reconcile(reconcilers: Record<string, (call: ReconcileCall) => ReconcileAnswer | Promise<ReconcileAnswer>>,
@@ -276,6 +289,8 @@ export class NotCommitted extends IdempotencyError {
 
 export class ClaimInProgress extends IdempotencyError {
   key: string;
+  /** when the holder claimed or last renewed it (decision.renewed_at, Unix ms) */
+  renewedAt: number;
   decision: InProgress;
   constructor(decision: InProgress);
 }

@@ -24,6 +24,14 @@ const OPTION = /^[a-z_]{1,64}$/;
 const REQUIRES_TRANSACTION = 'requires a transaction (require_transaction=1)';
 const LEASE_LOST = 'do not act on this claim';
 const DETAIL_REFUSED = 'idem_settle: detail'; // the ledger cannot store the detail (not JSON, too big)
+// The heartbeat of Ledger.call (docs/design.md, "The heartbeat"): every
+// heartbeatSeconds the running action's claim is renewed to HEARTBEAT_LEASES
+// beats from then, so a holder that died is seen once that lease passes,
+// and two late beats do not lose a live holder's claim. A ledger that
+// Ledger.open creates in a file gets that lease as its lease_seconds.
+const HEARTBEAT_SECONDS = 5;
+const HEARTBEAT_LEASES = 3;
+const HEARTBEAT_MAX_SECONDS = Math.floor(31536000 / HEARTBEAT_LEASES); // the lease within lease_seconds' range
 
 // --- errors --------------------------------------------------------------------
 
@@ -82,6 +90,7 @@ class ClaimInProgress extends IdempotencyError {
     super(`${decision.key} is in progress (attempt ${decision.attempt}, lease until ${decision.lease_until}); nothing was sent`);
     this.key = decision.key;
     this.decision = decision;
+    this.renewedAt = decision.renewed_at; // when the holder claimed or last renewed it (Unix ms)
   }
 }
 
@@ -415,7 +424,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // --- the ledger ------------------------------------------------------------------
 
-// The admitted claim, handed to the action of call().
+// The admitted claim, handed to the action of call(). leaseUntil is the
+// claim's lease_until as this process last set it (the claim, a renewal,
+// a heartbeat); leaseLost the LeaseLost a heartbeat met, when it met one.
 class Attempt {
   constructor(ledger, decision) {
     this.ledger = ledger;
@@ -424,16 +435,79 @@ class Attempt {
     this.token = decision.token;
     this.attempt = decision.attempt;
     this.headers = { 'Idempotency-Key': headerValue(decision.key) };
+    this.leaseUntil = decision.lease_until;
+    this.leaseLost = undefined;
   }
 
   renew(seconds) {
-    return this.ledger.renew(this.token, seconds);
+    const until = this.ledger.renew(this.token, seconds);
+    this.leaseUntil = until;
+    return until;
+  }
+}
+
+// heartbeatSeconds checked (named what): an integer number of seconds, 0
+// (or null) for no heartbeat.
+function heartbeatArg(seconds, what) {
+  if (seconds === null) return 0;
+  if (!(Number.isSafeInteger(seconds) && seconds >= 0 && seconds <= HEARTBEAT_MAX_SECONDS)) {
+    const got = typeof seconds === 'string' ? JSON.stringify(seconds) : String(seconds);
+    throw new RangeError(`${what} must be an integer from 0 to ${HEARTBEAT_MAX_SECONDS} (seconds; 0 or null: no heartbeat), got ${got}`);
+  }
+  return seconds;
+}
+
+// Renews an action's claim while the action runs (Ledger.call): each beat,
+// seconds apart, is idem_renew(token, HEARTBEAT_LEASES * seconds) on the
+// ledger's connection, between the action's own steps (the drivers are
+// synchronous, so a beat never runs inside one of its statements). A beat
+// while a transaction is open on the connection is skipped: the
+// application's transaction is not the place of a renewal (it would roll
+// back with it). A LeaseLost stops the beats (attempt.leaseLost): the claim
+// is fenced by its token, and the settle decides as without a heartbeat.
+// Any other error (busy past busy_timeout) leaves the lease as it is, and
+// the next beat tries again. The timer does not keep the process alive.
+class Heartbeat {
+  constructor(ledger, attempt, seconds) {
+    this.ledger = ledger;
+    this.attempt = attempt;
+    this.seconds = seconds;
+    this.timer = undefined;
+    this.next();
+  }
+
+  next() {
+    this.timer = setTimeout(() => this.beat(), this.seconds * 1000);
+    if (typeof this.timer.unref === 'function') this.timer.unref();
+  }
+
+  beat() {
+    this.timer = undefined;
+    if (this.ledger.inTransaction() === false) {
+      try {
+        this.attempt.leaseUntil = this.ledger.renew(this.attempt.token, HEARTBEAT_LEASES * this.seconds);
+      } catch (e) {
+        if (e instanceof LeaseLost) {
+          this.attempt.leaseLost = e;
+          return;
+        }
+      }
+    }
+    this.next();
+  }
+
+  // No beat after this returns: a beat runs only from the timer.
+  stop() {
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 }
 
 class Ledger {
-  // db: a connection with the extension loaded (see Ledger.open and load).
-  constructor(db, { name = 'ledger' } = {}) {
+  // db: a connection with the extension loaded (see Ledger.open and load);
+  // heartbeatSeconds: call()'s default (0 or null: no heartbeat).
+  constructor(db, { name = 'ledger', heartbeatSeconds = HEARTBEAT_SECONDS } = {}) {
+    this.heartbeatSeconds = heartbeatArg(heartbeatSeconds, 'Ledger: heartbeatSeconds');
     this.db = db;
     this.name = name;
     [this.schema, this.table] = splitName(name); // a malformed name is refused here, once
@@ -508,32 +582,49 @@ class Ledger {
 
   // Prepares a connection the way the claim API needs it: loads the
   // extension, journal_mode=WAL (on a file), synchronous=FULL,
-  // busy_timeout; with create, CREATE VIRTUAL TABLE IF NOT EXISTS.
-  static open(db, { name = 'ledger', create = true, busyTimeoutMs = 10000, options } = {}) {
+  // busy_timeout; with create, CREATE VIRTUAL TABLE IF NOT EXISTS. A ledger
+  // it creates in a file with the heartbeat on has the heartbeat's lease
+  // as its lease_seconds unless options name one (docs/design.md, "The
+  // heartbeat"); in memory no other process can see a dead holder, and the
+  // extension's default stays.
+  static open(db, { name = 'ledger', create = true, busyTimeoutMs = 10000, options, heartbeatSeconds = HEARTBEAT_SECONDS } = {}) {
     if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
       throw new RangeError(`Ledger.open: busyTimeoutMs must be an integer >= 0, got ${busyTimeoutMs}`);
     }
+    const beat = heartbeatArg(heartbeatSeconds, 'Ledger.open: heartbeatSeconds');
     load(db);
-    const ledger = new Ledger(db, { name });
+    const ledger = new Ledger(db, { name, heartbeatSeconds: beat });
+    let inFile;
     try {
       const file = ledger.value("SELECT file AS v FROM pragma_database_list WHERE name = 'main'", []);
       if (file) db.exec('PRAGMA journal_mode=WAL');
       db.exec('PRAGMA synchronous=FULL');
       db.exec(`PRAGMA busy_timeout=${busyTimeoutMs}`);
+      inFile = Boolean(ledger.value('SELECT file AS v FROM pragma_database_list WHERE name = ?', [ledger.schema ?? 'main']));
     } catch (e) {
       throw LedgerError.wrap(e);
     }
-    if (create) ledger.create(options);
+    if (create) ledger.createWith(options, inFile && beat > 0 ? { lease_seconds: HEARTBEAT_LEASES * beat } : {});
     return ledger;
   }
 
   // CREATE VIRTUAL TABLE IF NOT EXISTS name USING idempotency(options).
   create(options = {}) {
+    this.createWith(options, {});
+  }
+
+  // create(options), with defaults for the options it does not name: used
+  // when the ledger is created, never compared with an existing one's.
+  createWith(options, defaults) {
     const parts = [];
     for (const [k, v] of Object.entries(options || {})) {
       if (!OPTION.test(k)) throw new RangeError(`Ledger.create: option name ${JSON.stringify(k)} is not a word of a-z and _`);
       if (!Number.isInteger(v)) throw new RangeError(`Ledger.create: option ${k} must be an integer, got ${JSON.stringify(v)}`);
       parts.push(`${k}=${v}`);
+    }
+    const given = parts.length;
+    for (const [k, v] of Object.entries(defaults)) {
+      if (!Object.prototype.hasOwnProperty.call(options || {}, k)) parts.push(`${k}=${v}`);
     }
     const sql = `CREATE VIRTUAL TABLE IF NOT EXISTS ${this.sqlName()} USING idempotency${parts.length ? `(${parts.join(', ')})` : ''}`;
     try {
@@ -546,7 +637,7 @@ class Ledger {
     }
     // Options apply when the ledger is created; an existing ledger must have
     // been created with the ones given (never silently ignored).
-    if (parts.length) {
+    if (given) {
       let rows;
       try {
         rows = this.db.prepare(`SELECT k, v FROM ${this.sqlName('_meta')}`).all();
@@ -671,7 +762,8 @@ class Ledger {
 
   // Runs one external tool call at most once; action(attempt) resolves to its
   // result. See index.d.ts for the rules.
-  async call(tenant, conversation, tool, args, action, { operationId, waitMs = 0, renewSeconds } = {}) {
+  async call(tenant, conversation, tool, args, action, { operationId, waitMs = 0, renewSeconds, heartbeatSeconds } = {}) {
+    const beat = heartbeatSeconds === undefined ? this.heartbeatSeconds : heartbeatArg(heartbeatSeconds, 'Ledger.call: heartbeatSeconds');
     const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId), waitMs, 'Ledger.call: waitMs');
     switch (d.decision) {
       case 'replay':
@@ -689,11 +781,14 @@ class Ledger {
       throw new NotCommitted(d.key);
     }
     const attempt = new Attempt(this, d);
-    this.leaseBeforeSend(d.token, renewSeconds); // LeaseLost: nothing sent, nothing to settle
+    const renewed = this.leaseBeforeSend(d.token, renewSeconds); // LeaseLost: nothing sent, nothing to settle
+    if (renewed !== undefined) attempt.leaseUntil = renewed;
+    const heartbeat = beat > 0 ? new Heartbeat(this, attempt, beat) : undefined;
     let result;
     try {
       result = await action(attempt);
     } catch (e) {
+      heartbeat?.stop(); // before the settle: the heartbeat never outlives the action
       if (e instanceof NotSent) {
         this.settle(d.token, 'released', { ...e.detail, sent: false, reason: e.reason });
         e.key = d.key;
@@ -711,8 +806,11 @@ class Ledger {
       const reason = e instanceof Error ? `${e.name}: ${e.message}` : `thrown: ${String(e)}`;
       this.settleUnknown(d, { reason });
       throw new OutcomeUnknown(reason, { key: d.key, cause: e });
+    } finally {
+      heartbeat?.stop();
     }
-    const [stored, s] = this.settleValue(d, 'succeeded', result, 'the result');
+    // an action that returns nothing (undefined) succeeded with no value: null
+    const [stored, s] = this.settleValue(d, 'succeeded', result === undefined ? null : result, 'the result');
     return outcome(d.key, 'succeeded', d.attempt, stored, undefined, s.members, false);
   }
 

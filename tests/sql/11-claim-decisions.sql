@@ -48,7 +48,7 @@ SELECT 'inp-decision', json_extract(j, '$.decision') = 'in_progress' FROM c
 UNION ALL SELECT 'inp-key', json_extract(j, '$.key') = 'idem1-24871bd0060b2885a71b5ca5e0486b5c' FROM c
 UNION ALL SELECT 'inp-attempt', json_type(j, '$.attempt') = 'integer' AND json_extract(j, '$.attempt') = 1 FROM c
 UNION ALL SELECT 'inp-lease-until', json_extract(j, '$.lease_until') = 1700000300000 FROM c
-UNION ALL SELECT 'inp-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(j) ORDER BY key)) = 'attempt,decision,key,lease_until' FROM c
+UNION ALL SELECT 'inp-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(j) ORDER BY key)) = 'attempt,decision,key,lease_until,renewed_at' FROM c
 UNION ALL SELECT 'inp-no-token', instr(j, (SELECT t FROM tok WHERE name = 'a')) = 0 FROM c;
 -- two spellings of one call are one key
 SELECT 'spelling-whitespace-order', json_extract(idem_claim('L', 'tenant-a', 'conv-1', 'send_email', ' { "to" : "a@b.c" , "amount" : 5.0 } '), '$.decision') = 'in_progress';

@@ -10,6 +10,13 @@
 # and uses INSERT INTO ledger + idem_last_claim. A binding whose runtime is
 # absent skips, saying why; each prints the SQLite version it runs on.
 #
+# Then Ledger.call's heartbeat from the Python and Node packages
+# (tests/python/test_heartbeat.py, tests/js/test_heartbeat.mjs), used as a
+# user installs them: a copy of bindings/python with the extension on
+# PYTHONPATH, and a staged copy of bindings/node with its platform package
+# (tests/lib/nodepkg.sh) beside the test tree's better-sqlite3. Each kills
+# a holder mid-action and waits for the lease its heartbeat kept (3 s).
+#
 # $EXT under build/asan (make sanitize) is an ASan build that these
 # uninstrumented interpreters cannot load: build/idempotency.so is used
 # instead when it exists, else every binding skips.
@@ -21,16 +28,33 @@ DIR=tests/js
 plain_ext bindings python node libsql tcl perl
 
 rc=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
 # --- Python: Debian's /usr/bin/python3, not the first python3 on PATH ---------
 if ! python_skip bindings; then
   run_checked bindings python "$PY" tests/python/test_python.py "$ext"
+  mkdir -p "$tmp/python"
+  cp -r bindings/python/sqlite_idempotency "$tmp/python/"
+  find "$tmp/python" -name __pycache__ -prune -exec rm -rf {} +
+  cp "$ext" "$tmp/python/sqlite_idempotency/idempotency.so"
+  PYTHONPATH=$tmp/python PYTHONDONTWRITEBYTECODE=1 run_checked bindings heartbeat-python "$PY" tests/python/test_heartbeat.py
 fi
 
 # --- Node: better-sqlite3 12 from tests/js/node_modules ----------------------
 node_bsql bindings node "$DIR"
 if [ "$node_ready" = 1 ]; then
   run_checked bindings node node "$DIR/test_node.mjs" "$ext"
+  # shellcheck source=tests/lib/nodepkg.sh
+  . tests/lib/nodepkg.sh
+  mkdir -p "$tmp/js/node_modules"
+  cp "$DIR/test_heartbeat.mjs" "$DIR/checks.mjs" "$DIR/target.mjs" "$tmp/js/"
+  for m in "$DIR"/node_modules/*; do
+    ln -s "$PWD/$m" "$tmp/js/node_modules/"
+  done
+  rm -f "$tmp/js/node_modules/sqlite-idempotency" "$tmp/js/node_modules/sqlite-idempotency-"*
+  stage_node_pkg "$tmp/js/node_modules" "$ext"
+  run_checked bindings heartbeat node "$tmp/js/test_heartbeat.mjs"
 fi
 
 # --- libSQL: the npm package libsql (prebuilt per platform) -------------------

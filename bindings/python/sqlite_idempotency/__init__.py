@@ -21,6 +21,7 @@ unchanged (and the SQLite error name, e.g. ``SQLITE_CONSTRAINT``).
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 import json
@@ -113,6 +114,15 @@ _DETAIL_REFUSED = "idem_settle: detail"  # the ledger cannot store the detail (n
 # lease) would extend it by more than the margin. SQL 'now' is the
 # connection's VFS clock, the ledger's.
 _LEASE_CHECK_MAX_SECONDS = 10**9
+# The heartbeat of Ledger.call and acall (docs/design.md, "The heartbeat"):
+# every heartbeat_seconds the running action's claim is renewed to
+# _HEARTBEAT_LEASES beats from then, so a holder that died is seen once that
+# lease passes, and two late beats do not lose a live holder's claim. A
+# ledger that Ledger.open creates in a file gets that lease as its
+# lease_seconds.
+_HEARTBEAT_SECONDS = 5
+_HEARTBEAT_LEASES = 3
+_HEARTBEAT_MAX_SECONDS = 31536000 // _HEARTBEAT_LEASES  # the lease within lease_seconds' range
 
 
 def _lease_check_sql(table: str) -> str:
@@ -173,13 +183,17 @@ class NotCommitted(IdempotencyError):
 
 
 class ClaimInProgress(IdempotencyError):
-    """Another caller holds a live claim of this key (still so at the deadline)."""
+    """Another caller holds a live claim of this key (still so at the deadline).
+
+    ``renewed_at`` is when its holder claimed or last renewed it (Unix ms).
+    """
 
     def __init__(self, decision: "InProgress"):
         super().__init__(f"{decision.key} is in progress (attempt {decision.attempt}, lease "
                          f"until {decision.lease_until}); nothing was sent")
         self.key = decision.key
         self.decision = decision
+        self.renewed_at = decision.renewed_at
 
 
 class ClaimMismatch(IdempotencyError):
@@ -279,10 +293,11 @@ class Replay:
 
 @dataclass(frozen=True)
 class InProgress:
-    """Someone holds a live claim: do not run."""
+    """Someone holds a live claim: do not run (``renewed_at``: when its holder claimed or last renewed it)."""
     key: str
     attempt: int
     lease_until: int
+    renewed_at: int
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     decision = "in_progress"
 
@@ -361,7 +376,9 @@ class Attempt:
 
     ``key``, ``token``, ``attempt``, ``headers`` (``{"Idempotency-Key":
     '"idem1-…"'}``: send them with the request) and ``renew()`` for an
-    action that runs long before it sends.
+    action that runs long before it sends. ``lease_until`` is the claim's
+    lease_until as this process last set it (the claim, a renewal, a
+    heartbeat's beat); ``lease_lost`` the `LeaseLost` a beat met, else None.
     """
 
     def __init__(self, ledger: "Ledger", decision: Admitted):
@@ -371,10 +388,82 @@ class Attempt:
         self.token = decision.token
         self.attempt = decision.attempt
         self.headers = {"Idempotency-Key": header_value(decision.key)}
+        self.lease_until = decision.lease_until
+        self.lease_lost: Optional[LeaseLost] = None
 
     def renew(self, seconds: Optional[int] = None) -> int:
         """Extends the lease (see `Ledger.renew`); raises `LeaseLost` if it is gone."""
-        return self.ledger.renew(self.token, seconds)
+        self.lease_until = self.ledger.renew(self.token, seconds)
+        return self.lease_until
+
+
+def _heartbeat_arg(seconds: Any, what: str) -> int:
+    """heartbeat_seconds checked (named ``what``): an int of seconds; 0 or None for no heartbeat."""
+    if seconds is None:
+        return 0
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 <= seconds <= _HEARTBEAT_MAX_SECONDS:
+        raise ValueError(f"{what} must be an integer from 0 to {_HEARTBEAT_MAX_SECONDS} (seconds; 0: no "
+                         f"heartbeat), got {seconds!r}")
+    return seconds
+
+
+def _beat(attempt: Attempt, renew: Callable[[str, int], int], seconds: int) -> bool:
+    """One beat of a heartbeat: renews the attempt's claim to _HEARTBEAT_LEASES beats ahead.
+
+    False when the claim is no longer this token's (``attempt.lease_lost``):
+    no more beats; it is fenced by its token, and the settle decides as
+    without a heartbeat. Any other error (busy past busy_timeout) leaves
+    the lease as it is, and the next beat tries again.
+    """
+    try:
+        attempt.lease_until = renew(attempt.token, _HEARTBEAT_LEASES * seconds)
+    except LeaseLost as e:
+        attempt.lease_lost = e
+        return False
+    except (LedgerError, sqlite3.Error):
+        pass
+    return True
+
+
+class _Heartbeat:
+    """The heartbeat of `Ledger.call`: a thread that renews the claim while the action runs.
+
+    The action runs in the caller's thread on the ledger's connection, so
+    the beats use a connection of their own to the same database file (the
+    extension loaded, the same busy_timeout), opened at the first beat (an
+    action shorter than a beat opens none) and closed with the thread. A
+    beat while a transaction is open on the ledger's connection is
+    skipped: the application holds it. ``stop`` returns once the thread
+    ended, so no beat comes after it.
+    """
+
+    def __init__(self, ledger: "Ledger", attempt: Attempt, seconds: int, where: Tuple[str, str, int]):
+        self._ledger, self._attempt, self._seconds, self._where = ledger, attempt, seconds, where
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"sqlite-idempotency heartbeat {attempt.key}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        beats: Optional[Ledger] = None
+        try:
+            while not self._stopped.wait(self._seconds):
+                if self._ledger.conn.in_transaction:
+                    continue
+                try:
+                    if beats is None:
+                        beats = self._ledger._beat_ledger(self._where)
+                except (IdempotencyError, sqlite3.Error):
+                    continue  # could not open it now: the next beat tries again
+                if not _beat(self._attempt, beats.renew, self._seconds):
+                    return
+        finally:
+            if beats is not None:
+                beats.close()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
 
 
 def _json_text(value: Any, what: str) -> str:
@@ -446,8 +535,15 @@ class Ledger:
     makes it so), so that a claim is committed as it returns.
     """
 
-    def __init__(self, conn: sqlite3.Connection, name: str = "ledger"):
-        """Wraps a connection that already has the extension loaded."""
+    def __init__(self, conn: sqlite3.Connection, name: str = "ledger", *,
+                 heartbeat_seconds: Optional[int] = _HEARTBEAT_SECONDS):
+        """Wraps a connection that already has the extension loaded.
+
+        ``heartbeat_seconds`` is the heartbeat of `call` and `acall` when
+        they do not give one (0 or None: none).
+        """
+        self.heartbeat_seconds = _heartbeat_arg(heartbeat_seconds, "Ledger: heartbeat_seconds")
+        self._beat_where: Optional[Tuple[str, str, int]] = None  # (schema, file, busy_timeout) for the beats
         self.conn = conn
         self.name = name
         self._schema, self._table = _split_name(name)  # a malformed name is refused here, once
@@ -461,7 +557,8 @@ class Ledger:
     @classmethod
     def open(cls, db: Union[str, "os.PathLike[str]", sqlite3.Connection], name: str = "ledger", *,
              create: bool = True, busy_timeout_ms: int = 10000,
-             options: Optional[Mapping[str, int]] = None) -> "Ledger":
+             options: Optional[Mapping[str, int]] = None,
+             heartbeat_seconds: Optional[int] = _HEARTBEAT_SECONDS) -> "Ledger":
         """Opens (or takes) a connection the way the claim API needs it.
 
         ``db`` is a file path (opened in autocommit mode,
@@ -470,9 +567,15 @@ class Ledger:
         ``synchronous=FULL`` (a power loss cannot undo a claim) and
         ``busy_timeout``; with ``create`` runs ``CREATE VIRTUAL TABLE IF NOT
         EXISTS name USING idempotency(options)``, e.g. ``options={"lease_seconds": 60}``.
+        ``heartbeat_seconds`` is the ledger's heartbeat (0 or None: none); a
+        ledger created in a file with the heartbeat on has the heartbeat's
+        lease (3 beats) as its ``lease_seconds`` unless ``options`` name one
+        (docs/design.md, "The heartbeat"); in memory no other process can
+        see a dead holder, and the extension's default stays.
         """
         if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int) or busy_timeout_ms < 0:
             raise ValueError(f"Ledger.open: busy_timeout_ms must be an integer >= 0, got {busy_timeout_ms!r}")
+        beat = _heartbeat_arg(heartbeat_seconds, "Ledger.open: heartbeat_seconds")
         if isinstance(db, sqlite3.Connection):
             conn = db
         else:
@@ -486,9 +589,10 @@ class Ledger:
                 conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
             except sqlite3.Error as e:
                 raise LedgerError.wrap(e) from e
-            ledger = cls(conn, name)
+            ledger = cls(conn, name, heartbeat_seconds=beat)
             if create:
-                ledger.create(options)
+                in_file = beat > 0 and bool(ledger._beat_file())
+                ledger._create(options, {"lease_seconds": _HEARTBEAT_LEASES * beat} if in_file else {})
         except BaseException:
             if conn is not db:
                 conn.close()
@@ -502,6 +606,11 @@ class Ledger:
         each option given must be the one it was created with, else
         `IdempotencyError` says which differs (never silently ignored).
         """
+        self._create(options, {})
+
+    def _create(self, options: Optional[Mapping[str, int]], defaults: Mapping[str, int]) -> None:
+        """`create`, with ``defaults`` for the options it does not name: used
+        when the ledger is created, never compared with an existing one's."""
         parts = []
         for k, v in (options or {}).items():
             if not isinstance(k, str) or not _OPTION.fullmatch(k):
@@ -509,6 +618,7 @@ class Ledger:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ValueError(f"Ledger.create: option {k} must be an integer, got {v!r}")
             parts.append(f"{k}={v}")
+        parts += [f"{k}={v}" for k, v in defaults.items() if k not in (options or {})]
         sql = f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._sql_name()} USING idempotency"
         if parts:
             sql += "(" + ", ".join(parts) + ")"
@@ -536,6 +646,34 @@ class Ledger:
     def close(self) -> None:
         """Closes the connection."""
         self.conn.close()
+
+    def _beat_file(self) -> str:
+        """The file of the ledger's database ("" in memory or temporary), noted for the heartbeat's connection."""
+        if self._beat_where is None:
+            schema = self._schema or "main"
+            try:
+                rows = self.conn.execute("PRAGMA database_list").fetchall()
+                timeout = self.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+            except sqlite3.Error as e:
+                raise LedgerError.wrap(e) from e
+            files = [r[2] for r in rows if r[1] == schema]
+            self._beat_where = (schema, files[0] if files else "", timeout)
+        return self._beat_where[1]
+
+    def _beat_ledger(self, where: Tuple[str, str, int]) -> "Ledger":
+        """The heartbeat's own Ledger: a connection to the ledger's file (attached as its schema)."""
+        schema, file, timeout = where
+        conn = sqlite3.connect(file if schema == "main" else ":memory:", isolation_level=None,
+                               timeout=timeout / 1000, check_same_thread=True)
+        try:
+            load(conn)
+            conn.execute(f"PRAGMA busy_timeout={timeout}")
+            if schema != "main":
+                conn.execute(f"ATTACH DATABASE ? AS {_quote(schema)}", (file,))
+        except BaseException:
+            conn.close()
+            raise
+        return type(self)(conn, self.name, heartbeat_seconds=0)
 
     def _one(self, sql: str, args: tuple) -> Any:
         try:
@@ -733,13 +871,53 @@ class Ledger:
         if not d.committed:
             self.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
             raise NotCommitted(d.key)
-        self.lease_before_send(d.token, renew_seconds)  # LeaseLost: nothing sent, nothing to settle
         return None
+
+    def _attempt(self, d: Admitted, renew_seconds: Optional[int]) -> Attempt:
+        """The attempt of an admitted claim, its lease checked right before sending (LeaseLost: nothing sent)."""
+        attempt = Attempt(self, d)
+        renewed = self.lease_before_send(d.token, renew_seconds)
+        if renewed is not None:
+            attempt.lease_until = renewed
+        return attempt
+
+    def _beat_seconds(self, heartbeat_seconds: Optional[int], what: str) -> int:
+        """The heartbeat of one call: the ledger's when None, else checked."""
+        return self.heartbeat_seconds if heartbeat_seconds is None else _heartbeat_arg(heartbeat_seconds, what)
+
+    def _settle_raised(self, d: Admitted, e: BaseException) -> "Outcome":
+        """Settles what an action's exception says (`call` and `acall`): ToolFailed returns the
+        failed Outcome; NotSent is raised again, released; anything else is unknown."""
+        if isinstance(e, NotSent):
+            self.settle(d.token, "released", {**e.detail, "sent": False, "reason": e.reason})
+            e.key = d.key
+            e.args = (f"{d.key} was not sent ({e.reason}); the claim is released",)
+            raise e
+        if isinstance(e, ToolFailed):
+            error, s = self._settle_value(d, "failed", e.error, "the error")
+            return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False)
+        if isinstance(e, OutcomeUnknown):
+            self._settle_unknown(d, e.detail)
+            raise OutcomeUnknown(e.reason, key=d.key, detail=e.detail) from e
+        if isinstance(e, asyncio.CancelledError):
+            self._settle_unknown(d, {"reason": "CancelledError: the task was cancelled while the action ran"})
+            raise e
+        reason = f"{type(e).__name__}: {e}"
+        self._settle_unknown(d, {"reason": reason})
+        if not isinstance(e, Exception):
+            raise e  # KeyboardInterrupt, SystemExit: settled unknown, then propagated
+        raise OutcomeUnknown(reason, key=d.key) from e
+
+    def _settle_result(self, d: Admitted, result: Any) -> "Outcome":
+        """Settles the action's return value succeeded (None is a result: JSON null)."""
+        result, s = self._settle_value(d, "succeeded", result, "the result")
+        return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
 
     @_words.telling
     def call(self, tenant: str, conversation: str, tool: str, args: Any,
              action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
-             wait: float = 0.0, renew_seconds: Optional[int] = None) -> Outcome:
+             wait: float = 0.0, renew_seconds: Optional[int] = None,
+             heartbeat_seconds: Optional[int] = None) -> Outcome:
         """Runs one external tool call at most once: ``action(attempt)`` returns its result.
 
         1. Claims (waiting up to ``wait`` seconds while another caller holds
@@ -755,58 +933,104 @@ class Ledger:
            (`lease_before_send`: a read while more than the margin is left,
            ``idem_renew`` otherwise): a caller that stalled past its lease
            gets `LeaseLost` and sends nothing.
-        4. Settles what is known: the action's return value → succeeded;
-           `ToolFailed` → failed, returned as an Outcome; `NotSent` →
-           released with ``{"sent": false}``, raised again; any other
-           exception (a timeout, a lost connection: it may have sent) →
-           unknown, raised as `OutcomeUnknown` (never retried here).
+        4. While the action runs, a heartbeat renews the claim every
+           ``heartbeat_seconds`` (None: the ledger's ``heartbeat_seconds``;
+           0: none) to 3 beats ahead, from a thread on a connection of its
+           own (none for a ledger in memory, which no other process sees);
+           it is stopped as the action ends, however it ends.
+        5. Settles what is known: the action's return value → succeeded
+           (None is stored as null); `ToolFailed` → failed, returned as an
+           Outcome; `NotSent` → released with ``{"sent": false}``, raised
+           again; any other exception (a timeout, a lost connection: it may
+           have sent) → unknown, raised as `OutcomeUnknown` (never retried
+           here).
 
         The result must be JSON (it is stored, and replayed). Its numbers
         are kept as written: an int of any size (a 64-bit id) comes back
         equal, on the first call and on every replay.
         """
+        beat = self._beat_seconds(heartbeat_seconds, "Ledger.call: heartbeat_seconds")
+        if beat and not self._beat_file():
+            beat = 0  # in memory: no file for the beats' connection, and no other process to see the holder
         d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait,
                        "Ledger.call: wait")
         replay = self._before_action(d, renew_seconds)
         if replay is not None:
             return replay
-        attempt = Attempt(self, d)
+        attempt = self._attempt(d, renew_seconds)
+        heartbeat = _Heartbeat(self, attempt, beat, self._beat_where) if beat else None
         try:
             result = action(attempt)
-        except NotSent as e:
-            self.settle(d.token, "released", {**e.detail, "sent": False, "reason": e.reason})
-            e.key = d.key
-            e.args = (f"{d.key} was not sent ({e.reason}); the claim is released",)
-            raise
-        except ToolFailed as e:
-            error, s = self._settle_value(d, "failed", e.error, "the error")
-            return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False)
-        except OutcomeUnknown as e:
-            self._settle_unknown(d, e.detail)
-            raise OutcomeUnknown(e.reason, key=d.key, detail=e.detail) from e
         except BaseException as e:
-            reason = f"{type(e).__name__}: {e}"
-            self._settle_unknown(d, {"reason": reason})
-            if not isinstance(e, Exception):
-                raise  # KeyboardInterrupt, SystemExit: settled unknown, then propagated
-            raise OutcomeUnknown(reason, key=d.key) from e
+            if heartbeat is not None:
+                heartbeat.stop()  # before the settle: the heartbeat never outlives the action
+            return self._settle_raised(d, e)
+        finally:
+            if heartbeat is not None:
+                heartbeat.stop()
         if inspect.iscoroutine(result) and inspect.getcoroutinestate(result) == inspect.CORO_CREATED:
             # an async function: its coroutine never ran, so nothing was sent
             result.close()
             self.settle(d.token, "released", {"sent": False, "reason": "the action returned a coroutine"})
             raise TypeError("Ledger.call: the action returned a coroutine that never ran (an async function?); "
                             "call runs a synchronous action: nothing was sent and the claim is released")
-        result, s = self._settle_value(d, "succeeded", result, "the result")
-        return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
+        return self._settle_result(d, result)
 
+    @_words.telling
     async def acall(self, tenant: str, conversation: str, tool: str, args: Any,
                     action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
-                    wait: float = 0.0, renew_seconds: Optional[int] = None) -> Outcome:
-        """`call` for asyncio: ``action(attempt)`` may be an ``async def``; see `sqlite_idempotency.tools.acall`."""
-        from .tools import acall
-        return await acall(self, tenant, conversation, tool, args, action, operation_id=operation_id,
-                           wait=wait, renew_seconds=renew_seconds)
+                    wait: float = 0.0, renew_seconds: Optional[int] = None,
+                    heartbeat_seconds: Optional[int] = None) -> Outcome:
+        """`call` for asyncio: ``action(attempt)`` may return an awaitable, which is awaited.
 
+        The same decisions and settles as `call`; waiting for an in-progress
+        claim sleeps with ``asyncio.sleep``. The claim and settle statements
+        run on the event loop's thread (the connection's), each blocking it
+        at most ``busy_timeout`` while another process holds the write lock.
+        The heartbeat is a task of the loop renewing on the ledger's own
+        connection between the action's steps (a beat while a transaction is
+        open on it is skipped), cancelled as the action ends. A task
+        cancelled while its action runs (``asyncio.wait_for`` timing out,
+        say) settles the claim unknown: the action may have sent; the
+        CancelledError propagates.
+        """
+        beat = self._beat_seconds(heartbeat_seconds, "Ledger.acall: heartbeat_seconds")
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
+            raise ValueError(f"Ledger.acall: wait must be a number of seconds >= 0, got {wait!r}")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        delay = 0.01
+        while True:
+            d = self._claim_committed(tenant, conversation, tool, args, operation_id)
+            left = deadline - loop.time()
+            if not isinstance(d, InProgress) or left <= 0:
+                break
+            await asyncio.sleep(min(left, delay * random.uniform(0.5, 1.0)))
+            delay = min(delay * 2, 0.5)
+        replay = self._before_action(d, renew_seconds)
+        if replay is not None:
+            return replay
+        attempt = self._attempt(d, renew_seconds)
+        heartbeat = loop.create_task(self._abeats(attempt, beat)) if beat else None
+        try:
+            result = action(attempt)
+            if inspect.isawaitable(result):
+                result = await result
+        except BaseException as e:
+            if heartbeat is not None:
+                heartbeat.cancel()  # before the settle: the heartbeat never outlives the action
+            return self._settle_raised(d, e)
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()  # it runs only on this loop: no beat after this
+        return self._settle_result(d, result)
+
+    async def _abeats(self, attempt: Attempt, seconds: int) -> None:
+        """The heartbeat of `acall`: a beat every ``seconds`` on the ledger's connection, on the loop."""
+        while True:
+            await asyncio.sleep(seconds)
+            if not self.conn.in_transaction and not _beat(attempt, self.renew, seconds):
+                return
     def tool(self, name: str, *, tenant: Any, conversation: Any, attempt: Optional[str] = "attempt",
              wait: float = 0.0, renew_seconds: Optional[int] = None,
              heartbeat_seconds: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -827,7 +1051,7 @@ class Ledger:
         (never resent) and `OutcomeUnknown` says why.
         """
         try:
-            text = None if value is None else _json_text(value, what)
+            text = _json_text(value, what)  # None is a value: JSON null, stored as Node stores it
             answer = json.loads(self._one("SELECT idem_settle(?, ?, ?, ?)", (self.name, d.token, status, text)))
         except LedgerError as e:
             if not str(e).startswith(_DETAIL_REFUSED):

@@ -33,15 +33,13 @@ apply it on the thread that opened the ledger.
 """
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import threading
-import random
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Union
 
-from . import Attempt, IdempotencyError, InProgress, NotSent, Outcome, OutcomeUnknown, ToolFailed
-from .words import say, telling
+from . import Attempt, IdempotencyError, Outcome
+from .words import say
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import Ledger
@@ -75,67 +73,16 @@ def _thread_ledger(ledger: "Ledger") -> "Ledger":
         raise IdempotencyError(
             f"Ledger.tool: ledger {ledger.name} is not in a database file (it is in memory or temporary), so "
             "another thread cannot open it: call the tool on the thread that opened the ledger")
-    mine = type(ledger).open(file, ledger.name, create=False, busy_timeout_ms=timeout)
+    mine = type(ledger).open(file, ledger.name, create=False, busy_timeout_ms=timeout,
+                              heartbeat_seconds=ledger.heartbeat_seconds)
     cache[id(ledger)] = (ledger, mine)
     return mine
 
 
-@telling
 async def acall(ledger: "Ledger", tenant: str, conversation: str, tool: str, args: Any,
-                action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
-                wait: float = 0.0, renew_seconds: Optional[int] = None) -> Outcome:
-    """`Ledger.call` for asyncio: ``action(attempt)`` may return an awaitable, which is awaited.
-
-    The same decisions and settles as `Ledger.call`; waiting for an
-    in-progress claim sleeps with ``asyncio.sleep``. The claim and settle
-    statements run on the event loop's thread (the connection's), each
-    blocking it at most ``busy_timeout`` while another process holds the
-    write lock. A task cancelled while its action runs (``asyncio.wait_for``
-    timing out, say) settles the claim unknown: the action may have sent;
-    the CancelledError propagates.
-    """
-    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
-        raise ValueError(f"Ledger.acall: wait must be a number of seconds >= 0, got {wait!r}")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait
-    delay = 0.01
-    while True:
-        d = ledger._claim_committed(tenant, conversation, tool, args, operation_id)
-        left = deadline - loop.time()
-        if not isinstance(d, InProgress) or left <= 0:
-            break
-        await asyncio.sleep(min(left, delay * random.uniform(0.5, 1.0)))
-        delay = min(delay * 2, 0.5)
-    replay = ledger._before_action(d, renew_seconds)
-    if replay is not None:
-        return replay
-    attempt = Attempt(ledger, d)
-    try:
-        result = action(attempt)
-        if inspect.isawaitable(result):
-            result = await result
-    except NotSent as e:
-        ledger.settle(d.token, "released", {**e.detail, "sent": False, "reason": e.reason})
-        e.key = d.key
-        e.args = (f"{d.key} was not sent ({e.reason}); the claim is released",)
-        raise
-    except ToolFailed as e:
-        error, s = ledger._settle_value(d, "failed", e.error, "the error")
-        return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False)
-    except OutcomeUnknown as e:
-        ledger._settle_unknown(d, e.detail)
-        raise OutcomeUnknown(e.reason, key=d.key, detail=e.detail) from e
-    except asyncio.CancelledError:
-        ledger._settle_unknown(d, {"reason": "CancelledError: the task was cancelled while the action ran"})
-        raise
-    except BaseException as e:
-        reason = f"{type(e).__name__}: {e}"
-        ledger._settle_unknown(d, {"reason": reason})
-        if not isinstance(e, Exception):
-            raise
-        raise OutcomeUnknown(reason, key=d.key) from e
-    result, s = ledger._settle_value(d, "succeeded", result, "the result")
-    return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
+                action: Callable[[Attempt], Any], **options: Any) -> Outcome:
+    """`Ledger.acall` (the decisions, settles, heartbeat and words are there); ``options`` as it takes them."""
+    return await ledger.acall(tenant, conversation, tool, args, action, **options)
 
 
 class MissingPart(IdempotencyError, ValueError):
