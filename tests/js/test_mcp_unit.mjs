@@ -186,8 +186,10 @@ try {
     const r2 = await call('act', { x: 4, mode: 'refuse' }, conv('c1'));
     const k = keyIn(r2);
     const want = `act already ran at ${k && iso(k)} with these arguments (key ${k}, attempt 1), failed, and was not run again. Do not call act again with these arguments. The failure of that run:`;
-    report(runs === before + 1 && r1.isError === true && text(r1) === 'refused 4' && r2.isError === true && text(r2) === want &&
-      isDeepStrictEqual(r2.content.slice(1), r1.content) && r2._meta[META.replay] === true, 'failed-replayed', j({ r1, r2 }));
+    const told = `act failed (key ${k}). The failure is recorded: an identical call gives it again without running. Do not call act again with these arguments. The failure:`;
+    report(runs === before + 1 && r1.isError === true && text(r1) === told && isDeepStrictEqual(r1.content.slice(1), [{ type: 'text', text: 'refused 4' }]) &&
+      r1._meta[META.replay] === undefined && r2.isError === true && text(r2) === want &&
+      isDeepStrictEqual(r2.content.slice(1), r1.content.slice(1)) && r2._meta[META.replay] === true, 'failed-replayed', j({ r1, r2 }));
   }
   // NotSent: released, the model may call again, and the retry runs
   {

@@ -38,6 +38,7 @@ if ! python_skip bindings; then
   cp -r bindings/python/sqlite_idempotency "$tmp/python/"
   find "$tmp/python" -name __pycache__ -prune -exec rm -rf {} +
   cp "$ext" "$tmp/python/sqlite_idempotency/idempotency.so"
+  cp bindings/node/words.json "$tmp/python/sqlite_idempotency/"
   PYTHONPATH=$tmp/python PYTHONDONTWRITEBYTECODE=1 run_checked bindings heartbeat-python "$PY" tests/python/test_heartbeat.py
 fi
 
