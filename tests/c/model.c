@@ -542,8 +542,9 @@ static int predict_claim(State *s, int ten, int slot, const char *zConv, const c
   if (e == E_LIVE) {
     *pDecision = D_IN_PROGRESS;
     fmt_str(zExp, nExp,
-            "{\"decision\":\"in_progress\",\"key\":\"%s\",\"attempt\":%d,\"lease_until\":%lld}", zK,
-            r->attempt, r->lease);
+            "{\"decision\":\"in_progress\",\"key\":\"%s\",\"attempt\":%d,\"lease_until\":%lld,"
+            "\"renewed_at\":%lld}",
+            zK, r->attempt, r->lease, r->updated);
     return 0;
   }
   if (e == E_UNKNOWN) {
