@@ -176,7 +176,7 @@ async function metricsTests() {
   eq('metrics-needs-a-library', noLibs && noLibs.message, 'Metrics: neither prom-client nor @opentelemetry/api is installed: there is nothing to record with (npm install prom-client, or @opentelemetry/api)');
 }
 
-const OPTS = 'lease_seconds=300 max_attempts=5 max_args_bytes=1048576 single_tenant=0 retention_seconds=0 require_transaction=0';
+const OPTS = 'lease_seconds=15 max_attempts=5 max_args_bytes=1048576 single_tenant=0 retention_seconds=0 require_transaction=0';
 const REFUSAL = 'rows may have been changed without it: check them (SELECT * FROM "ledger_rows") against what the application and the targets know, then restore it with SELECT idem_upgrade(\'ledger\'); every ledger operation is refused until then';
 
 // What check prints: [result, detail] rows, the result column w wide.
@@ -281,7 +281,7 @@ function commandTests() {
     [['broken', `ledger ledger is missing its trigger "ledger_rows_update"; ${REFUSAL}`]], { triggers: ['broken', 'missing ledger_rows_update'], verdict: 'broken' })]);
   eq('cmd:check-expired', run(['check', f('h-rows.db'), '--ledger', 'quick']), [1, checkText([['ok', 'none']], [['ok', 'it answers operations']], {
     rows: [['attention', '1 unknown row: reconcile with the targets, then resolve'], ['attention', '2 expired claims: their holders stopped before settling']],
-    verdict: 'needs attention', opts: OPTS.replace('lease_seconds=300', 'lease_seconds=0'), w: 9,
+    verdict: 'needs attention', opts: OPTS.replace('lease_seconds=15', 'lease_seconds=0'), w: 9,
   })]);
   const c = new Database(f('h-rows.db'), { readonly: true });
   const created = Number(c.prepare('SELECT created_at FROM ledger_rows WHERE key = ?').pluck().get(keyB));

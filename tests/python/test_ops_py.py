@@ -223,7 +223,7 @@ def metrics_tests():
     except ImportError:
         checks.skip("traces", "opentelemetry is not installed (no Debian package): the spans are tested in Node")
 
-OPTS = ("lease_seconds=300 max_attempts=5 max_args_bytes=1048576 single_tenant=0 retention_seconds=0 "
+OPTS = ("lease_seconds=15 max_attempts=5 max_args_bytes=1048576 single_tenant=0 retention_seconds=0 "
         "require_transaction=0")
 REFUSAL = ("rows may have been changed without it: check them (SELECT * FROM \"ledger_rows\") against what the "
            "application and the targets know, then restore it with SELECT idem_upgrade('ledger'); every ledger "
@@ -323,7 +323,7 @@ def command_tests():
        (1, check_text([("ok", "none")], [("ok", "it answers operations")],
                       rows=[("attention", "1 unknown row: reconcile with the targets, then resolve"),
                             ("attention", "2 expired claims: their holders stopped before settling")],
-                      verdict="needs attention", opts=OPTS.replace("lease_seconds=300", "lease_seconds=0"), w=9)))
+                      verdict="needs attention", opts=OPTS.replace("lease_seconds=15", "lease_seconds=0"), w=9)))
     c = sqlite3.connect(f("h-rows.db"))
     created = c.execute("SELECT created_at FROM ledger_rows WHERE key = ?", (key_b,)).fetchone()[0]
     c.close()
