@@ -854,29 +854,34 @@ static int drop_triggers(sqlite3 *db, const char *zDb, const char *zName, int iF
   return rc;
 }
 
-/* CREATE TABLE of a rows table (formats 3 and 4) named zTable in schema zDb. */
+/*
+** CREATE TABLE of a format-4 rows table named zTable in schema zDb. Only
+** the extension writes it, so its CHECKs keep only what makes the file
+** self-describing to a reader (NOT NULL, the effect and status domains);
+** the key grammar, the types and the id's sign are the extension's, once,
+** in C (format 3 repeated them here).
+*/
 static char *rows_table_sql(const char *zDb, const char *zTable) {
   return sqlite3_mprintf(
       "CREATE TABLE \"%w\".\"%w\"("
-      "id INTEGER PRIMARY KEY CHECK(id>0),"
-      "tenant NOT NULL CHECK(" GRAMMAR("tenant") "),"
-      "\"key\" NOT NULL CHECK(" GRAMMAR("\"key\"") "),"
-      "conversation NOT NULL CHECK(" GRAMMAR("conversation") "),"
-      "tool NOT NULL CHECK(" GRAMMAR("tool") "),"
-      "args NOT NULL CHECK(typeof(args)='text' AND length(args)>=1),"
+      "id INTEGER PRIMARY KEY,"
+      "tenant NOT NULL,"
+      "\"key\" NOT NULL,"
+      "conversation NOT NULL,"
+      "tool NOT NULL,"
+      "args NOT NULL,"
       "effect NOT NULL CHECK(effect='local' OR effect='external'),"
       "status NOT NULL CHECK(status='claimed' OR status='succeeded' OR status='failed'"
       " OR status='released' OR status='unknown'),"
-      "result CHECK(result IS NULL OR typeof(result)='text'),"
-      "error CHECK(error IS NULL OR typeof(error)='text'),"
-      "attempt INTEGER NOT NULL CHECK(typeof(attempt)='integer' AND attempt>=1),"
-      "token INTEGER NOT NULL CHECK(typeof(token)='integer'),"
-      "created_at INTEGER NOT NULL CHECK(typeof(created_at)='integer'),"
-      "updated_at INTEGER NOT NULL CHECK(typeof(updated_at)='integer'),"
-      "lease_until INTEGER NOT NULL CHECK(typeof(lease_until)='integer'),"
-      "members CHECK(members IS NULL OR typeof(members)='text'),"
-      "expirations INTEGER NOT NULL DEFAULT 0 CHECK(typeof(expirations)='integer'"
-      " AND expirations>=0),"
+      "result,"
+      "error,"
+      "attempt INTEGER NOT NULL,"
+      "token INTEGER NOT NULL,"
+      "created_at INTEGER NOT NULL,"
+      "updated_at INTEGER NOT NULL,"
+      "lease_until INTEGER NOT NULL,"
+      "members,"
+      "expirations INTEGER NOT NULL DEFAULT 0,"
       "UNIQUE(tenant,\"key\"))",
       zDb, zTable);
 }
@@ -2326,6 +2331,11 @@ static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn, 
   return rc;
 }
 
+/* The columns of a rows table, formats 2 (without marks), 3 and 4. */
+#define ROWS_COLUMNS                                                                   \
+  "id,tenant,\"key\",conversation,tool,args,effect,status,result,error,attempt,token," \
+  "created_at,updated_at,lease_until,members,expirations"
+
 /*
 ** Copy the rows of a format-1 table into the rows table zNew. A row
 ** whose token can still settle (claimed, unknown) gets the id its old
@@ -2336,9 +2346,7 @@ static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn, 
 ** members table's claim ids are moved with the rows.
 */
 static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnRow) {
-  static const char zCols[] =
-      "id,tenant,\"key\",conversation,tool,args,effect,status,result,error,attempt,token,"
-      "created_at,updated_at,lease_until,members,expirations";
+  static const char zCols[] = ROWS_COLUMNS;
   sqlite3_stmt *pR = 0, *pW = 0, *pM = 0;
   char *zSql;
   int rc, i;
@@ -2398,6 +2406,19 @@ static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnR
   return rc;
 }
 
+/* Copy the rows of a format-2 (its marks dropped) or format-3 rows table
+** into the format-4 table zNew as they are; *pnRow counts them. */
+static int upgrade_same_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnRow) {
+  int rc =
+      exec_free(p->db,
+                sqlite3_mprintf("INSERT INTO \"%w\".\"%w\"(" ROWS_COLUMNS ") SELECT " ROWS_COLUMNS
+                                " FROM \"%w\".\"%w_rows\" ORDER BY id",
+                                p->zDb, zNew, p->zDb, p->zName),
+                0);
+  if (rc == SQLITE_OK) *pnRow = sqlite3_changes(p->db);
+  return rc;
+}
+
 /* Format 1, 2 or 3 to format 4: (1 and 2) members from the old marks, the
 ** rows table without its marks column, the indexes; the own triggers and
 ** the guards' triggers of format 4. *pnRow counts rows copied (format 1), *pnMember
@@ -2415,10 +2436,22 @@ static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_
     sqlite3_free(zNew);
     zNew = 0;
   }
-  if (rc == SQLITE_OK && iFrom == 1) {
-    zNew = sqlite3_mprintf("%s_rows_format3", p->zName);
+  /* the guards' triggers first: format 3's member trigger names the rows
+  ** table, which the rebuild below drops and renames */
+  if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
+  if (rc == SQLITE_OK && iFrom == 2) {
+    rc = exec_free(
+        p->db,
+        sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" DROP COLUMN marks", p->zDb, p->zName), 0);
+  }
+  if (rc == SQLITE_OK) {
+    /* format 1: the rows converted; formats 2 and 3: the same rows; in a
+    ** table without the grammar CHECKs */
+    zNew = sqlite3_mprintf("%s_rows_format4", p->zName);
     rc = zNew ? exec_free(p->db, rows_table_sql(p->zDb, zNew), 0) : SQLITE_NOMEM;
-    if (rc == SQLITE_OK) rc = upgrade_copy_rows(p, zNew, pnRow);
+    if (rc == SQLITE_OK) {
+      rc = iFrom == 1 ? upgrade_copy_rows(p, zNew, pnRow) : upgrade_same_rows(p, zNew, pnRow);
+    }
     if (rc == SQLITE_OK) {
       rc = exec_free(p->db,
                      sqlite3_mprintf("DROP TABLE \"%w\".\"%w_rows\";"
@@ -2426,10 +2459,6 @@ static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_
                                      p->zDb, p->zName, p->zDb, zNew, p->zName),
                      0);
     }
-  } else if (rc == SQLITE_OK && iFrom == 2) {
-    rc = exec_free(
-        p->db,
-        sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" DROP COLUMN marks", p->zDb, p->zName), 0);
   }
   if (rc == SQLITE_OK) {
     rc = exec_free(p->db,
@@ -2438,10 +2467,8 @@ static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_
                                    p->zDb, p->zName, p->zDb, p->zName, LEDGER_FORMAT),
                    0);
   }
-  if (rc == SQLITE_OK && iFrom < 3)
-    rc = create_indexes(p->db, p->zDb, p->zName, p->zId, bSingle, 0);
+  if (rc == SQLITE_OK) rc = create_indexes(p->db, p->zDb, p->zName, p->zId, bSingle, 0);
   if (rc == SQLITE_OK) rc = create_triggers(p->db, p->zDb, p->zName, bSingle, 0, 0);
-  if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
   *pnTrig = N_OWN + n;
   sqlite3_free(zNew);
   return rc;

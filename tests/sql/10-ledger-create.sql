@@ -21,6 +21,10 @@ SELECT 'members-columns', (SELECT group_concat(name, ',') FROM pragma_table_info
 SELECT 'own-trigger-names', (SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'L\_%' ESCAPE '\' ORDER BY name))
        = 'L_guards_delete,L_guards_insert,L_guards_update,L_members_delete,L_members_insert,L_members_update,L_meta_delete,L_meta_insert,L_meta_update,L_rows_delete,L_rows_forget,L_rows_insert,L_rows_update';
 SELECT 'meta-is-without-rowid', (SELECT sql FROM sqlite_schema WHERE name = 'L_meta') LIKE '%WITHOUT ROWID%';
+-- the rows table checks only what describes the file (NOT NULL, the effect
+-- and status domains): the key grammar and the types are the extension's
+SELECT 'rows-checks', (SELECT sql FROM sqlite_schema WHERE name = 'L_rows')
+       = 'CREATE TABLE "L_rows"(id INTEGER PRIMARY KEY,tenant NOT NULL,"key" NOT NULL,conversation NOT NULL,tool NOT NULL,args NOT NULL,effect NOT NULL CHECK(effect=''local'' OR effect=''external''),status NOT NULL CHECK(status=''claimed'' OR status=''succeeded'' OR status=''failed'' OR status=''released'' OR status=''unknown''),result,error,attempt INTEGER NOT NULL,token INTEGER NOT NULL,created_at INTEGER NOT NULL,updated_at INTEGER NOT NULL,lease_until INTEGER NOT NULL,members,expirations INTEGER NOT NULL DEFAULT 0,UNIQUE(tenant,"key"))';
 SELECT 'rows-unique-tenant-key', (SELECT sql FROM sqlite_schema WHERE name = 'L_rows') LIKE '%UNIQUE(tenant,"key")%';
 -- the one extension function the ledger's tables call is idem_own_write()
 -- (in every trigger that refuses a write the extension did not make)

@@ -1,6 +1,7 @@
 -- A format-3 file (tests/fixtures/format3.db, made by the format-3 build)
 -- opened by this build: refused until SELECT idem_upgrade('L'); after it the
--- file is format 4 in place (ids, tokens and members kept), its triggers
+-- file is format 4 in place (ids, tokens and members kept, the rows table
+-- rebuilt without the grammar CHECKs), its triggers
 -- refuse every write but the extension's, and every guard has its three
 -- triggers of format 4. Run by tests/suites/65-upgrade.sh on a fresh copy.
 ATTACH 'build/upgrade/format3.db' AS f3;
@@ -13,14 +14,21 @@ SELECT 'format3-claim', errmsg('SELECT idem_claim(''L'', ''t1'', ''c1'', ''send'
        = 'idem_claim: ledger L has format 3, made by an earlier release; upgrade it once with SELECT idem_upgrade(''L'')';
 SELECT 'format3-insert-guarded', errmsg('INSERT INTO f3.orders(tenant, k, item) VALUES (''t1'', ''op-open'', ''x'')')
        GLOB 'idem_guard: insert into "orders" refused: *format 3*';
-SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":4,"rows_copied":0,"members_found":0,"triggers_created":16}';
-SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":3,"format":4,"rows_copied":0,"members_found":0,"triggers_created":13}';
+SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":4,"rows_copied":6,"members_found":0,"triggers_created":16}';
+SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":3,"format":4,"rows_copied":1,"members_found":0,"triggers_created":13}';
 SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
 SELECT 'meta-format-4', (SELECT v FROM f3.L_meta WHERE k = 'format') = 4 AND (SELECT v FROM f3.S_meta WHERE k = 'format') = 4;
 SELECT 'rows-kept', (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT * FROM f3.L_rows)) = 0
        AND (SELECT count(*) FROM f3.L_rows) = 6;
 SELECT 'members-kept', (SELECT count(*) FROM (SELECT * FROM members_before EXCEPT SELECT * FROM f3.L_members)) = 0
        AND (SELECT count(*) FROM f3.L_members) = 3;
+-- the rows table rebuilt without the grammar CHECKs (NOT NULL and the
+-- domains kept), the partial index of open rows made again
+SELECT 'rows-no-grammar-check', (SELECT sql FROM f3.sqlite_schema WHERE name = 'L_rows') NOT GLOB '*GLOB*'
+       AND (SELECT sql FROM f3.sqlite_schema WHERE name = 'L_rows') GLOB '*status NOT NULL CHECK(status=''claimed''*';
+SELECT 'open-index', (SELECT count(*) FROM f3.sqlite_schema WHERE type = 'index' AND tbl_name = 'L_rows' AND name GLOB 'idem_*_open') = 1
+       AND (SELECT count(*) FROM f3.sqlite_schema WHERE type = 'index' AND tbl_name = 'S_rows' AND name GLOB 'idem_*_key') = 1;
+SELECT 'no-leftover-table', (SELECT count(*) FROM f3.sqlite_schema WHERE name GLOB '*_format4') = 0;
 -- the triggers of format 4: no rule of the states table is repeated in them
 SELECT 'rows-triggers', (SELECT group_concat(name, ',') FROM (SELECT name FROM f3.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'L_rows' ORDER BY name))
        = 'L_rows_delete,L_rows_forget,L_rows_insert,L_rows_update';
