@@ -433,6 +433,9 @@ void ledger_finalize_all(IdemLedger *p) {
     p->aStmt[i] = 0;
   }
   p->mBusy = 0;
+  sqlite3_finalize(p->pProbe);
+  p->pProbe = 0;
+  p->bQueryOnlyRead = 0;
 }
 /* ------------------------------------------------------------------ */
 /* Schema of the shadow tables (format 2)                              */
@@ -2062,13 +2065,43 @@ int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite
   return sqlite3_finalize(pS);
 }
 
+/*
+** Every run of PRAGMA query_only prepares it again (SQLite marks PRAGMA
+** statements run-once), about 8,500 instructions a call. Setting it
+** expires every prepared statement of the connection (SQLite adds
+** OP_Expire after a flag pragma that changes), so the value read is kept
+** while a probe, SELECT 1, steps without being prepared again (its
+** SQLITE_STMTSTATUS_REPREPARE count): a few hundred instructions.
+*/
 int storage_query_only(IdemLedger *p, int *pb) {
   sqlite3_stmt *pS = 0;
-  int rc = ledger_stmt(p, ST_QUERY_ONLY, &pS);
+  int rc, n;
   *pb = 0;
+  if (p->pProbe == 0) {
+    rc = sqlite3_prepare_v3(p->db, "SELECT 1", -1, SQLITE_PREPARE_PERSISTENT, &p->pProbe, 0);
+    if (rc) return rc;
+    p->bQueryOnlyRead = 0;
+  }
+  if (sqlite3_step(p->pProbe) != SQLITE_ROW) {
+    rc = sqlite3_reset(p->pProbe);
+    return rc ? rc : SQLITE_ERROR;
+  }
+  sqlite3_reset(p->pProbe);
+  n = sqlite3_stmt_status(p->pProbe, SQLITE_STMTSTATUS_REPREPARE, 0);
+  if (p->bQueryOnlyRead && n == p->nProbeReprepare) {
+    *pb = p->bQueryOnly;
+    return SQLITE_OK;
+  }
+  rc = ledger_stmt(p, ST_QUERY_ONLY, &pS);
   if (rc) return rc;
   if (sqlite3_step(pS) == SQLITE_ROW) *pb = sqlite3_column_int(pS, 0) != 0;
-  return sqlite3_reset(pS);
+  rc = sqlite3_reset(pS);
+  if (rc == SQLITE_OK) {
+    p->bQueryOnly = *pb;
+    p->nProbeReprepare = n;
+    p->bQueryOnlyRead = 1;
+  }
+  return rc;
 }
 
 int storage_guard_tenant_column(IdemLedger *p, const char *zBase, char **pzCol) {
