@@ -496,10 +496,12 @@ struct IdemLedger {
   sqlite3_int64 iRetCursor;
   char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
   IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
-  /* PRAGMA query_only as last read (storage_query_only), kept while the
-  ** probe statement has not been prepared again since */
+  /* PRAGMA query_only and temp's schema version as last read
+  ** (storage_query_only, ledger_temp_version), each kept while the probe
+  ** statement has not been prepared again since (storage_probe) */
   sqlite3_stmt *pProbe;
   int nProbeReprepare, bQueryOnly, bQueryOnlyRead;
+  int nTempProbe, bTempRead;
 };
 
 /* ------------------------------------------------------------------ */

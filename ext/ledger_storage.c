@@ -436,6 +436,7 @@ void ledger_finalize_all(IdemLedger *p) {
   sqlite3_finalize(p->pProbe);
   p->pProbe = 0;
   p->bQueryOnlyRead = 0;
+  p->bTempRead = 0;
 }
 /* ------------------------------------------------------------------ */
 /* Schema of the shadow tables (format 2)                              */
@@ -1351,15 +1352,51 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   return rc;
 }
 
+/*
+** The probe: SELECT 1, prepared once, stepped to learn whether the
+** connection's statements were expired since a value was read (*pn, its
+** SQLITE_STMTSTATUS_REPREPARE count; a few hundred instructions). SQLite
+** expires every statement of a connection when a flag pragma such as
+** query_only is set (OP_Expire) and when the TEMP schema changes
+** (OP_SetCookie on temp), so a value of either read under the same count
+** still holds. Reading them is a PRAGMA, which SQLite prepares again on
+** every run (PRAGMAs are run-once): about 8,500 instructions for
+** query_only, 1,800 for temp.schema_version.
+*/
+static int storage_probe(IdemLedger *p, int *pn) {
+  int rc;
+  if (p->pProbe == 0) {
+    rc = sqlite3_prepare_v3(p->db, "SELECT 1", -1, SQLITE_PREPARE_PERSISTENT, &p->pProbe, 0);
+    if (rc) return rc;
+    p->bQueryOnlyRead = 0;
+    p->bTempRead = 0;
+  }
+  if (sqlite3_step(p->pProbe) != SQLITE_ROW) {
+    rc = sqlite3_reset(p->pProbe);
+    return rc ? rc : SQLITE_ERROR;
+  }
+  sqlite3_reset(p->pProbe);
+  *pn = sqlite3_stmt_status(p->pProbe, SQLITE_STMTSTATUS_REPREPARE, 0);
+  return SQLITE_OK;
+}
+
 int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
   sqlite3_stmt *pT = 0;
   unsigned iCall = p->pCalls->nDepth > 0 ? p->pCalls->iCall : 0;
-  int rc;
+  int rc, n = 0;
   if (bReuse && iCall != 0 && p->iTempStamp == iCall) {
     *pV = p->iTempNow;
     return SQLITE_OK;
   }
   p->iTempStamp = 0;
+  /* unchanged while no statement was expired (storage_probe) */
+  rc = storage_probe(p, &n);
+  if (rc) return rc;
+  if (p->bTempRead && n == p->nTempProbe) {
+    *pV = p->iTempNow;
+    p->iTempStamp = iCall;
+    return SQLITE_OK;
+  }
   rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
   if (rc) return rc;
   if (sqlite3_step(pT) == SQLITE_ROW) *pV = sqlite3_column_int(pT, 0);
@@ -1367,6 +1404,8 @@ int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
   if (rc == SQLITE_OK) {
     p->iTempNow = *pV;
     p->iTempStamp = iCall; /* 0 outside a call: never reused */
+    p->nTempProbe = n;
+    p->bTempRead = 1;
   }
   return rc;
 }
@@ -2065,29 +2104,12 @@ int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite
   return sqlite3_finalize(pS);
 }
 
-/*
-** Every run of PRAGMA query_only prepares it again (SQLite marks PRAGMA
-** statements run-once), about 8,500 instructions a call. Setting it
-** expires every prepared statement of the connection (SQLite adds
-** OP_Expire after a flag pragma that changes), so the value read is kept
-** while a probe, SELECT 1, steps without being prepared again (its
-** SQLITE_STMTSTATUS_REPREPARE count): a few hundred instructions.
-*/
 int storage_query_only(IdemLedger *p, int *pb) {
   sqlite3_stmt *pS = 0;
-  int rc, n;
+  int rc, n = 0;
   *pb = 0;
-  if (p->pProbe == 0) {
-    rc = sqlite3_prepare_v3(p->db, "SELECT 1", -1, SQLITE_PREPARE_PERSISTENT, &p->pProbe, 0);
-    if (rc) return rc;
-    p->bQueryOnlyRead = 0;
-  }
-  if (sqlite3_step(p->pProbe) != SQLITE_ROW) {
-    rc = sqlite3_reset(p->pProbe);
-    return rc ? rc : SQLITE_ERROR;
-  }
-  sqlite3_reset(p->pProbe);
-  n = sqlite3_stmt_status(p->pProbe, SQLITE_STMTSTATUS_REPREPARE, 0);
+  rc = storage_probe(p, &n);
+  if (rc) return rc;
   if (p->bQueryOnlyRead && n == p->nProbeReprepare) {
     *pb = p->bQueryOnly;
     return SQLITE_OK;

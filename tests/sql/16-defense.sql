@@ -138,6 +138,13 @@ SELECT 'temp-trigger-insert', errmsg('INSERT INTO L(tenant, conversation, tool, 
 SELECT 'temp-trigger-nothing', (SELECT count(*) FROM L_rows WHERE "key" = 'f3') = 0 AND (SELECT status FROM L_rows WHERE "key" = 'f1') = 'claimed';
 DROP TRIGGER tt;
 SELECT 'temp-dropped-restored', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f3'), '$.decision') = 'admitted';
+-- a TEMP trigger made by a nested statement, right after a call that read
+-- temp's schema version: seen at the next call all the same
+SELECT 'temp-nested-made', errmsg('CREATE TEMP TRIGGER tn AFTER UPDATE ON main.L_rows BEGIN SELECT 1; END') IS NULL;
+SELECT 'temp-nested-claim', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f3'')')
+       = 'idem_claim: ledger L has a foreign trigger "tn" on its shadow tables; every ledger operation is refused until it is dropped';
+DROP TRIGGER tn;
+SELECT 'temp-nested-dropped', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f3'), '$.decision') = 'in_progress';
 -- a trigger on the meta and the guards table
 CREATE TRIGGER tm AFTER UPDATE ON L_meta BEGIN SELECT 1; END;
 SELECT 'meta-trigger', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f4'')')
