@@ -52,7 +52,9 @@
 ** line "-- sqltest: encodings UTF-8 UTF-16le UTF-16be" runs the file once
 ** per encoding ("PASS <file>[UTF-16le]:<id>"). A comment line
 ** "-- sqltest: forge-own-write" before a statement registers, first, a
-** function idem_own_write() answering 1 over the extension's (forge_true).
+** function idem_own_write() answering 1 over the extension's (forge_true);
+** "-- sqltest: wal-hook SQL" a WAL hook that runs SQL after each commit
+** (sqltest_wal_hook() says how its last run went).
 ** "-- expect-error: MESSAGE" before a
 ** statement makes that statement a check that must fail with exactly
 ** MESSAGE ("PASS <file>:expect-error line N"). The exit status is 1 when
@@ -158,6 +160,36 @@ static void forge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   sqlite3_free(zErr);
   sqlite3_close(pOther);
+}
+
+/* "-- sqltest: wal-hook SQL" (to the end of its line): a WAL hook that runs
+** SQL on the connection after each commit, as an application's hook could;
+** sqltest_wal_hook() returns what its last run said (NULL: it succeeded;
+** 'not run': no commit since). */
+static char zWalSql[512], zWalResult[512] = "not run";
+static int bInWalHook = 0;
+static int wal_hook(void *pArg, sqlite3 *db, const char *zDb, int nPage) {
+  char *zErr = 0;
+  (void)pArg;
+  (void)zDb;
+  (void)nPage;
+  if (bInWalHook || zWalSql[0] == 0) return SQLITE_OK;
+  bInWalHook = 1;
+  if (sqlite3_exec(db, zWalSql, 0, 0, &zErr) != SQLITE_OK) {
+    snprintf(zWalResult, sizeof(zWalResult), "%s", zErr ? zErr : sqlite3_errmsg(db));
+  } else {
+    zWalResult[0] = 0;
+  }
+  sqlite3_free(zErr);
+  bInWalHook = 0;
+  return SQLITE_OK;
+}
+static void wal_hook_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  if (zWalResult[0] == 0) sqlite3_result_null(ctx);
+  else sqlite3_result_text(ctx, zWalResult, -1, SQLITE_TRANSIENT);
+  snprintf(zWalResult, sizeof(zWalResult), "not run");
 }
 
 /* sqltest_load_again(): loads the extension under test into this
@@ -379,6 +411,9 @@ static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) 
     rc = sqlite3_create_function(db, "sqltest_forge", 1, SQLITE_UTF8, 0, forge_func, 0, 0);
   }
   if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "sqltest_wal_hook", 0, SQLITE_UTF8, 0, wal_hook_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
     rc =
         sqlite3_create_function(db, "sqltest_load_again", 0, SQLITE_UTF8, 0, load_again_func, 0, 0);
   }
@@ -532,6 +567,7 @@ static void run_text(const char *zName, char *zSql, const char *zExt) {
   int useFile, nFailBefore = nFail;
 
   errno = 0;
+  zWalSql[0] = 0; /* a WAL hook is one file's (-- sqltest: wal-hook) */
   useFile = strncmp(zSql, "-- sqltest: file", 16) == 0;
   {
     /* "-- sqltest: requires sqlite >= 3.44.0" (or "<"): a file for some
@@ -580,9 +616,16 @@ static void run_text(const char *zName, char *zSql, const char *zExt) {
       ** on this connection first (no statement runs then), as a program
       ** could */
       const char *zF = strstr(zGap, "-- sqltest: forge-own-write");
+      const char *zW = strstr(zGap, "-- sqltest: wal-hook ");
       if (zF && zF < z) {
         sqlite3_create_function(db, "idem_own_write", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0,
                                 forge_true, 0, 0);
+      }
+      if (zW && zW < z) {
+        const char *zE = strchr(zW, '\n');
+        int n = (int)((zE && zE < z ? zE : z) - (zW + 21));
+        snprintf(zWalSql, sizeof(zWalSql), "%.*s", n, zW + 21);
+        sqlite3_wal_hook(db, wal_hook, 0);
       }
     }
     rc = sqlite3_prepare_v2(db, z, -1, &pStmt, &zTail);
