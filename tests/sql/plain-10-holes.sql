@@ -79,3 +79,9 @@ SELECT 'vacuum-into', (SELECT count(*) FROM (SELECT * FROM copy.L_rows EXCEPT SE
        AND (SELECT count(*) FROM copy.L_rows) = 6
        AND (SELECT count(*) FROM copy.sqlite_schema WHERE type = 'trigger') = (SELECT count(*) FROM f.sqlite_schema WHERE type = 'trigger');
 SELECT 'copy-refuses-too', errmsg('DELETE FROM copy.L_rows') = (SELECT del FROM m);
+-- with trusted_schema off as well: the same refusal, and reads still work
+PRAGMA trusted_schema = OFF;
+SELECT 'untrusted-refused', errmsg('UPDATE f.L_rows SET status = ''released'' WHERE status = ''claimed''') = (SELECT upd FROM m);
+SELECT 'untrusted-insert-refused', errmsg('INSERT INTO f.L_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) VALUES (''t'', ''u'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, 1, 0, 0, 0)') = (SELECT ins FROM m);
+SELECT 'untrusted-reads', (SELECT count(*) FROM f.L_rows) = 6;
+PRAGMA trusted_schema = ON;
