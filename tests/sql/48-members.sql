@@ -104,3 +104,12 @@ SELECT 'nocase-tenant-case-frozen', errmsg('UPDATE nc SET tenant = ''T1'' WHERE 
 SELECT 'nocase-members-upper', json_extract(idem_settle('L', (SELECT token FROM L WHERE tenant = 'T1' AND "key" = 'OP-1'), 'succeeded', NULL), '$.members')
        = '[{"table":"nc","rowid":2}]';
 SELECT 'integrity', (SELECT integrity_check FROM pragma_integrity_check) = 'ok';
+-- idem_guard_member called directly (not from a guard's trigger) records a
+-- member of an open local claim, which then is neither released nor taken
+-- over; the settle's snapshot lists only rows that exist (docs/design.md)
+SELECT 'direct-claim', json_extract(idem_claim('L', 't', 'c', 'order', '{"n":9}', 'local', 'direct'), '$.decision') = 'admitted';
+SELECT 'direct-member', idem_guard_member('L', (SELECT v FROM L_meta WHERE k = 'id'), (SELECT id FROM L_guards WHERE tbl = 'orders'), 't', 'direct', 424242) IS NULL;
+SELECT 'direct-member-recorded', (SELECT group_concat(rid) FROM L_members WHERE claim = (SELECT id FROM L_rows WHERE "key" = 'direct')) = '424242';
+SELECT 'direct-release-refused', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE "key" = ''direct''), ''released'', NULL)')
+       = 'idem_settle: cannot release local key "direct": its attempt wrote 1 guarded row; settle succeeded or failed';
+SELECT 'direct-snapshot-empty', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'direct'), 'succeeded', NULL), '$.members') = '[]';
