@@ -4,10 +4,11 @@
 **   idem_guard(ledger, table, key_column, tenant_column [, token_column])
 **   idem_unguard(ledger, table)
 **   idem_guard_check(ledger, ledger_id, table, tenant, key [, token])   -- the triggers' check
+**   idem_guard_member(ledger, ledger_id, guard_id, tenant, key, rowid)  -- the member's record
 **
 ** A guard is three triggers on a rowid table in the ledger's schema, whose
 ** text ledger_storage.c writes (ledger_guard_trigger_sql: the member
-** trigger writes the ledger's <name>_members): "<table>_idem_<ledger>_insert"
+** trigger calls idem_guard_member): "<table>_idem_<ledger>_insert"
 ** checks that the new row's (tenant, key) holds a live claimed claim (and
 ** its token), "..._member" records the row as a member of that claim, and
 ** "..._update" refuses a change of the rowid, key, tenant or token. The
@@ -403,9 +404,49 @@ static void idem_guard_check_func(sqlite3_context *ctx, int argc, sqlite3_value 
   idem_result_error(ctx, rc, zErr);
 }
 
+/*
+** idem_guard_member(ledger, ledger_id, guard_id, tenant, key, rowid): a
+** guard's member trigger, after its insert trigger accepted the row (the
+** rules of a guarded row are idem_guard_check's alone): records the row as
+** a member of the claimed local claim of (tenant, key), through the
+** ledger's own write (<name>_members takes no other). Answers NULL.
+*/
+static void idem_guard_member_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const char *zFunc = "idem_guard";
+  const char *zName = (const char *)sqlite3_value_text(argv[0]);
+  const char *zId = (const char *)sqlite3_value_text(argv[1]);
+  IdemLedger *p;
+  int rc = SQLITE_OK;
+  (void)argc;
+  if (zName == 0 || zId == 0 || sqlite3_value_type(argv[2]) != SQLITE_INTEGER ||
+      sqlite3_value_type(argv[5]) != SQLITE_INTEGER) {
+    idem_result_error(ctx, SQLITE_MISUSE,
+                      sqlite3_mprintf("%s: idem_guard_member needs the ledger's name and "
+                                      "identity, the guard's id and the row's rowid",
+                                      zFunc));
+    return;
+  }
+  p = idem_ledger_find_by_id(ctx, zName, zId, &rc);
+  if (rc == SQLITE_OK && p == 0) {
+    idem_result_error(ctx, SQLITE_CONSTRAINT,
+                      sqlite3_mprintf("%s: its guard names ledger %s (%s), which is not attached",
+                                      zFunc, zName, zId));
+    return;
+  }
+  if (rc == SQLITE_OK) {
+    rc = storage_member_add(p, sqlite3_value_int64(argv[2]), argv[3], argv[4],
+                            sqlite3_value_int64(argv[5]));
+  }
+  if (rc) {
+    idem_result_error(
+        ctx, rc, rc == SQLITE_NOMEM ? 0 : idem_db_error(sqlite3_context_db_handle(ctx), zFunc, rc));
+  }
+}
+
 IDEM_GUARDED(idem_guard_func)
 IDEM_GUARDED(idem_unguard_func)
 IDEM_GUARDED(idem_guard_check_func)
+IDEM_GUARDED(idem_guard_member_func)
 
 static const struct {
   const char *zName;
@@ -423,6 +464,9 @@ static const struct {
      idem_guard_check_func_guarded},
     {"idem_guard_check", 6, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
      idem_guard_check_func_guarded},
+    /* it writes the ledger's members, from the guard's trigger (also
+      ** under trusted_schema=OFF); never folded: not deterministic */
+    {"idem_guard_member", 6, SQLITE_UTF8 | SQLITE_INNOCUOUS, idem_guard_member_func_guarded},
 };
 
 void idem_unregister_guard(sqlite3 *db) {

@@ -359,6 +359,11 @@ int storage_table_exists(const IdemLedger *p, int iTable);
 int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid);
 /* Is PRAGMA query_only on for p's connection (*pb)? */
 int storage_query_only(IdemLedger *p, int *pb);
+/* A guard's member trigger: record the row rid of guard gid as a member
+** of the claimed local claim of (pTenant, pKey) (pTenant NULL: by key
+** alone), if there is one. */
+int storage_member_add(IdemLedger *p, sqlite3_int64 gid, sqlite3_value *pTenant,
+                       sqlite3_value *pKey, sqlite3_int64 rid);
 /* idem_guard_check: *pzCol the tenant column of the guard installed
 ** under the name zBase (sqlite3_malloc), or NULL when it names none. */
 int storage_guard_tenant_column(IdemLedger *p, const char *zBase, char **pzCol);
@@ -452,6 +457,13 @@ typedef struct LedgerCalls LedgerCalls;
 struct LedgerCalls {
   int nDepth;
   unsigned iCall;
+  /* One writer (ledger_storage.c, own_begin): the own statements being
+  ** stepped, the calls of idem_own_write(), and whether a write changed
+  ** rows without asking it (a function of that name registered over the
+  ** extension's: every later operation is refused) */
+  int nOwnWrite;
+  unsigned nAsked;
+  int bForged;
 };
 
 struct IdemLedger {
@@ -484,13 +496,19 @@ struct IdemLedger {
   sqlite3_int64 iRetCursor;
   char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
   IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
+  /* PRAGMA query_only and temp's schema version as last read
+  ** (storage_query_only, ledger_temp_version), each kept while the probe
+  ** statement has not been prepared again since (storage_probe) */
+  sqlite3_stmt *pProbe;
+  int nProbeReprepare, bQueryOnly, bQueryOnlyRead;
+  int nTempProbe, bTempRead;
 };
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_storage.c: the shadow-table format     */
 /* ------------------------------------------------------------------ */
 
-#define LEDGER_FORMAT 3
+#define LEDGER_FORMAT 4
 
 /* One option: its name, the range CREATE accepts (and connect checks),
 ** its default, and whether a file may lack it (an option added later:
@@ -913,6 +931,8 @@ int ledger_conn_lookup(IdemConn *pConn, sqlite3 *db, const char *zName, int nNam
 */
 int ledger_conn_writable(IdemLedger *p, const char *zFunc, char **pzErr);
 /* idem_ledger_find_by_id over registry pConn of db. */
+/* The calls of registry pConn (idem_own_write reads its flag there). */
+LedgerCalls *ledger_conn_calls(IdemConn *pConn);
 IdemLedger *ledger_conn_find_by_id(IdemConn *pConn, sqlite3 *db, const char *zName, const char *zId,
                                    int *pRc);
 

@@ -585,7 +585,7 @@ static int xRename(sqlite3_vtab *pVtab, const char *zNew) {
 
 /*
 ** The shadow tables SQLite is told of. Every shadow table carries
-** plain-SQL triggers (docs/design.md, "Format 3"), which are the
+** one-writer triggers (docs/design.md, "Shadow-table format"), which are the
 ** protection on every version and for a writer without the extension.
 ** SQLite 3.44 and later refuse, in defensive mode, any trigger on a shadow
 ** table, even one read from the schema: the file could not be opened by a
@@ -1040,8 +1040,26 @@ static const struct {
     {"idem_health", 1, idem_health_func_guarded},
 };
 
+/*
+** idem_own_write(): true only while the storage layer steps one of its own
+** statements on this connection (ledger_storage.c, "One writer"): every
+** trigger of the shadow tables fires WHEN NOT idem_own_write(), so only the
+** extension writes them. Innocuous (the triggers run under
+** trusted_schema=OFF), not deterministic (SQLite must ask it every time);
+** every call is counted, so that a function registered over it is found
+** out by the next write that changes rows without asking it.
+*/
+static void idem_own_write_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  LedgerCalls *c = (LedgerCalls *)sqlite3_user_data(ctx);
+  (void)argc;
+  (void)argv;
+  c->nAsked++;
+  sqlite3_result_int(ctx, c->nOwnWrite > 0);
+}
+
 void idem_unregister_ledger(sqlite3 *db) {
   size_t i;
+  sqlite3_create_function(db, "idem_own_write", 0, SQLITE_UTF8, 0, 0, 0, 0);
   for (i = 0; i < sizeof(aFn) / sizeof(aFn[0]); i++) {
     sqlite3_create_function(db, aFn[i].zName, aFn[i].nArg, SQLITE_UTF8, 0, 0, 0, 0);
   }
@@ -1074,6 +1092,15 @@ int idem_register_ledger(sqlite3 *db, void **ppConn, char **pzErr) {
       }
       return rc;
     }
+  }
+  rc = sqlite3_create_function(db, "idem_own_write", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS,
+                               ledger_conn_calls(pConn), idem_own_write_func, 0, 0);
+  if (rc != SQLITE_OK) {
+    if (pzErr) {
+      *pzErr = sqlite3_mprintf("idempotency: cannot register function idem_own_write/0: %s",
+                               sqlite3_errstr(rc));
+    }
+    return rc;
   }
   *ppConn = pConn;
   return SQLITE_OK;

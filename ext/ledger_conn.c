@@ -44,6 +44,8 @@ struct IdemConn {
   IdemLedger *pDead;   /* disconnected while one ran: finalized after */
 };
 
+LedgerCalls *ledger_conn_calls(IdemConn *pConn) { return &pConn->calls; }
+
 void ledger_conn_unref(IdemLedger *p) {
   if (--p->nRef == 0) {
     ledger_finalize_all(p); /* statements prepared after a deferred disconnect */

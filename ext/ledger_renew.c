@@ -67,7 +67,7 @@ int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite
   sqlite3_int64 iId = 0, iRnd = 0;
   char *zWhy = 0;
   sqlite3_int64 now = ledger_now(p);
-  int rc, bFound = 0, bRenewed = 0, eEff = 0;
+  int rc, bFound = 0, bRenewed = 0, eEff = 0, bSave = 0;
   LedgerRow r;
 
   memset(&r, 0, sizeof(r));
@@ -79,8 +79,22 @@ int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite
   }
   rc = ledger_check_triggers(p, zFunc, pzErr);
   if (rc) goto done;
+  if (sqlite3_get_autocommit(p->db)) {
+    /* the renewal would commit itself: under the savepoint the other
+    ** writes use, its commit comes at the release, once the extension's
+    ** own write is over (nothing an application hooks into a commit runs
+    ** while idem_own_write() is true) */
+    rc = storage_savepoint_prepare(p);
+    if (rc == SQLITE_OK) rc = storage_savepoint_begin(p);
+    if (rc) goto done;
+    bSave = 1;
+  }
   /* renewed: a lease is never shortened (max), so 0 seconds only checks */
   rc = storage_row_renew(p, iId, iRnd, now + nSec * 1000, now, pLease, &bRenewed);
+  if (rc == SQLITE_OK && bRenewed && bSave) {
+    rc = storage_savepoint_release(p);
+    if (rc == SQLITE_OK) bSave = 0;
+  }
   if (rc || bRenewed) goto done;
 
   /* nothing renewed: say why */
@@ -110,6 +124,11 @@ int ledger_renew(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite
   rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
 
 done:
+  if (bSave) {
+    /* the failing statement's message, before the rollback replaces it */
+    if (rc && *pzErr == 0 && rc != SQLITE_NOMEM) *pzErr = idem_db_error(p->db, zFunc, rc);
+    storage_savepoint_abandon(p, 1);
+  }
   sqlite3_free(zWhy);
   ledger_row_free(&r);
   return rc;

@@ -53,6 +53,7 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
   rc = storage_members_scan(p, id, attempt, &pM, &pG);
   if (rc) return rc;
   p->iTempStamp = 0; /* sqlite_schema is read: temp's version is read again */
+  p->bTempRead = 0;
   idem_json_begin_array(&j);
   while (rc == SQLITE_OK && sqlite3_step(pM) == SQLITE_ROW) {
     sqlite3_int64 g = sqlite3_column_int64(pM, 0);
@@ -755,23 +756,35 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
     if (rc || d->zJson) goto done;
     bFresh = d->bFresh;
     if (bFresh && bOneInsert) {
-      /* no row holds the key: the INSERT alone is atomic (and in
-      ** autocommit commits on its own), so it needs no savepoint. Refused
-      ** (a claimer came first), the savepoint pass below decides. */
+      /* no row holds the key: the INSERT alone decides. It runs under the
+      ** savepoint the other writes use, so that its commit comes at the
+      ** release, once the extension's own write is over (nothing an
+      ** application hooks into a commit runs while idem_own_write() is
+      ** true). Refused (a claimer came first), the savepoint pass below
+      ** decides, in the same savepoint. */
       sqlite3_int64 now = ledger_now(p);
+      rc = storage_savepoint_prepare(p);
+      if (rc == SQLITE_OK) rc = storage_savepoint_begin(p);
+      if (rc) goto done;
+      bSave = 1;
       rc = claim_insert(p, q, now, now + p->aOpt[IDEM_OPT_LEASE] * 1000, bAuto, d, &q->zTaken);
-      if (rc || q->zTaken == 0) goto done;
+      if (rc) goto done;
+      if (q->zTaken == 0) {
+        rc = storage_savepoint_release(p);
+        if (rc == SQLITE_OK) bSave = 0;
+        goto done;
+      }
     }
   }
-  {
+  if (!bSave) {
     /* prepared before anything is written, so that undoing cannot fail
     ** for want of memory to prepare it */
     rc = storage_savepoint_prepare(p);
     if (rc) goto done;
+    rc = storage_savepoint_begin(p);
+    if (rc) goto done;
+    bSave = 1;
   }
-  rc = storage_savepoint_begin(p);
-  if (rc) goto done;
-  bSave = 1;
   /* in a transaction the insert was refused just now: do not repeat it */
   rc = ledger_claim_decide(p, zFunc, q, bAuto || !bOneInsert ? 1 : 2, bAuto, d, pzErr);
   if (rc == SQLITE_OK && d->eDec == DEC_ADMITTED) rc = ledger_retention_step(p, zFunc, pzErr);

@@ -1,16 +1,18 @@
 /*
 ** ledger_storage.c: the ledger's tables and the statements that read and
-** write them. The format (format 3: <name>_rows, _meta, _guards and
+** write them. The format (format 4: <name>_rows, _meta, _guards and
 ** _members, their indexes and triggers) is written down once, in
-** docs/design.md, "Format 3"; the triggers' rules are listed again above
+** docs/design.md, "Shadow-table format"; the triggers are listed again above
 ** aOwn, beside the SQL that is them.
 **
 ** Also here: the options table (names, ranges, defaults), the prepared
-** statements of a ledger, the guards' trigger text (the member trigger
-** writes <name>_members), the check that the shadow and guarded
-** tables carry exactly the ledger's own triggers, loading a row into a
-** LedgerRow, and idem_upgrade (formats 1 and 2 to 3, and restoring the own
-** and guard triggers).
+** statements of a ledger and the one-writer bracket around those that
+** write (own_begin), the guards' trigger text (the member trigger calls
+** idem_guard_member, which writes <name>_members through
+** storage_member_add), the check that the shadow and guarded tables carry
+** exactly the ledger's own triggers, loading a row into a LedgerRow, and
+** idem_upgrade (formats 1, 2 and 3 to 4, and restoring the own and guard
+** triggers).
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
@@ -170,7 +172,7 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
         zName, zName, LEDGER_FORMAT);
     return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
   }
-  if (iFormat != LEDGER_FORMAT && iFormat != 1 && iFormat != 2) {
+  if (iFormat != LEDGER_FORMAT && (iFormat < 1 || iFormat > 3)) {
     *pzErr = sqlite3_mprintf("idempotency: ledger %s has format %lld; this build reads format %d",
                              zName, iFormat, LEDGER_FORMAT);
     return SQLITE_CORRUPT_VTAB;
@@ -287,6 +289,8 @@ enum {
   ST_GUARD_NAMES,
   ST_GUARD_TENANT,
   ST_QUERY_ONLY,
+  ST_MEMBER_ADD,
+  ST_MEMBER_ADD_KEY,
   N_STMT
 };
 /* The columns every row query selects, in RC_* order. */
@@ -379,6 +383,15 @@ static const char *const azStmtSql[N_STMT] = {
     "SELECT tenant_column FROM \"%w\".\"%w_guards\" WHERE tbl=?1",
     /* ST_QUERY_ONLY (%.0s consumes the names) */
     "PRAGMA query_only%.0s%.0s",
+    /* ST_MEMBER_ADD, ST_MEMBER_ADD_KEY (a guard without a tenant column):
+    ** row ?4 of guard ?3 is a member of the claimed local claim of
+    ** (?1, ?2), compared with BINARY as the ledger compares */
+    "INSERT INTO \"%w\".\"%w_members\"(claim,attempt,guard,rid) SELECT id,attempt,?3,?4"
+    " FROM \"%w\".\"%w_rows\" WHERE tenant=?1 AND \"key\"=?2 AND status='claimed'"
+    " AND effect='local' ON CONFLICT DO NOTHING",
+    "INSERT INTO \"%w\".\"%w_members\"(claim,attempt,guard,rid) SELECT id,attempt,?3,?4"
+    " FROM \"%w\".\"%w_rows\" WHERE ?1 IS NULL AND \"key\"=?2 AND status='claimed'"
+    " AND effect='local' ON CONFLICT DO NOTHING",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -420,6 +433,10 @@ void ledger_finalize_all(IdemLedger *p) {
     p->aStmt[i] = 0;
   }
   p->mBusy = 0;
+  sqlite3_finalize(p->pProbe);
+  p->pProbe = 0;
+  p->bQueryOnlyRead = 0;
+  p->bTempRead = 0;
 }
 /* ------------------------------------------------------------------ */
 /* Schema of the shadow tables (format 2)                              */
@@ -467,7 +484,8 @@ void ledger_finalize_all(IdemLedger *p) {
 #define NEW_GRAMMAR(c) GRAMMAR("NEW." c)
 
 /*
-** The own triggers of format 3, as SQLite stores them (no schema name).
+** The own triggers of format 3, as SQLite stores them (no schema name), for
+** idem_upgrade from format 3: what such a file holds.
 ** In the text, $ stands for the ledger's name quoted as an identifier
 ** (inside "..."), @ for it quoted as a literal (inside '...'), and # for
 ** the rows table's uniqueness rule ((tenant, key), or key on a
@@ -526,9 +544,24 @@ struct OwnTrigger {
   const char *zSuffix; /* its name is <ledger>_<zTable>_<zSuffix> */
   const char *zSql;    /* the stored text, with $ @ # as above */
 };
+/* The triggers formats 3 and 4 share: a deleted local row's members go
+** with it, and the options are fixed. */
+#define META_REFUSE(kind, when)                           \
+  {                                                       \
+    "meta", kind,                                         \
+        "CREATE TRIGGER \"$_meta_" kind "\" BEFORE " when \
+        " ON \"$_meta\" BEGIN SELECT "                    \
+        "RAISE(ABORT,'" MSG_META "'); END"                \
+  }
+#define FORGET_AND_META                                                                     \
+  {"rows", "forget",                                                                        \
+   "CREATE TRIGGER \"$_rows_forget\" AFTER DELETE ON \"$_rows\" WHEN OLD.effect IS 'local'" \
+   " BEGIN DELETE FROM \"$_members\" WHERE claim=OLD.id; END"},                             \
+      META_REFUSE("insert", "INSERT"), META_REFUSE("update", "UPDATE"),                     \
+      META_REFUSE("delete", "DELETE"),
 #define NO_MEMBERS \
   " NOT EXISTS(SELECT 1 FROM \"$_members\" WHERE claim=OLD.id AND attempt=OLD.attempt)"
-static const OwnTrigger aOwn[] = {
+static const OwnTrigger aOwnV3[] = {
     {"rows", "insert",
      "CREATE TRIGGER \"$_rows_insert\" BEFORE INSERT ON \"$_rows\" WHEN NOT coalesce("
      "NEW.status IS 'claimed' AND NEW.attempt IS 1 AND NEW.result IS NULL AND NEW.error IS NULL"
@@ -587,26 +620,15 @@ static const OwnTrigger aOwn[] = {
      "CREATE TRIGGER \"$_rows_delete\" BEFORE DELETE ON \"$_rows\""
      " WHEN OLD.status IS 'claimed' OR OLD.status IS 'unknown'"
      " BEGIN SELECT RAISE(ABORT,'" MSG_DELETE "'); END"},
-    {"rows", "forget",
-     "CREATE TRIGGER \"$_rows_forget\" AFTER DELETE ON \"$_rows\" WHEN OLD.effect IS 'local'"
-     " BEGIN DELETE FROM \"$_members\" WHERE claim=OLD.id; END"},
-    {"meta", "insert",
-     "CREATE TRIGGER \"$_meta_insert\" BEFORE INSERT ON \"$_meta\""
-     " BEGIN SELECT RAISE(ABORT,'" MSG_META "'); END"},
-    {"meta", "update",
-     "CREATE TRIGGER \"$_meta_update\" BEFORE UPDATE ON \"$_meta\""
-     " BEGIN SELECT RAISE(ABORT,'" MSG_META "'); END"},
-    {"meta", "delete",
-     "CREATE TRIGGER \"$_meta_delete\" BEFORE DELETE ON \"$_meta\""
-     " BEGIN SELECT RAISE(ABORT,'" MSG_META "'); END"},
-    {"guards", "insert",
-     "CREATE TRIGGER \"$_guards_insert\" BEFORE INSERT ON \"$_guards\" WHEN NOT coalesce(("
-     "SELECT count(*) FROM sqlite_schema WHERE type='trigger' AND "
-     "(name=NEW.tbl||'" GUARD_TRIGGER_INFIX "@_insert'"
-     " OR name=NEW.tbl||'" GUARD_TRIGGER_INFIX "@_member' OR name=NEW.tbl||'" GUARD_TRIGGER_INFIX
-     "@_update'))=3,0)"
-     " OR EXISTS(SELECT 1 FROM \"$_guards\" WHERE id=NEW.id OR tbl=NEW.tbl)"
-     " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
+    FORGET_AND_META{
+        "guards", "insert",
+        "CREATE TRIGGER \"$_guards_insert\" BEFORE INSERT ON \"$_guards\" WHEN NOT coalesce(("
+        "SELECT count(*) FROM sqlite_schema WHERE type='trigger' AND "
+        "(name=NEW.tbl||'" GUARD_TRIGGER_INFIX "@_insert'"
+        " OR name=NEW.tbl||'" GUARD_TRIGGER_INFIX "@_member' OR name=NEW.tbl||'" GUARD_TRIGGER_INFIX
+        "@_update'))=3,0)"
+        " OR EXISTS(SELECT 1 FROM \"$_guards\" WHERE id=NEW.id OR tbl=NEW.tbl)"
+        " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
     {"guards", "update",
      "CREATE TRIGGER \"$_guards_update\" BEFORE UPDATE ON \"$_guards\""
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
@@ -633,6 +655,47 @@ static const OwnTrigger aOwn[] = {
      "EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=OLD.claim AND (status IS 'claimed'"
      " OR status IS 'unknown')),1)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
+};
+
+/*
+** The own triggers of format 4 ("One writer", docs/design.md): every
+** insert, update and delete of a shadow table that is not one of the
+** extension's own statements is refused. OWN_WRITE is true only while the
+** storage layer steps its own statement on this connection (own_begin);
+** without the extension the trigger fails ("no such function"), so plain
+** SQL writes nothing in either case. The state machine is not repeated
+** here: it is ledger_state.c's. The options in <name>_meta are refused to
+** every writer (fixed at creation; idem_upgrade drops and recreates the
+** triggers). The forget trigger is the one cascade: a deleted local row's
+** members go with it (purge, retention), inside the extension's delete.
+*/
+#define OWN_WRITE "idem_own_write()"
+#define MSG_ONE_WRITER(what, api)                                             \
+  "idempotency: " what " of ledger @ are written only by the extension (" api \
+  "); plain "                                                                 \
+  "SQL may read them"
+#define MSG_ROWS                                                       \
+  MSG_ONE_WRITER("the rows",                                           \
+                 "idem_claim, idem_settle, idem_resolve, idem_purge, " \
+                 "or INSERT INTO and DELETE FROM the ledger table")
+#define MSG_GUARDS4 MSG_ONE_WRITER("the guards", "idem_guard and idem_unguard")
+#define MSG_MEMBERS4 MSG_ONE_WRITER("the members", "the triggers idem_guard installs")
+#define REFUSE(tbl, kind, when, msg)                                         \
+  {                                                                          \
+    tbl, kind,                                                               \
+        "CREATE TRIGGER \"$_" tbl "_" kind "\" BEFORE " when " ON \"$_" tbl  \
+        "\" WHEN NOT " OWN_WRITE " BEGIN SELECT RAISE(ABORT,'" msg "'); END" \
+  }
+static const OwnTrigger aOwn[] = {
+    REFUSE("rows", "insert", "INSERT", MSG_ROWS),
+    REFUSE("rows", "update", "UPDATE", MSG_ROWS),
+    REFUSE("rows", "delete", "DELETE", MSG_ROWS),
+    FORGET_AND_META REFUSE("guards", "insert", "INSERT", MSG_GUARDS4),
+    REFUSE("guards", "update", "UPDATE", MSG_GUARDS4),
+    REFUSE("guards", "delete", "DELETE", MSG_GUARDS4),
+    REFUSE("members", "insert", "INSERT", MSG_MEMBERS4),
+    REFUSE("members", "update", "UPDATE", MSG_MEMBERS4),
+    REFUSE("members", "delete", "DELETE", MSG_MEMBERS4),
 };
 #define N_OWN ((int)(sizeof(aOwn) / sizeof(aOwn[0])))
 
@@ -705,6 +768,9 @@ static const OwnTrigger aOwnV1[] = {
      "deleted'); END"},
 };
 
+#define N_OWN_V3 ((int)(sizeof(aOwnV3) / sizeof(aOwnV3[0])))
+typedef char assert_own_lists[N_OWN <= N_OWN_V3 && N_OWN_V3 <= 32 ? 1 : -1];
+
 /* The own triggers of format iFormat, and their count. */
 static const OwnTrigger *own_triggers(int iFormat, int *pn) {
   if (iFormat == 1) {
@@ -714,6 +780,10 @@ static const OwnTrigger *own_triggers(int iFormat, int *pn) {
   if (iFormat == 2) {
     *pn = (int)(sizeof(aOwnV2) / sizeof(aOwnV2[0]));
     return aOwnV2;
+  }
+  if (iFormat == 3) {
+    *pn = N_OWN_V3;
+    return aOwnV3;
   }
   *pn = N_OWN;
   return aOwn;
@@ -752,7 +822,7 @@ static int exec_free(sqlite3 *db, char *zSql, char **pzErr) {
   return rc;
 }
 
-/* Create own trigger i (format 3) of ledger zName in schema zDb: its stored
+/* Create own trigger i (format 4) of ledger zName in schema zDb: its stored
 ** text with the schema put after "CREATE TRIGGER ". */
 static int create_trigger(sqlite3 *db, const char *zDb, const char *zName, int bSingle, int i,
                           char **pzErr) {
@@ -764,7 +834,7 @@ static int create_trigger(sqlite3 *db, const char *zDb, const char *zName, int b
   return rc;
 }
 
-/* Create every own trigger of format 3 whose bit is clear in mSkip. */
+/* Create every own trigger of format 4 whose bit is clear in mSkip. */
 static int create_triggers(sqlite3 *db, const char *zDb, const char *zName, int bSingle,
                            unsigned mSkip, char **pzErr) {
   int rc = SQLITE_OK, i;
@@ -788,35 +858,40 @@ static int drop_triggers(sqlite3 *db, const char *zDb, const char *zName, int iF
   return rc;
 }
 
-/* CREATE TABLE of a format-3 rows table named zTable in schema zDb. */
+/*
+** CREATE TABLE of a format-4 rows table named zTable in schema zDb. Only
+** the extension writes it, so its CHECKs keep only what makes the file
+** self-describing to a reader (NOT NULL, the effect and status domains);
+** the key grammar, the types and the id's sign are the extension's, once,
+** in C (format 3 repeated them here).
+*/
 static char *rows_table_sql(const char *zDb, const char *zTable) {
   return sqlite3_mprintf(
       "CREATE TABLE \"%w\".\"%w\"("
-      "id INTEGER PRIMARY KEY CHECK(id>0),"
-      "tenant NOT NULL CHECK(" GRAMMAR("tenant") "),"
-      "\"key\" NOT NULL CHECK(" GRAMMAR("\"key\"") "),"
-      "conversation NOT NULL CHECK(" GRAMMAR("conversation") "),"
-      "tool NOT NULL CHECK(" GRAMMAR("tool") "),"
-      "args NOT NULL CHECK(typeof(args)='text' AND length(args)>=1),"
+      "id INTEGER PRIMARY KEY,"
+      "tenant NOT NULL,"
+      "\"key\" NOT NULL,"
+      "conversation NOT NULL,"
+      "tool NOT NULL,"
+      "args NOT NULL,"
       "effect NOT NULL CHECK(effect='local' OR effect='external'),"
       "status NOT NULL CHECK(status='claimed' OR status='succeeded' OR status='failed'"
       " OR status='released' OR status='unknown'),"
-      "result CHECK(result IS NULL OR typeof(result)='text'),"
-      "error CHECK(error IS NULL OR typeof(error)='text'),"
-      "attempt INTEGER NOT NULL CHECK(typeof(attempt)='integer' AND attempt>=1),"
-      "token INTEGER NOT NULL CHECK(typeof(token)='integer'),"
-      "created_at INTEGER NOT NULL CHECK(typeof(created_at)='integer'),"
-      "updated_at INTEGER NOT NULL CHECK(typeof(updated_at)='integer'),"
-      "lease_until INTEGER NOT NULL CHECK(typeof(lease_until)='integer'),"
-      "members CHECK(members IS NULL OR typeof(members)='text'),"
-      "expirations INTEGER NOT NULL DEFAULT 0 CHECK(typeof(expirations)='integer'"
-      " AND expirations>=0),"
+      "result,"
+      "error,"
+      "attempt INTEGER NOT NULL,"
+      "token INTEGER NOT NULL,"
+      "created_at INTEGER NOT NULL,"
+      "updated_at INTEGER NOT NULL,"
+      "lease_until INTEGER NOT NULL,"
+      "members,"
+      "expirations INTEGER NOT NULL DEFAULT 0,"
       "UNIQUE(tenant,\"key\"))",
       zDb, zTable);
 }
 
 /*
-** The indexes of a format-3 rows table: the single_tenant key index (a key
+** The indexes of a rows table: the single_tenant key index (a key
 ** is unique across the ledger) and the partial index of open rows, which
 ** answers WHERE status='claimed' / 'unknown' on a ledger of any size (its
 ** WHERE text is repeated by the statement that uses it, ST_CUR_OPEN).
@@ -1094,14 +1169,14 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
 }
 
 /*
-** Scan the triggers on p's shadow tables (and, for format 3, its guards')
+** Scan the triggers on p's shadow tables (and, for format 4, its guards')
 ** against the own triggers of format iFormat. With bDrop, an own trigger
 ** found altered is dropped (idem_upgrade then creates it again).
 */
 static int triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) {
   int nOwn, i, rc;
   const OwnTrigger *aT = own_triggers(iFormat, &nOwn);
-  char *azExpect[N_OWN], *azName[N_OWN];
+  char *azExpect[N_OWN_V3], *azName[N_OWN_V3]; /* the longest list */
   char *zSql;
   sqlite3_stmt *pQ = 0;
   memset(t, 0, sizeof(*t));
@@ -1185,11 +1260,15 @@ done:
 ** Checked again only when a schema version changes. Returns SQLITE_OK, or
 ** an error with *pzErr set.
 */
+static int own_refused(IdemLedger *p, const char *zFunc, char **pzErr);
+
 int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   sqlite3_stmt *pV = 0;
   int rc, v1 = 0, v2 = 0;
   TriggerScan t;
   memset(&t, 0, sizeof(t));
+  rc = own_refused(p, zFunc, pzErr);
+  if (rc) return rc;
   rc = ledger_stmt(p, ST_SCHEMA_VERSION, &pV);
   if (rc) return rc;
   if (sqlite3_step(pV) == SQLITE_ROW) v1 = sqlite3_column_int(pV, 0);
@@ -1273,15 +1352,51 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   return rc;
 }
 
+/*
+** The probe: SELECT 1, prepared once, stepped to learn whether the
+** connection's statements were expired since a value was read (*pn, its
+** SQLITE_STMTSTATUS_REPREPARE count; a few hundred instructions). SQLite
+** expires every statement of a connection when a flag pragma such as
+** query_only is set (OP_Expire) and when the TEMP schema changes
+** (OP_SetCookie on temp), so a value of either read under the same count
+** still holds. Reading them is a PRAGMA, which SQLite prepares again on
+** every run (PRAGMAs are run-once): about 8,500 instructions for
+** query_only, 1,800 for temp.schema_version.
+*/
+static int storage_probe(IdemLedger *p, int *pn) {
+  int rc;
+  if (p->pProbe == 0) {
+    rc = sqlite3_prepare_v3(p->db, "SELECT 1", -1, SQLITE_PREPARE_PERSISTENT, &p->pProbe, 0);
+    if (rc) return rc;
+    p->bQueryOnlyRead = 0;
+    p->bTempRead = 0;
+  }
+  if (sqlite3_step(p->pProbe) != SQLITE_ROW) {
+    rc = sqlite3_reset(p->pProbe);
+    return rc ? rc : SQLITE_ERROR;
+  }
+  sqlite3_reset(p->pProbe);
+  *pn = sqlite3_stmt_status(p->pProbe, SQLITE_STMTSTATUS_REPREPARE, 0);
+  return SQLITE_OK;
+}
+
 int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
   sqlite3_stmt *pT = 0;
   unsigned iCall = p->pCalls->nDepth > 0 ? p->pCalls->iCall : 0;
-  int rc;
+  int rc, n = 0;
   if (bReuse && iCall != 0 && p->iTempStamp == iCall) {
     *pV = p->iTempNow;
     return SQLITE_OK;
   }
   p->iTempStamp = 0;
+  /* unchanged while no statement was expired (storage_probe) */
+  rc = storage_probe(p, &n);
+  if (rc) return rc;
+  if (p->bTempRead && n == p->nTempProbe) {
+    *pV = p->iTempNow;
+    p->iTempStamp = iCall;
+    return SQLITE_OK;
+  }
   rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
   if (rc) return rc;
   if (sqlite3_step(pT) == SQLITE_ROW) *pV = sqlite3_column_int(pT, 0);
@@ -1289,6 +1404,8 @@ int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
   if (rc == SQLITE_OK) {
     p->iTempNow = *pV;
     p->iTempStamp = iCall; /* 0 outside a call: never reused */
+    p->nTempProbe = n;
+    p->bTempRead = 1;
   }
   return rc;
 }
@@ -1296,6 +1413,8 @@ int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
 int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr) {
   sqlite3_stmt *pG = p->aStmt[ST_GET];
   int rc, v2 = 0;
+  rc = own_refused(p, zFunc, pzErr);
+  if (rc) return rc;
   if (!p->bChecked || pG == 0 || pG != p->pGetChecked ||
       sqlite3_stmt_status(pG, SQLITE_STMTSTATUS_REPREPARE, 0) != p->nGetReprepare) {
     return ledger_check_triggers(p, zFunc, pzErr);
@@ -1472,6 +1591,74 @@ int ledger_step_done(sqlite3_stmt *pS) {
 }
 
 /* ------------------------------------------------------------------ */
+/* One writer: the extension's own statements                          */
+/* ------------------------------------------------------------------ */
+
+/*
+** Every own trigger fires WHEN NOT idem_own_write(), which is true only
+** between own_begin and own_end, while one of these statements is stepped
+** on this connection (ledger.c registers it: innocuous, not deterministic).
+** A write that changed rows while idem_own_write() was not called was
+** answered by another function of that name, registered over ours: the
+** connection is marked (bForged) and every later operation refused
+** (own_refused), since plain SQL could write the ledger through it.
+*/
+typedef struct OwnWrite OwnWrite;
+struct OwnWrite {
+  unsigned nAsked;
+  int nChanges;
+};
+
+static void own_begin(IdemLedger *p, OwnWrite *w) {
+  w->nAsked = p->pCalls->nAsked;
+  w->nChanges = sqlite3_total_changes(p->db);
+  p->pCalls->nOwnWrite++;
+}
+
+static void own_end(IdemLedger *p, const OwnWrite *w) {
+  p->pCalls->nOwnWrite--;
+  /* only where the own triggers are known to be there (a broken ledger
+  ** may have lost them, or dropped one on purpose: storage_guard_open_key) */
+  if (sqlite3_total_changes(p->db) != w->nChanges && p->pCalls->nAsked == w->nAsked &&
+      p->bChecked && p->zForeign == 0 && p->zBroken == 0) {
+    p->pCalls->bForged = 1;
+  }
+}
+
+/* Step own write pS to its end (ledger_step_done) as the extension. */
+static int own_step_done(IdemLedger *p, sqlite3_stmt *pS) {
+  OwnWrite w;
+  int rc;
+  own_begin(p, &w);
+  rc = ledger_step_done(pS);
+  own_end(p, &w);
+  return rc;
+}
+
+/* Run own write zSql (exec_free) as the extension. */
+static int exec_free(sqlite3 *db, char *zSql, char **pzErr);
+static int own_exec_free(IdemLedger *p, char *zSql) {
+  OwnWrite w;
+  int rc;
+  own_begin(p, &w);
+  rc = exec_free(p->db, zSql, 0);
+  own_end(p, &w);
+  return rc;
+}
+
+/* SQLITE_OK, or the refusal of a connection whose idem_own_write() is not
+** the extension's. */
+static int own_refused(IdemLedger *p, const char *zFunc, char **pzErr) {
+  if (!p->pCalls->bForged) return SQLITE_OK;
+  *pzErr = sqlite3_mprintf(
+      "%s: the function idem_own_write() on this connection is not the extension's (another was "
+      "registered over it, which would let plain SQL write the ledger's tables); every ledger "
+      "operation on this connection is refused",
+      zFunc);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+/* ------------------------------------------------------------------ */
 /* Savepoints                                                          */
 /* ------------------------------------------------------------------ */
 
@@ -1552,7 +1739,7 @@ int storage_row_insert(IdemLedger *p, const LedgerRow *r, char **pzTaken) {
   sqlite3_bind_int64(pIns, 7, r->tokenRnd);
   sqlite3_bind_int64(pIns, 8, r->updatedAt);
   sqlite3_bind_int64(pIns, 9, r->leaseUntil);
-  rc = ledger_step_done(pIns);
+  rc = own_step_done(p, pIns);
   if ((rc & 0xff) == SQLITE_CONSTRAINT) {
     *pzTaken = sqlite3_mprintf("%s", sqlite3_errmsg(p->db));
     rc = *pzTaken ? SQLITE_OK : SQLITE_NOMEM;
@@ -1569,8 +1756,8 @@ static void bind_cas(sqlite3_stmt *pS, int i, const LedgerRow *r) {
 }
 
 /* Run the bound write pS, then clear its bindings. */
-static int write_done(sqlite3_stmt *pS) {
-  int rc = ledger_step_done(pS);
+static int write_done(IdemLedger *p, sqlite3_stmt *pS) {
+  int rc = own_step_done(p, pS);
   sqlite3_clear_bindings(pS);
   return rc;
 }
@@ -1585,7 +1772,7 @@ int storage_row_reclaim(IdemLedger *p, const LedgerRow *r, sqlite3_int64 rnd, sq
   sqlite3_bind_int64(pUpd, 3, lease);
   sqlite3_bind_int(pUpd, 4, bTakeover);
   bind_cas(pUpd, 5, r);
-  return write_done(pUpd);
+  return write_done(p, pUpd);
 }
 
 int storage_row_settle(IdemLedger *p, const LedgerRow *r, const char *zStatus, const char *zResult,
@@ -1599,12 +1786,13 @@ int storage_row_settle(IdemLedger *p, const LedgerRow *r, const char *zStatus, c
   sqlite3_bind_text(pUpd, 4, zMembers, -1, SQLITE_STATIC);
   sqlite3_bind_int64(pUpd, 5, now);
   bind_cas(pUpd, 6, r);
-  return write_done(pUpd);
+  return write_done(p, pUpd);
 }
 
 int storage_row_renew(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, sqlite3_int64 until,
                       sqlite3_int64 now, sqlite3_int64 *pLease, int *pbRenewed) {
   sqlite3_stmt *pUpd = 0;
+  OwnWrite w;
   int rc = ledger_stmt(p, ST_RENEW, &pUpd), rcR;
   *pbRenewed = 0;
   if (rc) return rc;
@@ -1612,6 +1800,7 @@ int storage_row_renew(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, sqlite
   sqlite3_bind_int64(pUpd, 2, now);
   sqlite3_bind_int64(pUpd, 3, id);
   sqlite3_bind_int64(pUpd, 4, rnd);
+  own_begin(p, &w);
   rc = sqlite3_step(pUpd);
   if (rc == SQLITE_ROW) {
     *pLease = sqlite3_column_int64(pUpd, 0);
@@ -1620,6 +1809,7 @@ int storage_row_renew(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, sqlite
   }
   if (rc == SQLITE_DONE) rc = SQLITE_OK;
   rcR = sqlite3_reset(pUpd);
+  own_end(p, &w);
   return rc == SQLITE_OK ? rcR : rc;
 }
 
@@ -1628,7 +1818,7 @@ int storage_row_delete_terminal(IdemLedger *p, sqlite3_value *pId) {
   int rc = ledger_stmt(p, ST_DELETE, &pDel);
   if (rc) return rc;
   sqlite3_bind_value(pDel, 1, pId);
-  return ledger_step_done(pDel);
+  return own_step_done(p, pDel);
 }
 
 int storage_purge_before(IdemLedger *p, sqlite3_int64 cutoff) {
@@ -1636,7 +1826,7 @@ int storage_purge_before(IdemLedger *p, sqlite3_int64 cutoff) {
   int rc = ledger_stmt(p, ST_PURGE, &pDel);
   if (rc) return rc;
   sqlite3_bind_int64(pDel, 1, cutoff);
-  return ledger_step_done(pDel);
+  return own_step_done(p, pDel);
 }
 
 int storage_retention_scan(IdemLedger *p, sqlite3_int64 iFrom, sqlite3_int64 cutoff,
@@ -1674,7 +1864,7 @@ int storage_retention_delete(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 cuto
   if (rc) return rc;
   sqlite3_bind_int64(pDel, 1, id);
   sqlite3_bind_int64(pDel, 2, cutoff);
-  return ledger_step_done(pDel);
+  return own_step_done(p, pDel);
 }
 
 int storage_count_held(IdemLedger *p, sqlite3_int64 *pn) {
@@ -1710,6 +1900,19 @@ int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, 
   return sqlite3_reset(pM);
 }
 
+int storage_member_add(IdemLedger *p, sqlite3_int64 gid, sqlite3_value *pTenant,
+                       sqlite3_value *pKey, sqlite3_int64 rid) {
+  sqlite3_stmt *pS = 0;
+  int bKey = sqlite3_value_type(pTenant) == SQLITE_NULL;
+  int rc = ledger_stmt(p, bKey ? ST_MEMBER_ADD_KEY : ST_MEMBER_ADD, &pS);
+  if (rc) return rc;
+  sqlite3_bind_value(pS, 1, pTenant);
+  sqlite3_bind_value(pS, 2, pKey);
+  sqlite3_bind_int64(pS, 3, gid);
+  sqlite3_bind_int64(pS, 4, rid);
+  return write_done(p, pS);
+}
+
 int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, sqlite3_stmt **ppM,
                          sqlite3_stmt **ppG) {
   int rc = ledger_stmt(p, ST_MEMBERS, ppM);
@@ -1742,10 +1945,13 @@ const char *const ledger_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member",
 **           mode, and fails closed when the extension is not loaded. A
 **           function error is not a constraint conflict, so OR IGNORE / OR
 **           REPLACE cannot turn it into a skip.
-**   member  AFTER INSERT: records the row (guard, rowid) as a member of the
-**           claimed local claim of its (tenant, key) and attempt, in
-**           <ledger>_members: membership is written when the row is, not
-**           inferred later, whatever rowid the row got. Plain SQL.
+**   member  AFTER INSERT: idem_guard_member records the row (guard,
+**           rowid) as a member of the claimed local claim of its (tenant,
+**           key) and attempt, in <ledger>_members, through the storage's
+**           own statement (storage_member_add: the members table takes no
+**           other writer): membership is written when the row is, not
+**           inferred later, whatever rowid the row got. Innocuous, so it
+**           runs under trusted_schema=OFF.
 **   update  BEFORE UPDATE: the rowid and the key, tenant and token
 **           columns cannot change.
 **
@@ -1753,15 +1959,6 @@ const char *const ledger_guard_kind[IDEM_GUARD_N_TRIGGER] = {"insert", "member",
 ** whatever collation the guarded table declares. Identifiers are quoted
 ** with %w, literals with %Q. zTenCol and zTokCol may be NULL.
 */
-/* The WHERE that finds the claimed row "r" of a guarded row zRef (NEW or
-** OLD), comparing its key and tenant with BINARY. */
-static void guard_claim_of(sqlite3_str *s, const char *zRef, const char *zKeyCol,
-                           const char *zTenCol) {
-  sqlite3_str_appendf(s, " WHERE r.\"key\"=%s.\"%w\" COLLATE BINARY", zRef, zKeyCol);
-  if (zTenCol) sqlite3_str_appendf(s, " AND r.tenant=%s.\"%w\" COLLATE BINARY", zRef, zTenCol);
-  sqlite3_str_appendall(s, " AND r.status='claimed'");
-}
-
 char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, const char *zLedgerId,
                                sqlite3_int64 gid, const char *zBase, const char *zTable,
                                const char *zKeyCol, const char *zTenCol, const char *zTokCol) {
@@ -1779,16 +1976,11 @@ char *ledger_guard_trigger_sql(int k, const char *zDb, const char *zLedger, cons
     if (zTokCol) sqlite3_str_appendf(s, ", NEW.\"%w\"", zTokCol);
     sqlite3_str_appendall(s, "); END");
   } else if (k == 1) {
-    sqlite3_str_appendf(s,
-                        "AFTER INSERT ON \"%w\" BEGIN INSERT INTO \"%w_members\"(claim,attempt,"
-                        "guard,rid) SELECT r.id,r.attempt,%lld,NEW.rowid FROM \"%w_rows\" AS r",
-                        zTable, zLedger, gid, zLedger);
-    guard_claim_of(s, "NEW", zKeyCol, zTenCol);
-    sqlite3_str_appendf(s,
-                        " AND r.effect='local' AND NOT EXISTS(SELECT 1"
-                        " FROM \"%w_members\" AS m WHERE m.claim=r.id AND m.attempt=r.attempt"
-                        " AND m.guard=%lld AND m.rid=NEW.rowid); END",
-                        zLedger, gid);
+    sqlite3_str_appendf(s, "AFTER INSERT ON \"%w\" BEGIN SELECT idem_guard_member(%Q, %Q, %lld, ",
+                        zTable, zLedger, zLedgerId, gid);
+    if (zTenCol) sqlite3_str_appendf(s, "NEW.\"%w\"", zTenCol);
+    else sqlite3_str_appendall(s, "NULL");
+    sqlite3_str_appendf(s, ", NEW.\"%w\", NEW.rowid); END", zKeyCol);
   } else {
     sqlite3_str_appendf(s,
                         "BEFORE UPDATE ON \"%w\" WHEN NEW.rowid IS NOT OLD.rowid"
@@ -1914,11 +2106,24 @@ int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite
 
 int storage_query_only(IdemLedger *p, int *pb) {
   sqlite3_stmt *pS = 0;
-  int rc = ledger_stmt(p, ST_QUERY_ONLY, &pS);
+  int rc, n = 0;
   *pb = 0;
+  rc = storage_probe(p, &n);
+  if (rc) return rc;
+  if (p->bQueryOnlyRead && n == p->nProbeReprepare) {
+    *pb = p->bQueryOnly;
+    return SQLITE_OK;
+  }
+  rc = ledger_stmt(p, ST_QUERY_ONLY, &pS);
   if (rc) return rc;
   if (sqlite3_step(pS) == SQLITE_ROW) *pb = sqlite3_column_int(pS, 0) != 0;
-  return sqlite3_reset(pS);
+  rc = sqlite3_reset(pS);
+  if (rc == SQLITE_OK) {
+    p->bQueryOnly = *pb;
+    p->nProbeReprepare = n;
+    p->bQueryOnlyRead = 1;
+  }
+  return rc;
 }
 
 int storage_guard_tenant_column(IdemLedger *p, const char *zBase, char **pzCol) {
@@ -1945,11 +2150,10 @@ int storage_guard_tenant_column(IdemLedger *p, const char *zBase, char **pzCol) 
 
 int storage_guard_insert(IdemLedger *p, sqlite3_int64 gid, const char *zTable, const char *zKeyCol,
                          const char *zTenCol, const char *zTokCol) {
-  return exec_free(p->db,
-                   sqlite3_mprintf("INSERT INTO \"%w\".\"%w_guards\"(id,tbl,key_column,"
-                                   "tenant_column,token_column) VALUES(%lld,%Q,%Q,%Q,%Q)",
-                                   p->zDb, p->zName, gid, zTable, zKeyCol, zTenCol, zTokCol),
-                   0);
+  return own_exec_free(p,
+                       sqlite3_mprintf("INSERT INTO \"%w\".\"%w_guards\"(id,tbl,key_column,"
+                                       "tenant_column,token_column) VALUES(%lld,%Q,%Q,%Q,%Q)",
+                                       p->zDb, p->zName, gid, zTable, zKeyCol, zTenCol, zTokCol));
 }
 
 int storage_guard_find(IdemLedger *p, const char *zTable, sqlite3_int64 *pGid, char **pzBase) {
@@ -2013,14 +2217,13 @@ int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey) {
 }
 
 int storage_guard_delete(IdemLedger *p, sqlite3_int64 gid) {
-  return exec_free(
-      p->db,
-      sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", p->zDb, p->zName, gid), 0);
+  return own_exec_free(
+      p, sqlite3_mprintf("DELETE FROM \"%w\".\"%w_guards\" WHERE id=%lld", p->zDb, p->zName, gid));
 }
 
 /*
 ** Make every guard's triggers again: those named after ledger zOld are
-** dropped, the three of format 3 made under ledger zNew (the guards are
+** dropped, the three of format 4 made under ledger zNew (the guards are
 ** read from zNew_guards). A guard whose table is gone is left. *pn counts
 ** the triggers created.
 */
@@ -2060,7 +2263,7 @@ static int guards_rebuild(sqlite3 *db, const char *zDb, const char *zOld, const 
 }
 
 /* ------------------------------------------------------------------ */
-/* idem_upgrade: formats 1 and 2 to format 3, and the repair of own    */
+/* idem_upgrade: formats 1, 2 and 3 to format 4, and the repair of own */
 /* and guard triggers                                                  */
 /* ------------------------------------------------------------------ */
 
@@ -2183,8 +2386,13 @@ static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn, 
   return rc;
 }
 
+/* The columns of a rows table, formats 2 (without marks), 3 and 4. */
+#define ROWS_COLUMNS                                                                   \
+  "id,tenant,\"key\",conversation,tool,args,effect,status,result,error,attempt,token," \
+  "created_at,updated_at,lease_until,members,expirations"
+
 /*
-** Copy the rows of a format-1 table into the format-3 table zNew. A row
+** Copy the rows of a format-1 table into the rows table zNew. A row
 ** whose token can still settle (claimed, unknown) gets the id its old
 ** token names (the token's first 8 bytes, top bit cleared), so the holder's
 ** token finds it; the column token keeps the old token's last 8 bytes.
@@ -2193,9 +2401,7 @@ static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn, 
 ** members table's claim ids are moved with the rows.
 */
 static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnRow) {
-  static const char zCols[] =
-      "id,tenant,\"key\",conversation,tool,args,effect,status,result,error,attempt,token,"
-      "created_at,updated_at,lease_until,members,expirations";
+  static const char zCols[] = ROWS_COLUMNS;
   sqlite3_stmt *pR = 0, *pW = 0, *pM = 0;
   char *zSql;
   int rc, i;
@@ -2255,26 +2461,52 @@ static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnR
   return rc;
 }
 
-/* Format 1 or 2 to format 3: members from the old marks, the rows table
-** without its marks column, the indexes, the own triggers and the guards'
-** triggers of format 3. *pnRow counts rows copied (format 1), *pnMember
+/* Copy the rows of a format-2 (its marks dropped) or format-3 rows table
+** into the format-4 table zNew as they are; *pnRow counts them. */
+static int upgrade_same_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnRow) {
+  int rc =
+      exec_free(p->db,
+                sqlite3_mprintf("INSERT INTO \"%w\".\"%w\"(" ROWS_COLUMNS ") SELECT " ROWS_COLUMNS
+                                " FROM \"%w\".\"%w_rows\" ORDER BY id",
+                                p->zDb, zNew, p->zDb, p->zName),
+                0);
+  if (rc == SQLITE_OK) *pnRow = sqlite3_changes(p->db);
+  return rc;
+}
+
+/* Format 1, 2 or 3 to format 4: (1 and 2) members from the old marks, the
+** rows table without its marks column, the indexes; the own triggers and
+** the guards' triggers of format 4. *pnRow counts rows copied (format 1), *pnMember
 ** the members found. */
 static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_int64 *pnMember,
                         int *pnTrig, char **pzErr) {
   int bSingle = (int)p->aOpt[IDEM_OPT_SINGLE], n = 0, rc;
   char *zNew = 0;
-  rc = create_members(p->db, p->zDb, p->zName, 0);
+  /* format 3 has its members table and no marks: its triggers go */
+  rc = iFrom < 3 ? create_members(p->db, p->zDb, p->zName, 0) : SQLITE_OK;
   if (rc == SQLITE_OK) rc = drop_triggers(p->db, p->zDb, p->zName, iFrom);
-  if (rc == SQLITE_OK) {
+  if (rc == SQLITE_OK && iFrom < 3) {
     zNew = sqlite3_mprintf("%s_rows", p->zName);
     rc = zNew ? upgrade_members(p, zNew, pnMember, pzErr) : SQLITE_NOMEM;
     sqlite3_free(zNew);
     zNew = 0;
   }
-  if (rc == SQLITE_OK && iFrom == 1) {
-    zNew = sqlite3_mprintf("%s_rows_format3", p->zName);
+  /* the guards' triggers first: format 3's member trigger names the rows
+  ** table, which the rebuild below drops and renames */
+  if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
+  if (rc == SQLITE_OK && iFrom == 2) {
+    rc = exec_free(
+        p->db,
+        sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" DROP COLUMN marks", p->zDb, p->zName), 0);
+  }
+  if (rc == SQLITE_OK) {
+    /* format 1: the rows converted; formats 2 and 3: the same rows; in a
+    ** table without the grammar CHECKs */
+    zNew = sqlite3_mprintf("%s_rows_format4", p->zName);
     rc = zNew ? exec_free(p->db, rows_table_sql(p->zDb, zNew), 0) : SQLITE_NOMEM;
-    if (rc == SQLITE_OK) rc = upgrade_copy_rows(p, zNew, pnRow);
+    if (rc == SQLITE_OK) {
+      rc = iFrom == 1 ? upgrade_copy_rows(p, zNew, pnRow) : upgrade_same_rows(p, zNew, pnRow);
+    }
     if (rc == SQLITE_OK) {
       rc = exec_free(p->db,
                      sqlite3_mprintf("DROP TABLE \"%w\".\"%w_rows\";"
@@ -2282,10 +2514,6 @@ static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_
                                      p->zDb, p->zName, p->zDb, zNew, p->zName),
                      0);
     }
-  } else if (rc == SQLITE_OK) {
-    rc = exec_free(
-        p->db,
-        sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" DROP COLUMN marks", p->zDb, p->zName), 0);
   }
   if (rc == SQLITE_OK) {
     rc = exec_free(p->db,
@@ -2296,7 +2524,6 @@ static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_
   }
   if (rc == SQLITE_OK) rc = create_indexes(p->db, p->zDb, p->zName, p->zId, bSingle, 0);
   if (rc == SQLITE_OK) rc = create_triggers(p->db, p->zDb, p->zName, bSingle, 0, 0);
-  if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
   *pnTrig = N_OWN + n;
   sqlite3_free(zNew);
   return rc;
@@ -2336,7 +2563,7 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   if (iFrom != LEDGER_FORMAT) {
     rc = upgrade_from(p, iFrom, &nRow, &nMember, &nCreated, pzErr);
   } else {
-    /* format 3: the own triggers missing (or dropped above as altered),
+    /* format 4: the own triggers missing (or dropped above as altered),
     ** and, when a guard trigger is missing or altered, every guard's
     ** triggers made again */
     int n = 0;

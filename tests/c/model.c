@@ -24,8 +24,10 @@
 **               sees the committed state
 **   plain SQL   fresh inserts, REPLACE, outcomes, take-overs, renewals,
 **               deletes, changes of the request or of a result, guarded
-**               inserts without the extension: the rows table's triggers
-**               accept exactly what the states table allows
+**               inserts, on the connection without the extension and on
+**               one with it: every write of the rows table is refused ("no
+**               such function" without it, the one-writer refusal with it),
+**               what the states table allows as much as what it forbids
 **   clock       moves (forward, past leases, and small steps back) of the
 **               test VFS's xCurrentTimeInt64, the ledger's only clock
 **   kills       a child process runs one operation (a claim, the guarded
@@ -51,7 +53,8 @@
 **                UPDATE ... SET rowid)  (--no-low-rowids is the same)
 **   rowidupdate  UPDATE of a guarded row's rowid
 **   sentorder    release details with a member sorting before "sent"
-**   plainmembers plain-SQL release or take-over of a local claim with rows
+**   plainmembers (accepted and ignored: format 4 refuses every plain-SQL
+**                write, so there is nothing left to avoid)
 **   insertpoison a plain INSERT INTO L (not OR IGNORE) inside a transaction
 **                that meets a poison call (it is refused, and must write
 **                nothing; run as INSERT OR IGNORE instead)
@@ -188,7 +191,7 @@ static const char *zExt = 0, *zDb = 0, *zMode = "wal";
 static unsigned long long seed = 1;
 static int nSteps = 2000, shrinkSeconds = 60, bTrace = 0;
 static int avoidBigint = 0, avoidInsertPoison = 0;
-static int avoidLowRowid = 0, avoidRowidUpdate = 0, avoidSentOrder = 0, avoidPlainMembers = 0;
+static int avoidLowRowid = 0, avoidRowidUpdate = 0, avoidSentOrder = 0;
 static int leaseS = 2, maxAtt = 3, retentionS = 0;
 static const i64 CLOCK0 = 1800000000000LL;
 
@@ -1303,46 +1306,40 @@ enum {
   P_N
 };
 
+/*
+** A plain-SQL write of the rows table, on the connection without the
+** extension (PLAIN) or on one with it: refused, whatever it writes (a
+** write the states table allows too), and nothing changes: only the
+** extension writes the ledger's tables (format 4, "One writer"). Without
+** the extension the statement does not prepare (its triggers call
+** idem_own_write()); with it, the trigger refuses with the message that
+** names the API, or the write waits for the lock another connection holds.
+*/
 static void exec_plain(const Op *op) {
-  State *s = view(PLAIN);
+  static const char zRefused[] =
+      "idempotency: the rows of ledger L are written only by the extension (idem_claim, "
+      "idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); "
+      "plain SQL may read them";
+  State *s = view(op->conn);
   State before = *s;
   MRow *r = &s->r[op->ten][op->slot];
   i64 now = now_ms();
   char zKey[48];
   const char *zK = key_of(op->ten, op->slot, zKey);
-  int accept = 0, nMem = 0, learn = 0;
   unsigned long long rnd = (unsigned long long)op->x & 0x3fffffffffffffffULL;
-  char zMem[320];
   char *zSql = 0;
   Res res;
-  members_of(s, op->ten, op->slot, zMem, sizeof(zMem), &nMem);
   switch (op->a) {
     case P_INSERT:
     case P_REPLACE:
       if (op->slot >= NOPID) return;
       zSql = sqlite3_mprintf(
           "INSERT %sINTO L_rows(id, tenant, key, conversation, tool, args, effect, status, "
-          "attempt, "
-          "token, created_at, updated_at, lease_until) VALUES((SELECT coalesce(max(id), 0) + 1 "
-          "FROM "
-          "L_rows), 't%d', %Q, 'c', 'tool', '{\"n\":%d}', 'external', 'claimed', 1, %lld, %lld, "
-          "%lld, %lld)",
+          "attempt, token, created_at, updated_at, lease_until) VALUES((SELECT coalesce(max(id), "
+          "0) + 1 FROM L_rows), 't%d', %Q, 'c', 'tool', '{\"n\":%d}', 'external', 'claimed', 1, "
+          "%lld, %lld, %lld, %lld)",
           op->a == P_REPLACE ? "OR REPLACE " : "", op->ten, zK, op->slot, (i64)rnd, now, now,
           now + (i64)leaseS * 1000);
-      if (!r->used) {
-        accept = 1;
-        learn = 1;
-        memset(r, 0, sizeof(*r));
-        r->used = 1;
-        r->gen = ++s->nextGen;
-        fmt_str(r->conv, sizeof(r->conv), "c");
-        fmt_str(r->tool, sizeof(r->tool), "tool");
-        fmt_str(r->args, sizeof(r->args), "{\"n\":%d}", op->slot);
-        r->st = S_CLAIMED;
-        r->attempt = 1;
-        r->created = r->updated = now;
-        r->lease = now + (i64)leaseS * 1000;
-      }
       break;
     case P_BADINSERT:
       if (op->slot >= NOPID) return;
@@ -1354,8 +1351,6 @@ static void exec_plain(const Op *op) {
           op->b & 1 ? "{\"forged\":1}" : 0, now, now, now + 1000);
       break;
     case P_OUTCOME: {
-      /* b: 0 succeeded, 1 failed, 2 released {"sent":false}, 3 released
-      ** {"reason":"p","sent":false}, 4 released NULL, 5 unknown */
       static const char *azSt[] = {"succeeded", "failed",   "released",
                                    "released",  "released", "unknown"};
       static const char *azDet[] = {
@@ -1363,76 +1358,28 @@ static void exec_plain(const Op *op) {
           0,           "{\"p\":3}"};
       int b = op->b % 6;
       if (!r->used) return;
-      if (r->local && b < 2) return; /* plain SQL cannot snapshot members */
-      if (avoidSentOrder && b == 3) b = 2;
-      if (avoidPlainMembers && r->local && nMem > 0 && b >= 2 && b <= 4) return;
       zSql = sqlite3_mprintf(
-          "UPDATE L_rows SET status=%Q, %s=%Q, updated_at=%lld WHERE tenant='t%d' "
-          "AND key=%Q",
+          "UPDATE L_rows SET status=%Q, %s=%Q, updated_at=%lld WHERE tenant='t%d' AND key=%Q",
           azSt[b], b == 0 ? "result" : "error", azDet[b], now, op->ten, zK);
-      if (r->st == S_CLAIMED || r->st == S_UNKNOWN) {
-        if (b <= 1) accept = 1;
-        else if (b <= 4) accept = r->local ? nMem == 0 : b != 4;
-        else accept = !r->local && r->st == S_CLAIMED;
-      }
-      if (accept) {
-        r->st = b == 0 ? S_SUCCEEDED : b == 1 ? S_FAILED : b <= 4 ? S_RELEASED : S_UNKNOWN;
-        /* plain SQL writes the one column it names; the other stays */
-        if (b == 0) {
-          r->hasResult = 1;
-          fmt_str(r->result, sizeof(r->result), "%s", azDet[0]);
-        } else {
-          r->hasError = azDet[b] != 0;
-          fmt_str(r->error, sizeof(r->error), "%s", azDet[b] ? azDet[b] : "");
-        }
-        r->updated = now;
-      }
       break;
     }
     case P_TAKEOVER:
       if (!r->used) return;
-      if (avoidPlainMembers && r->local && nMem > 0) return;
       zSql = sqlite3_mprintf(
           "UPDATE L_rows SET status='claimed', attempt=attempt+1, token=%lld, lease_until=%lld, "
           "updated_at=%lld, result=NULL, error=NULL, members=NULL, "
           "expirations=expirations+(status='claimed') WHERE tenant='t%d' AND key=%Q",
           (i64)rnd, now + (i64)leaseS * 1000, now, op->ten, zK);
-      if (r->st == S_RELEASED) accept = 1;
-      else if (r->st == S_CLAIMED && r->local && now >= r->lease && nMem == 0 &&
-               r->expirations + 1 < maxAtt)
-        accept = 1;
-      else if (r->st == S_CLAIMED && r->local && now >= r->lease && nMem == 0) {
-        sqlite3_free(zSql);
-        return; /* the max_attempts-th expiry by plain SQL: see the header */
-      }
-      if (accept) {
-        if (r->st == S_CLAIMED) r->expirations++;
-        r->st = S_CLAIMED;
-        r->attempt++;
-        r->lease = now + (i64)leaseS * 1000;
-        r->updated = now;
-        r->hasResult = r->hasError = r->hasMembers = 0;
-        learn = 1;
-      }
       break;
     case P_RENEW:
       if (!r->used) return;
       zSql = sqlite3_mprintf(
-          "UPDATE L_rows SET lease_until=lease_until%+d WHERE tenant='t%d' AND "
-          "key=%Q",
+          "UPDATE L_rows SET lease_until=lease_until%+d WHERE tenant='t%d' AND key=%Q",
           op->b & 1 ? 2000 : -1, op->ten, zK);
-      if ((op->b & 1) && r->st == S_CLAIMED && now < r->lease) {
-        accept = 1;
-        r->lease += 2000;
-      }
       break;
     case P_DELETE:
       if (!r->used) return;
       zSql = sqlite3_mprintf("DELETE FROM L_rows WHERE tenant='t%d' AND key=%Q", op->ten, zK);
-      if (r->st == S_SUCCEEDED || r->st == S_FAILED || r->st == S_RELEASED) {
-        accept = 1;
-        memset(r, 0, sizeof(*r));
-      }
       break;
     case P_REQUEST:
       if (!r->used) return;
@@ -1450,42 +1397,24 @@ static void exec_plain(const Op *op) {
       break;
     default: return;
   }
-  run(PLAIN, zSql, &res);
-  if (blocked(PLAIN)) {
-    *s = before;
-    if (!is_busy(&res))
-      fail("plain:busy", "plain %s while c%d holds the write lock: rc=%d %s", azOp[O_PLAIN],
-           txnOwner, res.rc, res.err);
-    return;
-  }
-  if (!accept) {
-    *s = before;
-    if (res.rc == 0) {
-      fail("plain:refuse",
-           "plain SQL was accepted, the states table forbids it (t%d/%s was %s, effect %s, %d "
-           "member%s, lease %s)",
-           op->ten, zK, azStatus[before.r[op->ten][op->slot].st],
-           before.r[op->ten][op->slot].local ? "local" : "external", nMem, nMem == 1 ? "" : "s",
-           now < before.r[op->ten][op->slot].lease ? "live" : "expired");
-    } else if ((res.rc & 0xff) != SQLITE_CONSTRAINT) {
-      fail("plain:refuse", "plain SQL refused with rc=%d %s, not a constraint", res.rc, res.err);
+  run(op->conn, zSql, &res);
+  *s = before;
+  if (op->conn == PLAIN) {
+    if (res.rc != SQLITE_ERROR || strcmp(res.err, "no such function: idem_own_write") != 0) {
+      fail("plain:refuse", "plain SQL without the extension: rc=%d %s, not \"no such function\"",
+           res.rc, res.err);
     }
     return;
   }
-  if (res.rc) {
-    *s = before;
-    fail("plain:accept", "plain SQL refused what the states table allows: %s", res.err);
+  if (blocked(op->conn)) {
+    if (!is_busy(&res))
+      fail("plain:busy", "plain %s on c%d while c%d holds the write lock: rc=%d %s", azOp[O_PLAIN],
+           op->conn, txnOwner, res.rc, res.err);
     return;
   }
-  if (learn) {
-    Res id;
-    run(PLAIN,
-        sqlite3_mprintf(
-            "SELECT printf('%%016x%%016x', id, token) FROM L_rows WHERE tenant='t%d' AND key=%Q",
-            op->ten, zK),
-        &id);
-    fmt_str(r->token, sizeof(r->token), "%s", id.text);
-    hist_add(r->token);
+  if ((res.rc & 0xff) != SQLITE_CONSTRAINT || strcmp(res.err, zRefused) != 0) {
+    fail("plain:refuse", "plain SQL on c%d with the extension: rc=%d %s, not the refusal", op->conn,
+         res.rc, res.err);
   }
 }
 
@@ -1887,7 +1816,8 @@ static void op_text(const Op *op, char *z, size_t n) {
                                  "delete",
                                  "change request",
                                  "change result"};
-      fmt_str(z, n, "plain %s t%d/%s variant=%d", az[op->a], op->ten, zK, op->b);
+      fmt_str(z, n, "plain %s t%d/%s variant=%d on c%d%s", az[op->a], op->ten, zK, op->b, op->conn,
+              op->conn == PLAIN ? " (no extension)" : "");
       break;
     }
     case O_KILL: {
@@ -2021,7 +1951,7 @@ static Op gen_op(void) {
     if (k == 9 && pick(3) == 0) op.x = retentionS * 1000 + 1;
   } else if (w < 98) {
     op.kind = O_PLAIN;
-    op.conn = PLAIN;
+    op.conn = pick(2) ? PLAIN : pick(NCONN); /* without the extension, or with it */
     op.a = pick(P_N);
     op.b = pick(6);
   } else {
@@ -2080,7 +2010,7 @@ static int avoid_list(const char *z) {
     if (!strcmp(p, "lowrowid")) avoidLowRowid = 1;
     else if (!strcmp(p, "rowidupdate")) avoidRowidUpdate = 1;
     else if (!strcmp(p, "sentorder")) avoidSentOrder = 1;
-    else if (!strcmp(p, "plainmembers")) avoidPlainMembers = 1;
+    else if (!strcmp(p, "plainmembers")) (void)0; /* format 4 refuses every plain write */
     else if (!strcmp(p, "bigint")) avoidBigint = 1;
     else if (!strcmp(p, "insertpoison")) avoidInsertPoison = 1;
     else {

@@ -24,6 +24,10 @@
 **                     only time source, so leases expire without sleeping
 **   sqltest_defensive(on)  turns SQLITE_DBCONFIG_DEFENSIVE on (1) or off
 **                     (0) for this connection and returns the new setting
+**   sqltest_forge(sql)  runs sql on a second connection to the file, without
+**                     the extension but with a function idem_own_write()
+**                     of its own that answers 1: a program forging rows
+**                     (returns the error message, or NULL)
 **   sqltest_load_again()  loads the extension into this connection a second
 **                     time (from inside a statement, as SQL load_extension()
 **                     does) and returns 1, or fails with the load's error
@@ -47,6 +51,10 @@
 ** skips the file on other SQLite versions, printing "SKIP <file>: ...". A
 ** line "-- sqltest: encodings UTF-8 UTF-16le UTF-16be" runs the file once
 ** per encoding ("PASS <file>[UTF-16le]:<id>"). A comment line
+** "-- sqltest: forge-own-write" before a statement registers, first, a
+** function idem_own_write() answering 1 over the extension's (forge_true);
+** "-- sqltest: wal-hook SQL" a WAL hook that runs SQL after each commit
+** (sqltest_wal_hook() says how its last run went).
 ** "-- expect-error: MESSAGE" before a
 ** statement makes that statement a check that must fail with exactly
 ** MESSAGE ("PASS <file>:expect-error line N"). The exit status is 1 when
@@ -114,6 +122,74 @@ static void defensive_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     return;
   }
   sqlite3_result_int(ctx, on);
+}
+
+/* sqltest_forge(sql): what a program can do that SQL cannot: runs sql on
+** a second connection to this connection's database file, without the
+** extension, on which a function named idem_own_write() that answers 1 is
+** registered (so the ledger's triggers let every write through). Returns
+** the error message, or NULL when sql succeeded. Needs a file database. */
+static void forge_true(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  sqlite3_result_int(ctx, 1);
+}
+static void forge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const char *zFile = sqlite3_db_filename(sqlite3_context_db_handle(ctx), "main");
+  const char *zSql = (const char *)sqlite3_value_text(argv[0]);
+  sqlite3 *pOther = 0;
+  char *zErr = 0;
+  (void)argc;
+  if (zFile == 0 || zFile[0] == 0 || zSql == 0) {
+    sqlite3_result_error(ctx, "sqltest_forge: needs SQL and a file database (-- sqltest: file)",
+                         -1);
+    return;
+  }
+  if (sqlite3_open_v2(zFile, &pOther, SQLITE_OPEN_READWRITE, 0) != SQLITE_OK ||
+      sqlite3_create_function(pOther, "idem_own_write", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0,
+                              forge_true, 0, 0) != SQLITE_OK) {
+    sqlite3_result_error(ctx, pOther ? sqlite3_errmsg(pOther) : "sqltest_forge: out of memory", -1);
+    sqlite3_close(pOther);
+    return;
+  }
+  sqlite3_busy_timeout(pOther, 5000);
+  if (sqlite3_exec(pOther, zSql, 0, 0, &zErr) != SQLITE_OK) {
+    sqlite3_result_text(ctx, zErr ? zErr : sqlite3_errmsg(pOther), -1, SQLITE_TRANSIENT);
+  } else {
+    sqlite3_result_null(ctx);
+  }
+  sqlite3_free(zErr);
+  sqlite3_close(pOther);
+}
+
+/* "-- sqltest: wal-hook SQL" (to the end of its line): a WAL hook that runs
+** SQL on the connection after each commit, as an application's hook could;
+** sqltest_wal_hook() returns what its last run said (NULL: it succeeded;
+** 'not run': no commit since). */
+static char zWalSql[512], zWalResult[512] = "not run";
+static int bInWalHook = 0;
+static int wal_hook(void *pArg, sqlite3 *db, const char *zDb, int nPage) {
+  char *zErr = 0;
+  (void)pArg;
+  (void)zDb;
+  (void)nPage;
+  if (bInWalHook || zWalSql[0] == 0) return SQLITE_OK;
+  bInWalHook = 1;
+  if (sqlite3_exec(db, zWalSql, 0, 0, &zErr) != SQLITE_OK) {
+    snprintf(zWalResult, sizeof(zWalResult), "%s", zErr ? zErr : sqlite3_errmsg(db));
+  } else {
+    zWalResult[0] = 0;
+  }
+  sqlite3_free(zErr);
+  bInWalHook = 0;
+  return SQLITE_OK;
+}
+static void wal_hook_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  if (zWalResult[0] == 0) sqlite3_result_null(ctx);
+  else sqlite3_result_text(ctx, zWalResult, -1, SQLITE_TRANSIENT);
+  snprintf(zWalResult, sizeof(zWalResult), "not run");
 }
 
 /* sqltest_load_again(): loads the extension under test into this
@@ -332,6 +408,12 @@ static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) 
     rc = sqlite3_create_function(db, "sqltest_defensive", 1, SQLITE_UTF8, 0, defensive_func, 0, 0);
   }
   if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "sqltest_forge", 1, SQLITE_UTF8, 0, forge_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "sqltest_wal_hook", 0, SQLITE_UTF8, 0, wal_hook_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
     rc =
         sqlite3_create_function(db, "sqltest_load_again", 0, SQLITE_UTF8, 0, load_again_func, 0, 0);
   }
@@ -485,6 +567,7 @@ static void run_text(const char *zName, char *zSql, const char *zExt) {
   int useFile, nFailBefore = nFail;
 
   errno = 0;
+  zWalSql[0] = 0; /* a WAL hook is one file's (-- sqltest: wal-hook) */
   useFile = strncmp(zSql, "-- sqltest: file", 16) == 0;
   {
     /* "-- sqltest: requires sqlite >= 3.44.0" (or "<"): a file for some
@@ -527,6 +610,24 @@ static void run_text(const char *zName, char *zSql, const char *zExt) {
     if (*(z = skip_blank(z)) == 0) break;
     zExpect = expected_error(zGap, z);
     line = line_of(zSql, z);
+    {
+      /* "-- sqltest: forge-own-write" before a statement: a function named
+      ** idem_own_write() that answers 1 is registered over the extension's
+      ** on this connection first (no statement runs then), as a program
+      ** could */
+      const char *zF = strstr(zGap, "-- sqltest: forge-own-write");
+      const char *zW = strstr(zGap, "-- sqltest: wal-hook ");
+      if (zF && zF < z) {
+        sqlite3_create_function(db, "idem_own_write", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0,
+                                forge_true, 0, 0);
+      }
+      if (zW && zW < z) {
+        const char *zE = strchr(zW, '\n');
+        int n = (int)((zE && zE < z ? zE : z) - (zW + 21));
+        snprintf(zWalSql, sizeof(zWalSql), "%.*s", n, zW + 21);
+        sqlite3_wal_hook(db, wal_hook, 0);
+      }
+    }
     rc = sqlite3_prepare_v2(db, z, -1, &pStmt, &zTail);
     snprintf(zWhere, sizeof(zWhere), zExpect ? "expect-error line %d" : "line %d", line);
     if (rc != SQLITE_OK) {

@@ -176,7 +176,7 @@ function run(ext, file) {
 // The hole of the first format on a defensive connection with the
 // extension loaded (SQLite 3.44+ does not declare the rows table a shadow
 // table there): "reset stuck rows" by plain SQL must not release a live
-// external claim. Format 2's triggers refuse it.
+// external claim. Format 4's triggers refuse every plain write.
 function defensiveHoles(ext, file) {
   const db = new Database(file);
   try {
@@ -188,7 +188,7 @@ function defensiveHoles(ext, file) {
       report(false, 'defensive-reset-stuck-refused', 'the UPDATE released live claims');
     } catch (e) {
       report(e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_TRIGGER' &&
-             e.message.startsWith('idempotency: illegal change of a ledger row'),
+             e.message.startsWith('idempotency: the rows of ledger ledger are written only by the extension'),
              'defensive-reset-stuck-refused', `${e.code}: ${e.message}`);
     }
     try {
@@ -196,7 +196,7 @@ function defensiveHoles(ext, file) {
       report(false, 'defensive-replace-refused', 'the REPLACE erased the live claim');
     } catch (e) {
       report(e instanceof Database.SqliteError && e.code === 'SQLITE_CONSTRAINT_TRIGGER' &&
-             e.message.startsWith('idempotency: only a fresh claim may be inserted'),
+             e.message.startsWith('idempotency: the rows of ledger ledger are written only by the extension'),
              'defensive-replace-refused', `${e.code}: ${e.message}`);
     }
     const again = JSON.parse(one(db, "SELECT idem_claim('ledger', 't', 'c', 'send', '{}', 'external', 'hole-ext')"));

@@ -101,15 +101,17 @@ SELECT 'plain-check-keeps-valid-only',
 SELECT 'plain-check-refuses-nul', errmsg('INSERT INTO plain_ops VALUES (''ab'' || char(0))') GLOB 'CHECK constraint failed: *';
 SELECT 'plain-check-refuses-integer', errcode('INSERT INTO plain_ops VALUES (5)') = 275;
 SELECT 'plain-check-refuses-null', errcode('INSERT INTO plain_ops VALUES (NULL)') = 275;
--- the ledger's rows table carries the same rule: a plain fresh claim whose
--- key (then tenant) is each case goes in exactly when the case is valid
+-- the ledger's rows table takes no plain insert at all (only the
+-- extension writes it): a fresh claim whose key (then tenant) is each
+-- case is refused, valid or not, with the message naming the API
 CREATE VIRTUAL TABLE G USING idempotency;
-CREATE TEMP TABLE gk(id TEXT PRIMARY KEY, ok_key, ok_tenant);
+CREATE TEMP TABLE gk(id TEXT PRIMARY KEY, msg_key, msg_tenant);
 -- (the value is read from the cases table, not pasted into the SQL text,
 -- which would end at an embedded NUL)
 INSERT INTO gk SELECT id,
-  errcode('INSERT INTO G_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) SELECT ''t'',v,''c'',''x'',''{}'',''external'',''claimed'',1,random(),0,0,0 FROM cases WHERE id = ' || quote(id)) = 0,
-  errcode('INSERT INTO G_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) SELECT v,''k-'' || rowid,''c'',''x'',''{}'',''external'',''claimed'',1,random(),0,0,0 FROM cases WHERE id = ' || quote(id)) = 0
+  errmsg('INSERT INTO G_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) SELECT ''t'',v,''c'',''x'',''{}'',''external'',''claimed'',1,random(),0,0,0 FROM cases WHERE id = ' || quote(id)),
+  errmsg('INSERT INTO G_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) SELECT v,''k-'' || rowid,''c'',''x'',''{}'',''external'',''claimed'',1,random(),0,0,0 FROM cases WHERE id = ' || quote(id))
   FROM cases;
-SELECT 'rows-key:' || gk.id, gk.ok_key IS c.expect FROM gk JOIN cases c USING (id) ORDER BY c.rowid;
-SELECT 'rows-tenant:' || gk.id, gk.ok_tenant IS c.expect FROM gk JOIN cases c USING (id) ORDER BY c.rowid;
+SELECT 'rows-key:' || gk.id, gk.msg_key IS 'idempotency: the rows of ledger G are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them' FROM gk JOIN cases c USING (id) ORDER BY c.rowid;
+SELECT 'rows-tenant:' || gk.id, gk.msg_tenant IS 'idempotency: the rows of ledger G are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them' FROM gk JOIN cases c USING (id) ORDER BY c.rowid;
+SELECT 'rows-none-written', (SELECT count(*) FROM G_rows) = 0;

@@ -1,7 +1,9 @@
--- Defense in depth: the shadow table L_rows refuses, in plain SQL, what
--- the ledger would never write (NOT NULL, the key grammar, the domains,
--- per-tenant uniqueness, illegal status changes, deleting live rows), and
--- a foreign trigger on a shadow table stops every ledger operation.
+-- One writer: the shadow table L_rows refuses every plain-SQL write, what
+-- the ledger would never write (NULLs, a bad key, another domain, a second
+-- claim, an illegal status change, deleting a live row) and what it would
+-- (a fresh claim, a legal settle, deleting a terminal row) alike; only the
+-- extension writes it. A foreign trigger on a shadow table stops every
+-- ledger operation.
 -- (Defensive mode, SQLITE_DBCONFIG_DEFENSIVE, can only be set through the
 -- C API, so it is tested by another suite.)
 
@@ -20,9 +22,9 @@ CREATE TEMP TABLE base(tenant, "key", conversation, tool, args, effect, status, 
 INSERT INTO base VALUES ('t', 'd1', 'c', 'x', '{}', 'external', 'claimed', 1, random(), 0, 0, 0);
 CREATE TEMP VIEW ins AS SELECT 'INSERT INTO L_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) ' AS pre;
 
-SELECT 'key-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', NULL, ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
+SELECT 'key-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', NULL, ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'key-null-code', errcode((SELECT pre FROM ins) || 'VALUES (''t'', NULL, ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
-SELECT 'key-empty', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', '''', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
+SELECT 'key-empty', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', '''', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'key-empty-code', errcode((SELECT pre FROM ins) || 'VALUES (''t'', '''', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
 SELECT 'key-space', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''a b'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
 SELECT 'key-129', errcode((SELECT pre FROM ins) || 'VALUES (''t'', printf(''%.129c'', ''k''), ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
@@ -30,31 +32,31 @@ SELECT 'key-nul', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''a'' || char
 SELECT 'key-integer', errcode((SELECT pre FROM ins) || 'VALUES (''t'', 5, ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
 SELECT 'key-blob', errcode((SELECT pre FROM ins) || 'VALUES (''t'', x''6b'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
 SELECT 'key-unicode', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''café'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
-SELECT 'tenant-integer', errmsg((SELECT pre FROM ins) || 'VALUES (5, ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
-SELECT 'tenant-null', errmsg((SELECT pre FROM ins) || 'VALUES (NULL, ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
+SELECT 'tenant-integer', errmsg((SELECT pre FROM ins) || 'VALUES (5, ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
+SELECT 'tenant-null', errmsg((SELECT pre FROM ins) || 'VALUES (NULL, ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'tenant-colon', errcode((SELECT pre FROM ins) || 'VALUES (''t:1'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
-SELECT 'conversation-empty', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', '''', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
-SELECT 'tool-bad', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x/y'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
-SELECT 'args-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', NULL, ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
-SELECT 'effect-bogus', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''remote'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
-SELECT 'status-bogus', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''bogus'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
+SELECT 'conversation-empty', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', '''', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
+SELECT 'tool-bad', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x/y'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
+SELECT 'args-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', NULL, ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
+SELECT 'effect-bogus', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''remote'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
+SELECT 'status-bogus', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''bogus'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'status-bogus-code', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''bogus'', 1, random(), 0, 0, 0)') = 1811;
-SELECT 'status-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', NULL, 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
+SELECT 'status-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', NULL, 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'attempt-zero', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 0, random(), 0, 0, 0)') = 1811;
-SELECT 'token-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, NULL, 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
+SELECT 'token-null', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, NULL, 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'token-short', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, randomblob(15), 0, 0, 0)') = 1811;
 SELECT 'token-text', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, ''0123456789abcdef'', 0, 0, 0)') = 1811;
 SELECT 'time-text', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''d1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), ''now'', 0, 0)') = 1811;
 -- a second row with the same (tenant, key): a second claim
-SELECT 'second-claim', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''k1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
+SELECT 'second-claim', errmsg((SELECT pre FROM ins) || 'VALUES (''t'', ''k1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'second-claim-code', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''k1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
 SELECT 'second-claim-of-terminal', errcode((SELECT pre FROM ins) || 'VALUES (''t'', ''k2'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 1811;
-SELECT 'same-rowid', errmsg('INSERT INTO L_rows(id, tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) VALUES ((SELECT id FROM L_rows WHERE "key" = ''k1''), ''t'', ''d9'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key';
-SELECT 'other-tenant-same-key-ok', errmsg((SELECT pre FROM ins) || 'VALUES (''t2'', ''k1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') IS NULL;
-SELECT 'direct-refusals-wrote-nothing', (SELECT count(*) FROM L_rows) = 5;
+SELECT 'same-rowid', errmsg('INSERT INTO L_rows(id, tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) VALUES ((SELECT id FROM L_rows WHERE "key" = ''k1''), ''t'', ''d9'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
+SELECT 'other-tenant-same-key-refused', errmsg((SELECT pre FROM ins) || 'VALUES (''t2'', ''k1'', ''c'', ''x'', ''{}'', ''external'', ''claimed'', 1, random(), 0, 0, 0)') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
+SELECT 'direct-refusals-wrote-nothing', (SELECT count(*) FROM L_rows) = 4;
 
--- status changes by plain SQL: only the legal transitions
-SELECT 'succeeded-to-claimed', errmsg('UPDATE L_rows SET status = ''claimed'' WHERE "key" = ''k2''') = 'idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over';
+-- status changes and deletes by plain SQL: none, legal or not
+SELECT 'succeeded-to-claimed', errmsg('UPDATE L_rows SET status = ''claimed'' WHERE "key" = ''k2''') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'succeeded-to-claimed-code', errcode('UPDATE L_rows SET status = ''claimed'' WHERE "key" = ''k2''') = 1811;
 SELECT 'succeeded-to-claimed-new-attempt', errcode('UPDATE L_rows SET status = ''claimed'', attempt = attempt + 1, token = random() WHERE "key" = ''k2''') = 1811;
 SELECT 'succeeded-to-failed', errcode('UPDATE L_rows SET status = ''failed'' WHERE "key" = ''k2''') = 1811;
@@ -66,7 +68,7 @@ SELECT 'claimed-to-claimed-same-token', errcode('UPDATE L_rows SET status = ''cl
 SELECT 'settle-with-other-token', errcode('UPDATE L_rows SET status = ''succeeded'', token = random() WHERE "key" = ''k1''') = 1811;
 SELECT 'settle-with-other-attempt', errcode('UPDATE L_rows SET status = ''succeeded'', attempt = 7 WHERE "key" = ''k1''') = 1811;
 -- the request columns never change
-SELECT 'change-args', errmsg('UPDATE L_rows SET args = ''{"a":1}'' WHERE "key" = ''k1''') = 'idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over';
+SELECT 'change-args', errmsg('UPDATE L_rows SET args = ''{"a":1}'' WHERE "key" = ''k1''') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'change-args-terminal', errcode('UPDATE L_rows SET args = ''{"a":1}'' WHERE "key" = ''k2''') = 1811;
 SELECT 'change-tenant', errcode('UPDATE L_rows SET tenant = ''t9'' WHERE "key" = ''k1''') = 1811;
 SELECT 'change-key', errcode('UPDATE L_rows SET "key" = ''k9'' WHERE "key" = ''k1''') = 1811;
@@ -81,13 +83,14 @@ SELECT 'updates-changed-nothing', (SELECT group_concat("key" || '=' || status ||
        = 'k1=claimed/1,k2=succeeded/1,k3=unknown/1,k4=released/1';
 SELECT 'args-unchanged', (SELECT args FROM L_rows WHERE "key" = 'k1') = '{}';
 -- deleting a live row
-SELECT 'delete-claimed', errmsg('DELETE FROM L_rows WHERE "key" = ''k1''') = 'idempotency: a claimed or unknown ledger row cannot be deleted';
+SELECT 'delete-claimed', errmsg('DELETE FROM L_rows WHERE "key" = ''k1''') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'delete-claimed-code', errcode('DELETE FROM L_rows WHERE "key" = ''k1''') = 1811;
-SELECT 'delete-unknown', errmsg('DELETE FROM L_rows WHERE "key" = ''k3''') = 'idempotency: a claimed or unknown ledger row cannot be deleted';
-SELECT 'delete-all-refused-atomic', errcode('DELETE FROM L_rows') = 1811 AND (SELECT count(*) FROM L_rows) = 5;
-SELECT 'delete-terminal-ok', errmsg('DELETE FROM L_rows WHERE "key" = ''k4''') IS NULL AND (SELECT count(*) FROM L_rows WHERE "key" = 'k4') = 0;
--- the layer guards against mistakes, not against rewriting the file: a legal plain-SQL change passes
-SELECT 'legal-direct-settle', errmsg('UPDATE L_rows SET status = ''failed'', error = ''{"direct":1}'' WHERE tenant = ''t2'' AND "key" = ''k1''') IS NULL;
+SELECT 'delete-unknown', errmsg('DELETE FROM L_rows WHERE "key" = ''k3''') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
+SELECT 'delete-all-refused-atomic', errcode('DELETE FROM L_rows') = 1811 AND (SELECT count(*) FROM L_rows) = 4;
+SELECT 'delete-terminal-refused', errmsg('DELETE FROM L_rows WHERE "key" = ''k4''') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them' AND (SELECT count(*) FROM L_rows WHERE "key" = 'k4') = 1;
+-- a change the ledger could make (a settle of a live claim) is refused too
+SELECT 'legal-direct-settle-refused', errmsg('UPDATE L_rows SET status = ''failed'', error = ''{"direct":1}'' WHERE tenant = ''t'' AND "key" = ''k1''') = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
+SELECT 'legal-direct-settle-wrote-nothing', (SELECT status FROM L_rows WHERE tenant = 't' AND "key" = 'k1') = 'claimed';
 SELECT 'integrity', (SELECT integrity_check FROM pragma_integrity_check) = 'ok';
 
 -- ---------------------------------------------------------------- foreign triggers
@@ -135,6 +138,13 @@ SELECT 'temp-trigger-insert', errmsg('INSERT INTO L(tenant, conversation, tool, 
 SELECT 'temp-trigger-nothing', (SELECT count(*) FROM L_rows WHERE "key" = 'f3') = 0 AND (SELECT status FROM L_rows WHERE "key" = 'f1') = 'claimed';
 DROP TRIGGER tt;
 SELECT 'temp-dropped-restored', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f3'), '$.decision') = 'admitted';
+-- a TEMP trigger made by a nested statement, right after a call that read
+-- temp's schema version: seen at the next call all the same
+SELECT 'temp-nested-made', errmsg('CREATE TEMP TRIGGER tn AFTER UPDATE ON main.L_rows BEGIN SELECT 1; END') IS NULL;
+SELECT 'temp-nested-claim', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f3'')')
+       = 'idem_claim: ledger L has a foreign trigger "tn" on its shadow tables; every ledger operation is refused until it is dropped';
+DROP TRIGGER tn;
+SELECT 'temp-nested-dropped', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f3'), '$.decision') = 'in_progress';
 -- a trigger on the meta and the guards table
 CREATE TRIGGER tm AFTER UPDATE ON L_meta BEGIN SELECT 1; END;
 SELECT 'meta-trigger', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', ''x'', ''{}'', ''external'', ''f4'')')
@@ -172,13 +182,13 @@ SELECT 'missing-trigger-claim', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', '
        = 'idem_claim: ledger L is missing its trigger "L_rows_delete"; rows may have been changed without it: check them (SELECT * FROM "L_rows") against what the application and the targets know, then restore it with SELECT idem_upgrade(''L''); every ledger operation is refused until then';
 SELECT 'missing-trigger-select', errmsg('SELECT count(*) FROM L') GLOB 'idempotency: ledger L is missing its trigger "L_rows_delete"; *';
 -- idem_upgrade restores it, and the ledger works again
-SELECT 'restore-trigger', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":3,"rows_copied":0,"members_found":0,"triggers_created":1}';
+SELECT 'restore-trigger', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":1}';
 SELECT 'restored-after-missing', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f6'), '$.decision') = 'admitted';
-SELECT 'restore-nothing-to-do', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":3,"rows_copied":0,"members_found":0,"triggers_created":0}';
+SELECT 'restore-nothing-to-do', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
 -- an altered own trigger is dropped and recreated by idem_upgrade
 DROP TRIGGER L_rows_insert;
 CREATE TRIGGER L_rows_insert BEFORE INSERT ON L_rows BEGIN SELECT 1; END;
-SELECT 'restore-altered', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":3,"rows_copied":0,"members_found":0,"triggers_created":1}';
+SELECT 'restore-altered', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":1}';
 SELECT 'restore-altered-works', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f8'), '$.decision') = 'admitted';
 -- a foreign trigger is not dropped for the user: idem_upgrade refuses
 CREATE TRIGGER sneaky BEFORE UPDATE ON L_rows BEGIN SELECT 1; END;

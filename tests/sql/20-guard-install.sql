@@ -18,7 +18,7 @@ SELECT 'trigger-names', (SELECT group_concat(name, ' ') FROM (SELECT name FROM s
 -- the member trigger records the row as a member of the claimed local claim
 -- of its (tenant, key), compared with BINARY whatever the table declares
 SELECT 'member-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_member')
-       = 'CREATE TRIGGER "orders_idem_ledger_member" AFTER INSERT ON "orders" BEGIN INSERT INTO "ledger_members"(claim,attempt,guard,rid) SELECT r.id,r.attempt,1,NEW.rowid FROM "ledger_rows" AS r WHERE r."key"=NEW."op_key" COLLATE BINARY AND r.tenant=NEW."tenant" COLLATE BINARY AND r.status=''claimed'' AND r.effect=''local'' AND NOT EXISTS(SELECT 1 FROM "ledger_members" AS m WHERE m.claim=r.id AND m.attempt=r.attempt AND m.guard=1 AND m.rid=NEW.rowid); END';
+       = 'CREATE TRIGGER "orders_idem_ledger_member" AFTER INSERT ON "orders" BEGIN SELECT idem_guard_member(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', 1, NEW."tenant", NEW."op_key", NEW.rowid); END';
 SELECT 'insert-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_insert')
        = 'CREATE TRIGGER "orders_idem_ledger_insert" BEFORE INSERT ON "orders" BEGIN SELECT idem_guard_check(''ledger'', ''' || (SELECT v FROM "ledger_meta" WHERE k = 'id') || ''', ''orders'', NEW."tenant", NEW."op_key", NEW."claim_token"); END';
 SELECT 'update-trigger-sql', (SELECT sql FROM sqlite_schema WHERE name = 'orders_idem_ledger_update')

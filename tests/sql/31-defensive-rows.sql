@@ -24,7 +24,7 @@ UPDATE L_meta SET v = 0 WHERE k = 'lease_seconds';
 -- expect-error: table L_guards may not be modified
 DELETE FROM L_guards;
 SELECT 'members-not-shadow', (SELECT type FROM pragma_table_list WHERE name = 'L_members') = 'table';
--- expect-error: idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and kept unchanged while that claim is claimed or unknown
+-- expect-error: idempotency: the members of ledger L are written only by the extension (the triggers idem_guard installs); plain SQL may read them
 INSERT INTO L_members VALUES (99, 1, 1, 1);
 -- the holes of format 1, at the top level of a defensive connection
 SELECT 'hole-claim-ext', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'ext'), '$.decision') = 'admitted';

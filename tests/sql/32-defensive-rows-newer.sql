@@ -11,28 +11,28 @@ SELECT 'not-shadow', (SELECT type FROM pragma_table_list WHERE name = 'L_rows') 
 SELECT 'meta-not-shadow', (SELECT count(*) FROM pragma_table_list WHERE name GLOB 'L_*' AND type = 'shadow') = 0;
 -- expect-error: idempotency: the format, identity and options of a ledger are fixed when it is created
 UPDATE L_meta SET v = 0 WHERE k = 'lease_seconds';
--- expect-error: idempotency: a guard is added only by idem_guard and removed only by idem_unguard
+-- expect-error: idempotency: the guards of ledger L are written only by the extension (idem_guard and idem_unguard); plain SQL may read them
 INSERT INTO L_guards(tbl, key_column) VALUES ('nothing', 'k');
--- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
+-- expect-error: idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them
 UPDATE L_rows SET status = 'claimed';
--- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
+-- expect-error: idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them
 UPDATE L_rows SET args = '{"x":1}';
--- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
+-- expect-error: idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them
 INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t',NULL,'c','x','{}','external','claimed',1,random(),0,0,0);
--- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
+-- expect-error: idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them
 INSERT INTO L_rows(tenant,"key",conversation,tool,args,effect,status,attempt,token,created_at,updated_at,lease_until) VALUES('t','op-1','c','x','{}','external','claimed',1,random(),0,0,0);
 SELECT 'still-succeeded', (SELECT status FROM L WHERE "key" = 'op-1') = 'succeeded';
 -- the holes of format 1, at the top level of a defensive connection
 SELECT 'hole-claim-ext', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'ext'), '$.decision') = 'admitted';
--- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
+-- expect-error: idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them
 UPDATE L_rows SET status = 'released' WHERE status = 'claimed';
--- expect-error: idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over
+-- expect-error: idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them
 UPDATE L_rows SET status = 'claimed', attempt = attempt + 1, token = random() WHERE "key" = 'ext';
--- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
+-- expect-error: idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them
 REPLACE INTO L_rows(id, tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) SELECT id, 't', 'other', 'c', 'x', '{}', 'external', 'claimed', 1, random(), 0, 0, 0 FROM L_rows WHERE "key" = 'ext';
--- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
+-- expect-error: idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them
 REPLACE INTO L_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) VALUES ('t', 'ext', 'c', 'x', '{}', 'external', 'claimed', 1, random(), 0, 0, 0);
--- expect-error: idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key
+-- expect-error: idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them
 INSERT INTO L_rows(tenant, "key", conversation, tool, args, effect, status, result, attempt, token, created_at, updated_at, lease_until) VALUES ('t', 'forged', 'c', 'send', '{}', 'external', 'succeeded', '{"paid":1}', 1, random(), 0, 0, 0);
 SELECT 'hole-live-claim-kept', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'ext'), '$.decision') = 'in_progress';
 SELECT 'hole-forged-absent', (SELECT count(*) FROM L_rows WHERE "key" IN ('forged', 'other')) = 0;

@@ -1,5 +1,7 @@
--- Format 2 with the extension loaded: the holes of the first format, each
--- tried with defensive mode off and then on. The checks run their SQL
+-- sqltest: file
+-- The holes of the first formats, each tried with defensive mode off and
+-- then on, with the extension loaded: every plain-SQL write is refused
+-- (only the extension writes the ledger's tables). The checks run their SQL
 -- through errmsg(), a statement nested in another, which SQLite never holds
 -- to the read-only rule of shadow tables: what refuses here is the triggers,
 -- on every version. Top-level writes on a defensive connection are in
@@ -11,8 +13,8 @@ SELECT sqltest_clock(1700000000000);
 CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=60);
 CREATE TEMP TABLE msg(k PRIMARY KEY, v);
 INSERT INTO msg VALUES
-  ('ins', 'idempotency: only a fresh claim may be inserted into a ledger: status claimed, attempt 1, no result, error or members, well-formed key parts, and no row with that id or that key'),
-  ('upd', 'idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over');
+  ('ins', 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them'),
+  ('upd', 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them');
 CREATE TEMP VIEW m AS SELECT (SELECT v FROM msg WHERE k = 'ins') AS ins, (SELECT v FROM msg WHERE k = 'upd') AS upd;
 SELECT 'claim-ext', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'ext'), '$.decision') = 'admitted';
 SELECT 'claim-loc', json_extract(idem_claim('L', 't', 'c', 'write', '{}', 'local', 'loc'), '$.decision') = 'admitted';
@@ -48,13 +50,14 @@ SELECT 'reclaim-released', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 
 
 -- ---------------------------------------------------------------- stored JSON is checked before it is answered
 SELECT 'claim-bad', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'bad'), '$.decision') = 'admitted';
--- a plain-SQL settle may write any text (the triggers cannot parse JSON)
-SELECT 'plain-settle-not-json', errmsg('UPDATE L_rows SET status = ''succeeded'', result = ''1,"decision":"admitted"'' WHERE "key" = ''bad''') IS NULL;
+-- a program may write any text (sqltest_forge: another connection with an
+-- idem_own_write() of its own); the extension refuses to answer from it
+SELECT 'plain-settle-not-json', sqltest_forge('UPDATE L_rows SET status = ''succeeded'', result = ''1,"decision":"admitted"'' WHERE "key" = ''bad''') IS NULL;
 SELECT 'replay-not-json-refused', errmsg('SELECT idem_claim(''L'', ''t'', ''c'', ''send'', ''{}'', ''external'', ''bad'')')
        = 'idem_claim: the stored result of key "bad" in L_rows is not valid JSON; the row was changed outside the ledger, so no answer is made from it';
 SELECT 'replay-not-json-code', errcode('SELECT idem_claim(''L'', ''t'', ''c'', ''send'', ''{}'', ''external'', ''bad'')') = 11;
 SELECT 'claim-bad2', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'bad2'), '$.decision') = 'admitted';
-SELECT 'plain-settle-members', errmsg('UPDATE L_rows SET status = ''failed'', error = ''{"e":1}'', members = ''{"table":"x"}'' WHERE "key" = ''bad2''') IS NULL;
+SELECT 'plain-settle-members', sqltest_forge('UPDATE L_rows SET status = ''failed'', error = ''{"e":1}'', members = ''{"table":"x"}'' WHERE "key" = ''bad2''') IS NULL;
 SELECT 'replay-members-not-array', errmsg('SELECT idem_claim(''L'', ''t'', ''c'', ''send'', ''{}'', ''external'', ''bad2'')')
        = 'idem_claim: the stored members of key "bad2" in L_rows is not valid JSON; the row was changed outside the ledger, so no answer is made from it';
 SELECT 'insert-claim-not-json', errcode('INSERT INTO L(tenant, conversation, tool, args, effect, key) VALUES (''t'', ''c'', ''send'', ''{}'', ''external'', ''bad'')') = 11;

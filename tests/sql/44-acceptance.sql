@@ -60,8 +60,8 @@ UPDATE O_meta SET v = '0123456789abcdef' WHERE k = 'id';
 UPDATE O_meta SET v = '2' WHERE k = 'format';
 PRAGMA writable_schema = RESET;
 SELECT 'meta-format-text', errmsg('SELECT count(*) FROM O')
-       = 'idempotency: ledger O has no integer format in O_meta; this build reads format 3';
-UPDATE O_meta SET v = 3 WHERE k = 'format';
+       = 'idempotency: ledger O has no integer format in O_meta; this build reads format 4';
+UPDATE O_meta SET v = 4 WHERE k = 'format';
 PRAGMA writable_schema = RESET;
 SELECT 'meta-restored', json_extract(idem_upgrade('O'), '$.triggers_created') = 3
        AND (SELECT count(*) FROM O) = 0;
@@ -88,14 +88,14 @@ SELECT 'big-replay', idem_claim('B', 't', 'c', 'x', '{"q":1e20}', 'external', 'b
 SELECT 'big-failed', json_extract(idem_claim('B', 't', 'c', 'x', '{}', 'external', 'big2'), '$.decision') = 'admitted';
 SELECT 'big-failed-settle', json_extract(idem_settle('B', (SELECT token FROM B WHERE key = 'big2'), 'failed', '{"code":123456789012345678901e0}'), '$.status') = 'failed';
 SELECT 'big-failed-replay', json_extract(idem_claim('B', 't', 'c', 'x', '{}', 'external', 'big2'), '$.error') = '{"code":123456789012345678901e0}';
--- stored by plain SQL: an integer of 22 digits is JSON and replayed as it is;
+-- stored by a program (plain SQL cannot write the rows): an integer of 22 digits is JSON and replayed as it is;
 -- text that is not JSON (a leading zero) is still refused
 SELECT 'big-plain-claim', json_extract(idem_claim('B', 't', 'c', 'x', '{}', 'external', 'big3'), '$.decision') = 'admitted';
-UPDATE B_rows SET status = 'succeeded', result = '[1234567890123456789012]' WHERE key = 'big3';
+SELECT 'big-forged-22', sqltest_forge('UPDATE B_rows SET status = ''succeeded'', result = ''[1234567890123456789012]'' WHERE key = ''big3''') IS NULL;
 SELECT 'big-22-digits-replayed', json_extract(idem_claim('B', 't', 'c', 'x', '{}', 'external', 'big3'), '$.decision') = 'replay'
        AND instr(idem_claim('B', 't', 'c', 'x', '{}', 'external', 'big3'), '"result":[1234567890123456789012]') > 0;
 SELECT 'big-plain-claim-2', json_extract(idem_claim('B', 't', 'c', 'x', '{}', 'external', 'big4'), '$.decision') = 'admitted';
-UPDATE B_rows SET status = 'succeeded', result = '[01]' WHERE key = 'big4';
+SELECT 'big-forged-01', sqltest_forge('UPDATE B_rows SET status = ''succeeded'', result = ''[01]'' WHERE key = ''big4''') IS NULL;
 SELECT 'leading-zero-refused', errmsg('SELECT idem_claim(''B'', ''t'', ''c'', ''x'', ''{}'', ''external'', ''big4'')')
        = 'idem_claim: the stored result of key "big4" in B_rows is not valid JSON; the row was changed outside the ledger, so no answer is made from it';
 -- input keeps the I-JSON rule

@@ -47,7 +47,7 @@ SELECT 'reuse-a-row', (SELECT id FROM orders WHERE k = 'reuse-a') = 101;
 DELETE FROM orders WHERE k = 'reuse-a';
 SELECT 'reuse-a-kept', (SELECT count(*) FROM L_members WHERE claim = (SELECT id FROM L_rows WHERE "key" = 'reuse-a')) = 1;
 SELECT 'member-delete-refused', errmsg('DELETE FROM L_members')
-       = 'idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and kept unchanged while that claim is claimed or unknown';
+       = 'idempotency: the members of ledger L are written only by the extension (the triggers idem_guard installs); plain SQL may read them';
 SELECT 'reuse-claim-b', json_extract(idem_claim('L', 't', 'c', 'order', '{"n":3}', 'local', 'reuse-b'), '$.decision') = 'admitted';
 INSERT INTO orders(tenant, k, item) VALUES ('t', 'reuse-b', 'b');
 SELECT 'reuse-b-same-rowid', (SELECT id FROM orders WHERE k = 'reuse-b') = 101;
@@ -78,9 +78,9 @@ SELECT 'move-release-plain-refused', errcode('UPDATE L_rows SET status = ''relea
 SELECT sqltest_clock(1700000100000 + 61000);
 SELECT 'move-takeover-plain-refused', errcode('UPDATE L_rows SET status = ''claimed'', attempt = attempt + 1, token = token + 1, expirations = expirations + 1 WHERE "key" = ''move''') = 1811;
 SELECT 'move-unknown', json_extract(idem_claim('L', 't', 'c', 'order', '{"n":4}', 'local', 'move'), '$.decision') = 'unknown';
--- the members table's own triggers: no forged or changed member
+-- the members table takes no plain write: no forged or changed member
 SELECT 'member-forge-refused', errmsg('INSERT INTO L_members VALUES ((SELECT id FROM L_rows WHERE "key" = ''reuse-b''), 1, 1, 77)')
-       = 'idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and kept unchanged while that claim is claimed or unknown';
+       = 'idempotency: the members of ledger L are written only by the extension (the triggers idem_guard installs); plain SQL may read them';
 SELECT 'member-update-refused', errcode('UPDATE L_members SET rid = 1') = 1811;
 -- unguard is refused while an open claim has members in the guard
 SELECT 'unguard-refused-open', errmsg('SELECT idem_unguard(''L'', ''orders'')')
@@ -104,3 +104,12 @@ SELECT 'nocase-tenant-case-frozen', errmsg('UPDATE nc SET tenant = ''T1'' WHERE 
 SELECT 'nocase-members-upper', json_extract(idem_settle('L', (SELECT token FROM L WHERE tenant = 'T1' AND "key" = 'OP-1'), 'succeeded', NULL), '$.members')
        = '[{"table":"nc","rowid":2}]';
 SELECT 'integrity', (SELECT integrity_check FROM pragma_integrity_check) = 'ok';
+-- idem_guard_member called directly (not from a guard's trigger) records a
+-- member of an open local claim, which then is neither released nor taken
+-- over; the settle's snapshot lists only rows that exist (docs/design.md)
+SELECT 'direct-claim', json_extract(idem_claim('L', 't', 'c', 'order', '{"n":9}', 'local', 'direct'), '$.decision') = 'admitted';
+SELECT 'direct-member', idem_guard_member('L', (SELECT v FROM L_meta WHERE k = 'id'), (SELECT id FROM L_guards WHERE tbl = 'orders'), 't', 'direct', 424242) IS NULL;
+SELECT 'direct-member-recorded', (SELECT group_concat(rid) FROM L_members WHERE claim = (SELECT id FROM L_rows WHERE "key" = 'direct')) = '424242';
+SELECT 'direct-release-refused', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE "key" = ''direct''), ''released'', NULL)')
+       = 'idem_settle: cannot release local key "direct": its attempt wrote 1 guarded row; settle succeeded or failed';
+SELECT 'direct-snapshot-empty', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'direct'), 'succeeded', NULL), '$.members') = '[]';

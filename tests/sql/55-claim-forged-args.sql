@@ -1,5 +1,7 @@
--- A claim of a key whose stored args are not canonical JSON (a row written
--- with PRAGMA ignore_check_constraints=ON, which the triggers cannot parse)
+-- sqltest: file
+-- A claim of a key whose stored args are not canonical JSON (a row forged
+-- by a program: sqltest_forge runs SQL on another connection with an
+-- idem_own_write() of its own; plain SQL cannot write the rows at all)
 -- is refused as changed outside the ledger, as docs/ledger.md says and as a
 -- settle, a resolve and a read refuse it: not answered mismatch, which
 -- would tell the caller the key was reused for another request. Nothing is
@@ -8,14 +10,12 @@
 SELECT sqltest_clock(1700000000000);
 CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=60);
 CREATE VIRTUAL TABLE S USING idempotency(single_tenant=1, lease_seconds=60);
-PRAGMA ignore_check_constraints = ON;
+SELECT 'forged', sqltest_forge('INSERT INTO L_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until)
+  VALUES (''t'', ''forged'', ''c'', ''x'', ''not json'', ''external'', ''claimed'', 1, 7, 0, 0, 0);
 INSERT INTO L_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until)
-  VALUES ('t', 'forged', 'c', 'x', 'not json', 'external', 'claimed', 1, 7, 0, 0, 0);
-INSERT INTO L_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until)
-  VALUES ('t', 'spaced', 'c', 'x', '{ "a": 1 }', 'local', 'claimed', 1, 7, 0, 0, 0);
+  VALUES (''t'', ''spaced'', ''c'', ''x'', ''{ "a": 1 }'', ''local'', ''claimed'', 1, 7, 0, 0, 0);
 INSERT INTO S_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until)
-  VALUES ('t', 'solo', 'c', 'x', '[1,', 'external', 'claimed', 1, 7, 0, 0, 0);
-PRAGMA ignore_check_constraints = OFF;
+  VALUES (''t'', ''solo'', ''c'', ''x'', ''[1,'', ''external'', ''claimed'', 1, 7, 0, 0, 0)') IS NULL;
 CREATE TEMP TABLE before AS SELECT * FROM L_rows UNION ALL SELECT * FROM S_rows;
 
 SELECT 'claim-not-json', errmsg('SELECT idem_claim(''L'', ''t'', ''c'', ''x'', ''{}'', ''external'', ''forged'')')

@@ -68,3 +68,10 @@ SELECT 'qo-reads', (SELECT status FROM L WHERE "key" = 'k1') = 'claimed';
 PRAGMA query_only = 0;
 SELECT 'nothing-written', (SELECT count(*) FROM L_rows) = 1 AND (SELECT count(*) FROM L_guards) = 0;
 SELECT 'writable-again', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'external', 'k2'), '$.decision') = 'admitted';
+-- the value is read again whenever it may have changed (setting it, even
+-- from a nested statement, expires the connection's statements): a claim
+-- right after is refused, and admitted again once it is off
+SELECT 'qo-set-nested', errmsg('PRAGMA query_only = 1') IS NULL;
+SELECT 'qo-after-nested-set', errcode('SELECT idem_claim(''L'', ''t'', ''c'', ''x'', ''{}'', ''external'', ''k3'')') = 8;
+SELECT 'qo-unset-nested', errmsg('PRAGMA query_only = 0') IS NULL;
+SELECT 'qo-after-nested-unset', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'external', 'k3'), '$.decision') = 'admitted';

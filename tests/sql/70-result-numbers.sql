@@ -102,9 +102,9 @@ SELECT 'resolve-released-stored', (SELECT error FROM L_rows WHERE "key" = 'k10')
 SELECT 'release-needs-sent-false', errmsg('SELECT idem_settle(''L'', (SELECT t FROM tok WHERE name = ''k11''), ''released'', ''{"sent":0}'')')
        = 'idem_settle: releasing external key "k11" needs detail {"sent": false}: only a request known never to have been sent may be retried';
 SELECT 'release-refused-wrote-nothing', (SELECT status || ',' || quote(error) FROM L_rows WHERE "key" = 'k11') = 'claimed,NULL';
--- the plain-SQL trigger checks the same prefix for a writer without the extension
+-- a plain-SQL release is refused whatever its detail
 SELECT 'plain-release-refused', errmsg('UPDATE L_rows SET status = ''released'', error = ''{"at":1.0,"sent":false}'' WHERE "key" = ''k11''')
-       = 'idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over';
+       = 'idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them';
 SELECT 'plain-release-wrote-nothing', (SELECT status FROM L_rows WHERE "key" = 'k11') = 'claimed';
 
 -- ---------------------------------------------------------------- still refused: not JSON, exact messages

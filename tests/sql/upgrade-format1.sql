@@ -1,6 +1,6 @@
 -- A format-1 file (tests/fixtures/format1.db, made by the format-1 build)
 -- opened by this build: every operation names the one statement that
--- upgrades it, SELECT idem_upgrade('L'); after it the file is format 3,
+-- upgrades it, SELECT idem_upgrade('L'); after it the file is format 4,
 -- every row kept, and the holder of a live claim settles with the token
 -- the format-1 build gave it. Run by tests/suites/65-upgrade.sh on
 -- a fresh copy of the fixture.
@@ -15,14 +15,14 @@ SELECT 'format1-claim', errmsg('SELECT idem_claim(''L'', ''t1'', ''c1'', ''send_
        = 'idem_claim: ledger L has format 1, made by an earlier release; upgrade it once with SELECT idem_upgrade(''L'')';
 SELECT 'format1-nothing-written', (SELECT count(*) FROM f1.L_rows) = 7 AND (SELECT v FROM f1.L_meta WHERE k = 'format') = 1;
 -- the upgrade
-SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":1,"format":3,"rows_copied":7,"members_found":0,"triggers_created":17}';
-SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":1,"format":3,"rows_copied":1,"members_found":0,"triggers_created":14}';
-SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":3,"rows_copied":0,"members_found":0,"triggers_created":0}';
-SELECT 'meta-format-3', (SELECT v FROM f1.L_meta WHERE k = 'format') = 3 AND (SELECT v FROM f1.S_meta WHERE k = 'format') = 3;
+SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":1,"format":4,"rows_copied":7,"members_found":0,"triggers_created":16}';
+SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":1,"format":4,"rows_copied":1,"members_found":0,"triggers_created":13}';
+SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
+SELECT 'meta-format-4', (SELECT v FROM f1.L_meta WHERE k = 'format') = 4 AND (SELECT v FROM f1.S_meta WHERE k = 'format') = 4;
 SELECT 'rows-kept', (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT tenant, "key", conversation, tool, args, effect, status, result, error, attempt, created_at, updated_at, lease_until, members, expirations FROM f1.L_rows)) = 0
        AND (SELECT count(*) FROM f1.L_rows) = 7;
 SELECT 'triggers', (SELECT group_concat(name, ',') FROM (SELECT name FROM f1.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'L_rows' ORDER BY name))
-       = 'L_rows_delete,L_rows_forget,L_rows_id,L_rows_insert,L_rows_update';
+       = 'L_rows_delete,L_rows_forget,L_rows_insert,L_rows_update';
 SELECT 'guard-triggers', (SELECT group_concat(name, ',') FROM (SELECT name FROM f1.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders' ORDER BY name))
        = 'orders_idem_L_insert,orders_idem_L_member,orders_idem_L_update';
 -- no token index: the unique (tenant, key) index and the partial index of open rows
@@ -49,6 +49,6 @@ INSERT INTO f1.orders(tenant, idem_key, item) VALUES ('t1', 'op-g2', 'ink');
 SELECT 'guard-insert-under-claim', changes() = 1;
 SELECT 'guard-refuses', errcode('INSERT INTO f1.orders(tenant, idem_key, item) VALUES (''t1'', ''op-none'', ''x'')') = 19;
 SELECT 'single-tenant-replay', json_extract(idem_claim('S', 'solo', 'c1', 'send', '{"n":1}', 'external', 's-ok'), '$.decision') = 'replay';
--- the format-3 triggers hold on the upgraded file
+-- the format-4 triggers hold on the upgraded file
 SELECT 'trigger-holds', errcode('UPDATE f1.L_rows SET status = ''released'' WHERE "key" = ''op-rel''') = 1811;
 SELECT 'integrity', (SELECT integrity_check FROM f1.pragma_integrity_check) = 'ok';

@@ -21,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # SQLITE_DETERMINISTIC 0x800, SQLITE_DIRECTONLY 0x80000, SQLITE_INNOCUOUS 0x200000
 fsql="SELECT DISTINCT name, narg, CASE flags & 0x280800
-        WHEN 0x200800 THEN 'pure' WHEN 0x80000 THEN 'writes'
+        WHEN 0x200800 THEN 'pure' WHEN 0x80000 THEN 'writes' WHEN 0x200000 THEN 'trigger'
         ELSE 'flags=' || printf('0x%x', flags & 0x280800) END
       FROM pragma_function_list ORDER BY 1, 2, 3"
 msql="SELECT DISTINCT name FROM pragma_module_list ORDER BY 1"
@@ -61,10 +61,10 @@ while IFS= read -r line || [ -n "$line" ]; do
   [ "${#w[@]}" -eq 0 ] && continue
   if [ "${w[0]}" = module ] && [ "${#w[@]}" -eq 2 ]; then
     echo "${w[1]}" >>"$tmp/m-listed"
-  elif [ "${#w[@]}" -eq 3 ] && [[ ${w[1]} =~ ^-?[0-9]+$ ]] && [[ ${w[2]} =~ ^(pure|writes)$ ]]; then
+  elif [ "${#w[@]}" -eq 3 ] && [[ ${w[1]} =~ ^-?[0-9]+$ ]] && [[ ${w[2]} =~ ^(pure|writes|trigger)$ ]]; then
     echo "${w[0]} ${w[1]} ${w[2]}" >>"$tmp/f-listed"
   else
-    echo "FAIL functions:format: $list line $lineno: '$line' is neither '<name> <nArg> pure|writes' nor 'module <name>'"
+    echo "FAIL functions:format: $list line $lineno: '$line' is neither '<name> <nArg> pure|writes|trigger' nor 'module <name>'"
     bad=1
   fi
 done <"$list"

@@ -21,7 +21,7 @@ fail=0
 # run LABEL RUNNER DEFENSIVE FILE: a fresh ledger file, then FILE without the extension
 run() {
   local label=$1 runner=$2 defensive=$3 f=$4 out
-  rm -f "$dir/ledger.db" "$dir/ledger.db-journal" "$dir/case.sql"
+  rm -f "$dir/ledger.db" "$dir/ledger.db-journal" "$dir/case.sql" "$dir/copy.db"
   out=$("$BUILD/sqltest" --ext "$EXT" tests/sql/plain-setup.sql 2>&1)
   if [ $? -ne 0 ] || grep -q '^FAIL' <<<"$out"; then
     echo "FAIL plain:$label:setup: $(grep -m1 '^FAIL' <<<"$out")"
@@ -47,4 +47,21 @@ for f in tests/sql/plain-[0-9]*.sql; do
     run "$newer:defensive" build/compat/sqltest 1 "$f"
   fi
 done
+# .dump of the shell without the extension: the whole file, triggers too,
+# and the dump loads into a fresh file (plain SQL can copy a ledger)
+if command -v sqlite3 >/dev/null 2>&1; then
+  rm -f "$dir/ledger.db" "$dir/ledger.db-journal" "$dir/dump.db"
+  "$BUILD/sqltest" --ext "$EXT" tests/sql/plain-setup.sql >/dev/null 2>&1
+  dump=$(sqlite3 "$dir/ledger.db" .dump 2>&1)
+  if grep -q '^CREATE TRIGGER "L_rows_update" BEFORE UPDATE ON "L_rows" WHEN NOT idem_own_write()' <<<"$dump" &&
+    grep -q "^INSERT INTO L_rows VALUES" <<<"$dump" && sqlite3 "$dir/dump.db" <<<"$dump" 2>/dev/null &&
+    [ "$(sqlite3 "$dir/dump.db" 'SELECT count(*) FROM L_rows')" = 6 ]; then
+    echo "PASS plain:dump"
+  else
+    echo "FAIL plain:dump: sqlite3 .dump of the ledger file did not give back its triggers and rows"
+    fail=1
+  fi
+else
+  echo "SKIP plain:dump: no sqlite3 shell on PATH"
+fi
 exit $fail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ledger files of formats 1 and 2 (tests/fixtures/formatN.db, made by those
+# Ledger files of formats 1, 2 and 3 (tests/fixtures/formatN.db, made by those
 # builds with tests/fixtures/formatN.sql) upgraded by this build with
 # SELECT idem_upgrade(...): tests/sql/upgrade-formatN.sql (and each
 # upgrade-formatN-<case>.sql) on a fresh copy, on the system SQLite and, when
@@ -20,7 +20,7 @@ fail=0
 # a fresh copy of its fixture
 run() {
   local out f t n
-  for f in format1 format2; do
+  for f in format1 format2 format3; do
     for t in tests/sql/upgrade-"$f".sql tests/sql/upgrade-"$f"-*.sql; do
       [ -f "$t" ] || continue
       n=$(basename "$t" .sql)

@@ -28,9 +28,9 @@ mkdir -p "$dir"
 fail=0
 
 MSG_META='idempotency: the format, identity and options of a ledger are fixed when it is created'
-MSG_GUARDS='idempotency: a guard is added only by idem_guard and removed only by idem_unguard'
-MSG_MEMBERS='idempotency: a member is recorded only by a guard trigger, for the claimed local claim that wrote it, and kept unchanged while that claim is claimed or unknown'
-MSG_UPDATE='idempotency: illegal change of a ledger row: the request never changes, a live claim is not taken over, unknown never becomes claimed, succeeded and failed are final, an external claim is released only with detail {"sent": false}, and a local claim that wrote guarded rows is neither released nor taken over'
+MSG_GUARDS='idempotency: the guards of ledger L are written only by the extension (idem_guard and idem_unguard); plain SQL may read them'
+MSG_MEMBERS='idempotency: the members of ledger L are written only by the extension (the triggers idem_guard installs); plain SQL may read them'
+MSG_UPDATE='idempotency: the rows of ledger L are written only by the extension (idem_claim, idem_settle, idem_resolve, idem_purge, or INSERT INTO and DELETE FROM the ledger table); plain SQL may read them'
 
 # writes LABEL SHADOW: the plain-SQL writes of a case, each a top-level
 # statement that must fail with its message (SHADOW=1: the read-only
