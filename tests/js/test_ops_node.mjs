@@ -180,8 +180,8 @@ const OPTS = 'lease_seconds=15 max_attempts=5 max_args_bytes=1048576 single_tena
 const REFUSAL = 'rows may have been changed without it: check them (SELECT * FROM "ledger_rows") against what the application and the targets know, then restore it with SELECT idem_upgrade(\'ledger\'); every ledger operation is refused until then';
 
 // What check prints: [result, detail] rows, the result column w wide.
-function checkText(guards, ledger, { triggers = ['ok', '14 own triggers in place'], rows = [['ok', 'no unknown rows, no expired claims']], verdict = 'healthy', opts = OPTS, w = 6 } = {}) {
-  const table = [['result', 'check', 'detail'], ['ok', 'format', '3'], [triggers[0], 'triggers', triggers[1]], ['ok', 'options', opts],
+function checkText(guards, ledger, { triggers = ['ok', '13 own triggers in place'], rows = [['ok', 'no unknown rows, no expired claims']], verdict = 'healthy', opts = OPTS, w = 6 } = {}) {
+  const table = [['result', 'check', 'detail'], ['ok', 'format', '4'], [triggers[0], 'triggers', triggers[1]], ['ok', 'options', opts],
     ...guards.map(([r, t]) => [r, 'guards', t]), ...ledger.map(([r, t]) => [r, 'ledger', t]), ['ok', 'integrity_check', 'ok'],
     ...rows.map(([r, t]) => [r, 'rows', t])];
   return `${table.map(([r, c, t]) => `${r.padEnd(w)}  ${c.padEnd(15)}  ${t}\n`).join('')}verdict: ${verdict}\n`;
@@ -288,7 +288,7 @@ function commandTests() {
   c.close();
   eq('cmd:status-counts-oldest', run(['status', f('h-rows.db'), '--ledger', 'ledger'], created + 90500), [1,
     `ledger:         ledger in ${f('h-rows.db')}\n`
-    + 'format:         3\n'
+    + 'format:         4\n'
     + 'verdict:        needs attention\n'
     + `options:        ${OPTS}\n`
     + 'guards:         orders (triggers ok)\n'

@@ -230,11 +230,11 @@ REFUSAL = ("rows may have been changed without it: check them (SELECT * FROM \"l
            "operation is refused until then")
 
 
-def check_text(guards, ledger, triggers=("ok", "14 own triggers in place"), rows=None, verdict="healthy",
+def check_text(guards, ledger, triggers=("ok", "13 own triggers in place"), rows=None, verdict="healthy",
                opts=OPTS, w=6):
     """What check prints: (result, detail) rows, the result column w wide."""
     rows = rows or [("ok", "no unknown rows, no expired claims")]
-    table = ([("result", "check", "detail"), ("ok", "format", "3"), (triggers[0], "triggers", triggers[1]),
+    table = ([("result", "check", "detail"), ("ok", "format", "4"), (triggers[0], "triggers", triggers[1]),
               ("ok", "options", opts)] + [(r, "guards", t) for r, t in guards] + [(r, "ledger", t) for r, t in ledger]
              + [("ok", "integrity_check", "ok")] + [(r, "rows", t) for r, t in rows])
     return "".join(f"{r.ljust(w)}  {c.ljust(15)}  {t}\n" for r, c, t in table) + f"verdict: {verdict}\n"
@@ -329,7 +329,7 @@ def command_tests():
     c.close()
     eq("cmd:status-counts-oldest", run("status", f("h-rows.db"), "--ledger", "ledger", now=created + 90500),
        (1, f"ledger:         ledger in {f('h-rows.db')}\n"
-           "format:         3\n"
+           "format:         4\n"
            "verdict:        needs attention\n"
            f"options:        {OPTS}\n"
            "guards:         orders (triggers ok)\n"
