@@ -299,7 +299,9 @@ try {
   }
   // the window's choice, on a claim of the previous bucket that another
   // process made (a row inserted as a fresh claim, with the created_at the
-  // case needs): created less than the window ago, that claim is the call
+  // case needs, by a connection without the extension that answers
+  // idem_own_write itself: the ledger's tables take plain SQL from no
+  // one else, docs/ledger.md): created less than the window ago, that claim is the call
   // (here still running: in_progress under its key); the window ago or
   // more, the call is a new one in the current bucket
   {
@@ -313,15 +315,18 @@ try {
     while (Date.now() % W < 1 || Date.now() % W >= W - 2000) await sleep(50);
     const start = Math.floor(Date.now() / W) * W;
     const previous = `w-${(start - W) / 1000}`;
+    const forger = new Database(path.join(tmp, 'agent.db'));
+    forger.function('idem_own_write', () => 1);
     const claimOf = (x, createdAt, token) => {
       const args = JSON.stringify({ x });
       const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', ['tenant-w2', previous, 'win', args]);
-      ledger.db.prepare(`INSERT INTO ledger_rows(tenant, key, conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until)
+      forger.prepare(`INSERT INTO ledger_rows(tenant, key, conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until)
         VALUES ('tenant-w2', ?, ?, 'win', ?, 'external', 'claimed', 1, ?, ?, ?, ?)`).run(key, previous, args, token, createdAt, createdAt, createdAt + 10 * W);
       return key;
     };
     const recent = claimOf(1, start - 1000, 9001);
     const old = claimOf(2, Date.now() - W - 1, 9002);
+    forger.close();
     const r1 = await c16.callTool({ name: 'win', arguments: { x: 1 } });
     const r2 = await c16.callTool({ name: 'win', arguments: { x: 2 } });
     const sameBucket = Math.floor(Date.now() / W) * W === start;
