@@ -1559,6 +1559,42 @@ int ledger_durable(IdemLedger *p) {
   return durable;
 }
 
+/* PRAGMA synchronous takes effect when it is prepared (SQLite sets the
+** pager's flags while it compiles it), so each change is a fresh one */
+static int sync_set(IdemLedger *p, const char *zLevel) {
+  char *zSql = sqlite3_mprintf("PRAGMA \"%w\".synchronous=%s", p->zDb, zLevel);
+  int rc = zSql ? sqlite3_exec(p->db, zSql, 0, 0, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  return rc;
+}
+
+int storage_sync_lower(IdemLedger *p, int *pbLowered) {
+  sqlite3_stmt *pS = 0;
+  int rc, bLower = 0;
+  *pbLowered = 0;
+  /* durable (synchronous >= FULL on a file) and exactly FULL: EXTRA is a
+  ** choice this does not second-guess */
+  if (!ledger_durable(p)) return SQLITE_OK;
+  rc = sqlite3_prepare_v2(p->db,
+                          "SELECT s.synchronous=2 AND j.journal_mode='wal'"
+                          " FROM pragma_synchronous AS s, pragma_journal_mode AS j"
+                          " WHERE s.schema=?1 AND j.schema=?1",
+                          -1, &pS, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_text(pS, 1, p->zDb, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) bLower = sqlite3_column_int(pS, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_finalize(pS);
+  else sqlite3_finalize(pS);
+  if (rc == SQLITE_OK && bLower) {
+    rc = sync_set(p, "NORMAL");
+    *pbLowered = rc == SQLITE_OK;
+  }
+  return rc;
+}
+
+int storage_sync_restore(IdemLedger *p, int bLowered) {
+  return bLowered ? sync_set(p, "FULL") : SQLITE_OK;
+}
+
 /*
 ** Whether database zDb of db is served by dqlite's VFS: libdqlite registers
 ** one per node, named "dqlite-<n>", and SQLite answers
