@@ -1571,10 +1571,11 @@ static int sync_set(IdemLedger *p, const char *zLevel) {
 int storage_sync_lower(IdemLedger *p, int *pbLowered) {
   sqlite3_stmt *pS = 0;
   int rc, bLower = 0;
+  const char *zFile = sqlite3_db_filename(p->db, p->zDb);
   *pbLowered = 0;
-  /* durable (synchronous >= FULL on a file) and exactly FULL: EXTRA is a
-  ** choice this does not second-guess */
-  if (!ledger_durable(p)) return SQLITE_OK;
+  /* a file at exactly FULL (EXTRA is a choice this does not second-guess)
+  ** in WAL mode, read in one statement */
+  if (zFile == 0 || zFile[0] == 0) return SQLITE_OK; /* memory or temp database */
   rc = sqlite3_prepare_v2(p->db,
                           "SELECT s.synchronous=2 AND j.journal_mode='wal'"
                           " FROM pragma_synchronous AS s, pragma_journal_mode AS j"

@@ -48,7 +48,8 @@
 **             synchronous=NORMAL (docs/design.md, "A settle rides on the
 **             next synced commit"), so the disk holds A claimed; once its
 **             lease passed A reads unknown and is not admitted again; the
-**             connection reads synchronous=FULL again
+**             connection reads synchronous=FULL again, and after a
+**             refused second settle of A too
 **   carried   then claim B: its synced commit carries A's settle, so the
 **             disk holds A succeeded (a replay) and B claimed
 **   local     then BEGIN; claim local C; a guarded row; settle; COMMIT:
@@ -516,6 +517,19 @@ static int image_check(const char *zPath, const char *zName, sqlite3_int64 clock
   return 0;
 }
 
+/* lost-settle's point zName: db reads synchronous=FULL (2). */
+static int sync_restored(sqlite3 *db, const char *zName) {
+  Res r;
+  run(db, "PRAGMA synchronous", &r);
+  if (strcmp(r.text, "2")) {
+    report("FAIL faults.%s:lost-settle.%s: synchronous reads %s%s, want 2\n", zMode, zName, r.text,
+           r.err);
+    return 1;
+  }
+  report("PASS faults.%s:lost-settle.%s\n", zMode, zName);
+  return 0;
+}
+
 #define LS_STATUS(k)                                                                           \
   "SELECT group_concat(key || ':' || status || ':' || coalesce(result, '-'), ' ') FROM L_rows" \
   " WHERE key IN (" k ")"
@@ -562,14 +576,14 @@ static int lost_settle(void) {
   } else {
     n += image_check(zPath, "settle", CLOCK0, LS_STATUS("'A'"), "A:claimed:-");
     n += image_check(zPath, "settle-unknown", past, LS_DECISION("A"), "unknown");
-    run(db, "PRAGMA synchronous", &r);
-    if (strcmp(r.text, "2")) {
-      report("FAIL faults.%s:lost-settle.restored: synchronous reads %s%s, want 2\n", zMode, r.text,
-             r.err);
+    n += sync_restored(db, "restored");
+    /* a settle refused after synchronous was lowered sets it back too */
+    run(db, zSql, &r);
+    if (strcmp(r.err, "idem_settle: illegal transition succeeded -> succeeded for key \"A\"")) {
+      report("FAIL faults.%s:lost-settle.refused: got %s%s\n", zMode, r.text, r.err);
       n++;
-    } else {
-      report("PASS faults.%s:lost-settle.restored\n", zMode);
     }
+    n += sync_restored(db, "refused-restored");
     run(db, "SELECT idem_claim('L', 't', 'c', 'tool', '{\"k\":\"B\"}', 'external', 'B')", &r);
     if (r.rc) {
       report("FAIL faults.%s:lost-settle: claim B: %s\n", zMode, r.err);
