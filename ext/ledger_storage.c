@@ -1572,19 +1572,26 @@ int storage_sync_lower(IdemLedger *p, int *pbLowered) {
   sqlite3_stmt *pS = 0;
   int rc, bLower = 0;
   const char *zFile = sqlite3_db_filename(p->db, p->zDb);
+  char *zSql;
   *pbLowered = 0;
   /* a file at exactly FULL (EXTRA is a choice this does not second-guess)
-  ** in WAL mode, read in one statement */
+  ** in WAL mode; synchronous first, through the storage's own statement:
+  ** below FULL that is the only read */
   if (zFile == 0 || zFile[0] == 0) return SQLITE_OK; /* memory or temp database */
-  rc = sqlite3_prepare_v2(p->db,
-                          "SELECT s.synchronous=2 AND j.journal_mode='wal'"
-                          " FROM pragma_synchronous AS s, pragma_journal_mode AS j"
-                          " WHERE s.schema=?1 AND j.schema=?1",
-                          -1, &pS, 0);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_text(pS, 1, p->zDb, -1, SQLITE_STATIC);
-  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) bLower = sqlite3_column_int(pS, 0);
+  rc = ledger_stmt(p, ST_SYNCHRONOUS, &pS);
+  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) bLower = sqlite3_column_int(pS, 0) == 2;
+  if (pS) rc = sqlite3_reset(pS);
+  if (rc || !bLower) return rc;
+  zSql = sqlite3_mprintf("PRAGMA \"%w\".journal_mode", p->zDb);
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  bLower = 0;
+  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
+    const char *zMode = (const char *)sqlite3_column_text(pS, 0);
+    bLower = zMode && strcmp(zMode, "wal") == 0;
+  }
   if (rc == SQLITE_OK) rc = sqlite3_finalize(pS);
-  else sqlite3_finalize(pS);
   if (rc == SQLITE_OK && bLower) {
     rc = sync_set(p, "NORMAL");
     *pbLowered = rc == SQLITE_OK;
