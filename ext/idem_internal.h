@@ -699,8 +699,9 @@ void storage_savepoint_abandon(IdemLedger *p, int bOwnTxn);
 /* One synced commit per durable call (docs/design.md, "A settle rides on
 ** the next synced commit"): when schema zDb is in WAL mode at
 ** synchronous=FULL, set it to NORMAL for the write that commits an
-** external claim's settle or resolve (*pbLowered = 1); otherwise nothing
-** changes. storage_sync_restore sets FULL again when bLowered. */
+** external claim's settle or resolve (*pbLowered = 1); otherwise, or
+** when a read or the change is refused (only SQLITE_NOMEM is returned),
+** nothing changes. storage_sync_restore sets FULL again when bLowered. */
 int storage_sync_lower(IdemLedger *p, int *pbLowered);
 int storage_sync_restore(IdemLedger *p, int bLowered);
 /* Does claim (id, attempt) have a member? */

@@ -1581,7 +1581,7 @@ int storage_sync_lower(IdemLedger *p, int *pbLowered) {
   rc = ledger_stmt(p, ST_SYNCHRONOUS, &pS);
   if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) bLower = sqlite3_column_int(pS, 0) == 2;
   if (pS) rc = sqlite3_reset(pS);
-  if (rc || !bLower) return rc;
+  if (rc || !bLower) return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
   zSql = sqlite3_mprintf("PRAGMA \"%w\".journal_mode", p->zDb);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
@@ -1596,7 +1596,9 @@ int storage_sync_lower(IdemLedger *p, int *pbLowered) {
     rc = sync_set(p, "NORMAL");
     *pbLowered = rc == SQLITE_OK;
   }
-  return rc;
+  /* a read or a change refused (an authorizer that denies the PRAGMA)
+  ** leaves the settle synced, as it was: only memory is fatal */
+  return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
 }
 
 int storage_sync_restore(IdemLedger *p, int bLowered) {

@@ -49,7 +49,9 @@
 **             next synced commit"), so the disk holds A claimed; once its
 **             lease passed A reads unknown and is not admitted again; the
 **             connection reads synchronous=FULL again, and after a
-**             refused second settle of A too
+**             refused second settle of A too; on a connection whose
+**             authorizer refuses to change synchronous, a settle of D
+**             succeeds and is synced (denied)
 **   carried   then claim B: its synced commit carries A's settle, so the
 **             disk holds A succeeded (a replay) and B claimed
 **   local     then BEGIN; claim local C; a guarded row; settle; COMMIT:
@@ -537,6 +539,16 @@ static int sync_restored(sqlite3 *db, const char *zName) {
   "SELECT json_extract(idem_claim('L', 't', 'c', 'tool', '{\"k\":\"" k "\"}', 'external', '" k \
   "'), '$.decision')"
 
+/* An authorizer that refuses to change synchronous. */
+static int deny_pragma(void *pArg, int op, const char *z1, const char *z2, const char *zDb,
+                       const char *zTrig) {
+  (void)pArg;
+  (void)zDb;
+  (void)zTrig;
+  if (op != SQLITE_PRAGMA) return SQLITE_OK;
+  return z1 && !strcmp(z1, "synchronous") && z2 ? SQLITE_DENY : SQLITE_OK;
+}
+
 /* The lost-settle scenario (WAL only). Returns the number of failures. */
 static int lost_settle(void) {
   char zPath[600], zWhy[1024], zTok[40], zSql[512];
@@ -584,6 +596,21 @@ static int lost_settle(void) {
       n++;
     }
     n += sync_restored(db, "refused-restored");
+    /* a connection that may not change synchronous settles synced */
+    sqlite3_set_authorizer(db, deny_pragma, 0);
+    run(db, "SELECT idem_claim('L', 't', 'c', 'tool', '{\"k\":\"D\"}', 'external', 'D')", &r);
+    if (r.rc == 0 && json_field(r.text, "token", zTok, sizeof(zTok))) {
+      char zD[512];
+      fmt_str(zD, sizeof(zD), "SELECT idem_settle('L', '%s', 'succeeded', '{\"d\":1}')", zTok);
+      run(db, zD, &r);
+    }
+    sqlite3_set_authorizer(db, 0, 0);
+    if (r.rc) {
+      report("FAIL faults.%s:lost-settle.denied: claim and settle D: %s\n", zMode, r.err);
+      n++;
+    } else {
+      n += image_check(zPath, "denied", CLOCK0, LS_STATUS("'D'"), "D:succeeded:{\"d\":1}");
+    }
     run(db, "SELECT idem_claim('L', 't', 'c', 'tool', '{\"k\":\"B\"}', 'external', 'B')", &r);
     if (r.rc) {
       report("FAIL faults.%s:lost-settle: claim B: %s\n", zMode, r.err);
