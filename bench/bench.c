@@ -27,6 +27,10 @@
 **                 synchronous=FULL), one database file per table
 **   4. replay     a claim of a settled key against idem_key plus a
 **                 primary-key SELECT of the stored row
+**   4b. settle    an autocommit claim + settle against a bare insert +
+**                 update (WAL, synchronous=NORMAL), and the synced commits
+**                 of a durable call and of a replay at synchronous=FULL,
+**                 counted by a shim VFS over the default one
 **   5. race       1, 2 and 4 processes claiming (and settling) the same
 **                 keys, keys settled per second, ledger vs bare (WAL,
 **                 synchronous=NORMAL, busy_timeout). The parent makes the
@@ -97,6 +101,8 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+
+#include "../tests/c/faultvfs.h" /* counts xSync (section 4b) */
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
@@ -1193,6 +1199,156 @@ static void bench_claim(void) {
 }
 
 /* ------------------------------------------------------------------ */
+/* 4b. settle                                                          */
+/* ------------------------------------------------------------------ */
+
+static const char zSettleSql[] = "SELECT idem_settle('L', ?1, 'succeeded', '{\"ok\":true}')";
+
+/* One autocommit claim (pC) and its settle (pS); returns the claim's answer
+** checked admitted. */
+static void claim_settle(sqlite3 *db, sqlite3_stmt *pC, sqlite3_stmt *pS) {
+  char zConv[24], zTok[40];
+  const char *z, *zT;
+  sqlite3_bind_text(pC, 1, zConv, fmt_conv('c', ++iConvCounter, zConv), SQLITE_TRANSIENT);
+  if (sqlite3_step(pC) != SQLITE_ROW) die("claim", sqlite3_errmsg(db));
+  z = (const char *)sqlite3_column_text(pC, 0);
+  zT = z ? strstr(z, "\"token\":\"") : 0;
+  if (z == 0 || memcmp(z, zAdmitted, sizeof(zAdmitted) - 1) != 0 || zT == 0)
+    die("claim", z ? z : "no answer");
+  memcpy(zTok, zT + 9, 32);
+  zTok[32] = 0;
+  sqlite3_reset(pC);
+  sqlite3_bind_text(pS, 1, zTok, 32, SQLITE_TRANSIENT);
+  if (sqlite3_step(pS) != SQLITE_ROW) die("settle", sqlite3_errmsg(db));
+  sqlite3_reset(pS);
+}
+
+static void bench_settle(void) {
+  static FaultVfs counter;
+  int nRound = env_int("BENCH_LEDGER_ROUNDS", 15, 3, MAX_ROUND);
+  int nAuto = env_int("BENCH_AUTOCOMMIT_CALLS", 200, 10, 100000), r, k;
+  const Fixture *pFix = &aFix[FIX_SMALL];
+  sqlite3 *dbL = open_db("settle-ledger", 0, zWalNormal),
+          *dbB = open_db("settle-bare", 0, zWalNormal);
+  sqlite3 *dbC;
+  char *zDdl = plain_ddl("bare", -1), *zIns = plain_insert("bare", ":key", 0);
+  sqlite3_stmt *pC, *pS, *pI, *pU, *pR;
+  double aL[MAX_ROUND], aB[MAX_ROUND], l, b, perCall, perReplay;
+  char zKey[40], aToken[72];
+  exec_db(dbL, "CREATE VIRTUAL TABLE L USING idempotency");
+  exec_db(dbB, zDdl);
+  pC = prepare_db(dbL, "SELECT idem_claim('L','t',?1,'tool',?2)");
+  sqlite3_bind_text(pC, 2, pFix->z, pFix->n, SQLITE_STATIC);
+  pS = prepare_db(dbL, zSettleSql);
+  pI = prepare_db(dbB, zIns);
+  pU = prepare_db(dbB,
+                  "UPDATE bare SET status='succeeded', result='{\"ok\":true}', updated_at=?2"
+                  " WHERE tenant='t' AND \"key\"=?1");
+  for (r = -1; r < nRound; r++) {
+    double tL = 0, tB = 0, t;
+    for (k = 0; k < nAuto; k++) {
+      char zConv[24];
+      t = cpu_us();
+      claim_settle(dbL, pC, pS);
+      tL += cpu_us() - t;
+      make_key(prng(), prng(), zKey);
+      sqlite3_bind_text(pI, sqlite3_bind_parameter_index(pI, ":key"), zKey, 38, SQLITE_STATIC);
+      sqlite3_bind_text(pI, sqlite3_bind_parameter_index(pI, ":conv"), zConv,
+                        fmt_conv('c', ++iConvCounter, zConv), SQLITE_STATIC);
+      sqlite3_bind_text(pI, sqlite3_bind_parameter_index(pI, ":args"), pFix->z, pFix->n,
+                        SQLITE_STATIC);
+      bind_token(pI, sqlite3_bind_parameter_index(pI, ":token"), aToken);
+      sqlite3_bind_int64(pI, sqlite3_bind_parameter_index(pI, ":now"), wall_ms());
+      sqlite3_bind_text(pU, 1, zKey, 38, SQLITE_STATIC);
+      sqlite3_bind_int64(pU, 2, wall_ms());
+      t = cpu_us();
+      if (sqlite3_step(pI) != SQLITE_DONE) die("bare insert", sqlite3_errmsg(dbB));
+      sqlite3_reset(pI);
+      if (sqlite3_step(pU) != SQLITE_DONE || sqlite3_changes(dbB) != 1)
+        die("bare update", sqlite3_errmsg(dbB));
+      sqlite3_reset(pU);
+      tB += cpu_us() - t;
+    }
+    if (r >= 0) {
+      aL[r] = tL / nAuto;
+      aB[r] = tB / nAuto;
+    }
+  }
+  l = median(aL, nRound);
+  b = median(aB, nRound);
+  sqlite3_finalize(pC);
+  sqlite3_finalize(pS);
+  sqlite3_finalize(pI);
+  sqlite3_finalize(pU);
+  sqlite3_close(dbL);
+  sqlite3_close(dbB);
+  sqlite3_free(zDdl);
+  sqlite3_free(zIns);
+
+  /* the synced commits, counted: checkpoints off, so only commits sync */
+  if (fvfs_register(&counter, "bench-count") != SQLITE_OK) die("settle", "cannot register the VFS");
+  dbC = open_db("settle-count", "bench-count",
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA wal_autocheckpoint=0;");
+  exec_db(dbC, "CREATE VIRTUAL TABLE L USING idempotency");
+  pC = prepare_db(dbC, "SELECT idem_claim('L','t',?1,'tool',?2)");
+  sqlite3_bind_text(pC, 2, pFix->z, pFix->n, SQLITE_STATIC);
+  pS = prepare_db(dbC, zSettleSql);
+  claim_settle(dbC, pC, pS); /* the WAL holds frames, as in service */
+  fvfs_arm(&counter, FVFS_NONE, 0, 0);
+  for (k = 0; k < nAuto; k++) claim_settle(dbC, pC, pS);
+  perCall = (double)counter.nSync / nAuto;
+  pR = prepare_db(dbC, "SELECT idem_claim('L','t','c1','tool',?1)");
+  sqlite3_bind_text(pR, 1, pFix->z, pFix->n, SQLITE_STATIC);
+  sqlite3_step(pR); /* the first call of c1: admitted, settled below */
+  {
+    const char *z = (const char *)sqlite3_column_text(pR, 0),
+               *zT = z ? strstr(z, "\"token\":\"") : 0;
+    char zTok[40];
+    if (zT == 0) die("settle", z ? z : "no answer");
+    memcpy(zTok, zT + 9, 32);
+    zTok[32] = 0;
+    sqlite3_reset(pR);
+    sqlite3_bind_text(pS, 1, zTok, 32, SQLITE_TRANSIENT);
+    if (sqlite3_step(pS) != SQLITE_ROW) die("settle", sqlite3_errmsg(dbC));
+    sqlite3_reset(pS);
+  }
+  fvfs_arm(&counter, FVFS_NONE, 0, 0);
+  for (k = 0; k < nAuto; k++) {
+    const char *z;
+    if (sqlite3_step(pR) != SQLITE_ROW) die("replay", sqlite3_errmsg(dbC));
+    z = (const char *)sqlite3_column_text(pR, 0);
+    if (z == 0 || memcmp(z, zReplay, sizeof(zReplay) - 1) != 0) die("replay", z ? z : "no answer");
+    sqlite3_reset(pR);
+  }
+  perReplay = (double)counter.nSync / nAuto;
+  sqlite3_finalize(pR);
+  sqlite3_finalize(pC);
+  sqlite3_finalize(pS);
+  sqlite3_close(dbC);
+  sqlite3_vfs_unregister(&counter.base);
+  remove_db("settle-ledger");
+  remove_db("settle-bare");
+  remove_db("settle-count");
+
+  printf(
+      "\n4b. settle: autocommit claim + settle (WAL, synchronous=NORMAL), median of %d rounds"
+      " of %d, us per call (CPU time: at NORMAL no commit waits for the disk)\n",
+      nRound, nAuto);
+  printf("%-60s %12.3f\n", "idem_claim + idem_settle", l);
+  printf("%-60s %12.3f\n", "bare INSERT + UPDATE", b);
+  printf("synced commits (synchronous=FULL, checkpoints off; %d calls each)\n", nAuto);
+  printf("%-60s %12.2f\n", "  per durable call (claim + settle)", perCall);
+  printf("%-60s %12.2f\n", "  per replay", perReplay);
+  printf("targets\n");
+  printf("  claim + settle / bare, NORMAL %6.2fx  %s\n", l / b,
+         target("claim + settle / bare, NORMAL", l / b, 1.5, 0));
+  printf("  syncs per durable call        %6.2f   %s\n", perCall,
+         target("syncs per durable call", perCall, 1.0, 0));
+  printf("  syncs per replay              %6.2f   %s\n", perReplay,
+         target("syncs per replay", perReplay, 0.0, 0));
+}
+
+/* ------------------------------------------------------------------ */
 /* 4. replay                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -2093,6 +2249,8 @@ int main(int argc, char **argv) {
   section_done("claim");
   if (section_on("replay")) bench_replay();
   section_done("replay");
+  if (section_on("settle")) bench_settle();
+  section_done("settle");
   if (section_on("race")) bench_race();
   section_done("race");
   if (section_on("retention")) bench_retention();

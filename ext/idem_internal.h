@@ -696,6 +696,14 @@ int storage_savepoint_release(IdemLedger *p);
 /* Undo and end the savepoint; when that fails and the transaction is the
 ** caller's own (autocommit before the savepoint), roll it back. */
 void storage_savepoint_abandon(IdemLedger *p, int bOwnTxn);
+/* One synced commit per durable call (docs/design.md, "A settle rides on
+** the next synced commit"): when schema zDb is in WAL mode at
+** synchronous=FULL, set it to NORMAL for the write that commits an
+** external claim's settle or resolve (*pbLowered = 1); otherwise, or
+** when a read or the change is refused (only SQLITE_NOMEM is returned),
+** nothing changes. storage_sync_restore sets FULL again when bLowered. */
+int storage_sync_lower(IdemLedger *p, int *pbLowered);
+int storage_sync_restore(IdemLedger *p, int bLowered);
 /* Does claim (id, attempt) have a member? */
 int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, int *pb);
 /* For stepping: *ppM the members of claim (id, attempt) (columns: guard,

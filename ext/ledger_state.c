@@ -1065,7 +1065,8 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
                    char **pzJson, char **pzErr) {
   IdemBuf detail = {&idem_sqlite_mem, 0, 0, 0, 0};
   sqlite3_int64 iId = 0, iRnd = 0;
-  int rc, bFound = 0, bResolve = pToken == 0, bSave = 0, bStale = 0;
+  int rc, rc2, bFound = 0, bResolve = pToken == 0, bSave = 0, bStale = 0;
+  int bLowered = 0; /* synchronous set to NORMAL for this settle */
   /* in autocommit the read below and the write are two transactions */
   int bAuto = sqlite3_get_autocommit(p->db);
   LedgerRow r;
@@ -1102,6 +1103,16 @@ again:
     rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
     goto done;
   }
+  if (bAuto && !is_local(r.zEffect) && !bLowered) {
+    /* this call commits the settle of an external claim: it rides on the
+    ** next synced commit (docs/design.md, "A settle rides on the next
+    ** synced commit") */
+    rc = storage_sync_lower(p, &bLowered);
+  } else if (bLowered && is_local(r.zEffect)) {
+    rc = storage_sync_restore(p, 1); /* the row read again is another claim's */
+    bLowered = 0;
+  }
+  if (rc) goto done;
   rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(pStatus), &detail, bResolve,
                      bAuto && !bSave ? &bStale : 0, pzJson, pzErr);
   if (rc == SQLITE_OK && bStale) {
@@ -1135,6 +1146,11 @@ done:
     /* the message of the failing statement, before the rollback replaces it */
     if (rc && *pzErr == 0 && (rc & 0xff) != SQLITE_NOMEM) *pzErr = idem_db_error(p->db, zFunc, rc);
     storage_savepoint_abandon(p, 1); /* only taken in autocommit */
+  }
+  rc2 = storage_sync_restore(p, bLowered);
+  if (rc == SQLITE_OK && rc2) {
+    rc = rc2;
+    *pzErr = idem_db_error(p->db, zFunc, rc);
   }
   if (rc) {
     sqlite3_free(*pzJson);

@@ -1559,6 +1559,52 @@ int ledger_durable(IdemLedger *p) {
   return durable;
 }
 
+/* PRAGMA synchronous takes effect when it is prepared (SQLite sets the
+** pager's flags while it compiles it), so each change is a fresh one */
+static int sync_set(IdemLedger *p, const char *zLevel) {
+  char *zSql = sqlite3_mprintf("PRAGMA \"%w\".synchronous=%s", p->zDb, zLevel);
+  int rc = zSql ? sqlite3_exec(p->db, zSql, 0, 0, 0) : SQLITE_NOMEM;
+  sqlite3_free(zSql);
+  return rc;
+}
+
+int storage_sync_lower(IdemLedger *p, int *pbLowered) {
+  sqlite3_stmt *pS = 0;
+  int rc, bLower = 0;
+  const char *zFile = sqlite3_db_filename(p->db, p->zDb);
+  char *zSql;
+  *pbLowered = 0;
+  /* a file at exactly FULL (EXTRA is a choice this does not second-guess)
+  ** in WAL mode; synchronous first, through the storage's own statement:
+  ** below FULL that is the only read */
+  if (zFile == 0 || zFile[0] == 0) return SQLITE_OK; /* memory or temp database */
+  rc = ledger_stmt(p, ST_SYNCHRONOUS, &pS);
+  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) bLower = sqlite3_column_int(pS, 0) == 2;
+  if (pS) rc = sqlite3_reset(pS);
+  if (rc || !bLower) return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
+  zSql = sqlite3_mprintf("PRAGMA \"%w\".journal_mode", p->zDb);
+  if (zSql == 0) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
+  sqlite3_free(zSql);
+  bLower = 0;
+  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
+    const char *zMode = (const char *)sqlite3_column_text(pS, 0);
+    bLower = zMode && strcmp(zMode, "wal") == 0;
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_finalize(pS);
+  if (rc == SQLITE_OK && bLower) {
+    rc = sync_set(p, "NORMAL");
+    *pbLowered = rc == SQLITE_OK;
+  }
+  /* a read or a change refused (an authorizer that denies the PRAGMA)
+  ** leaves the settle synced, as it was: only memory is fatal */
+  return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
+}
+
+int storage_sync_restore(IdemLedger *p, int bLowered) {
+  return bLowered ? sync_set(p, "FULL") : SQLITE_OK;
+}
+
 /*
 ** Whether database zDb of db is served by dqlite's VFS: libdqlite registers
 ** one per node, named "dqlite-<n>", and SQLite answers

@@ -39,6 +39,25 @@
 **             operation (a claim of a new key, then the operation's own
 **             retry where it has one) works
 **
+** Then, in WAL mode, a power loss after settles (lost-settle): with the
+** shim keeping a copy of each file as of its last sync (bKeepSynced), the
+** disk a power loss leaves is read back at these points of one run on a
+** synchronous=FULL connection:
+**
+**   settle    claim external A, settle it: the settle commits at
+**             synchronous=NORMAL (docs/design.md, "A settle rides on the
+**             next synced commit"), so the disk holds A claimed; once its
+**             lease passed A reads unknown and is not admitted again; the
+**             connection reads synchronous=FULL again, and after a
+**             refused second settle of A too; on a connection whose
+**             authorizer refuses to change synchronous, a settle of D
+**             succeeds and is synced (denied)
+**   carried   then claim B: its synced commit carries A's settle, so the
+**             disk holds A succeeded (a replay) and B claimed
+**   local     then BEGIN; claim local C; a guarded row; settle; COMMIT:
+**             the disk holds C and its row together (the caller's commit
+**             is synced at the caller's setting)
+**
 ** Prints one PASS or FAIL line per scenario and fault kind; exit 1 on a
 ** failure.
 */
@@ -442,6 +461,190 @@ static int sweep(int sc, int kind) {
   return ok ? 0 : 1;
 }
 
+/* What a power loss now would leave of zPath: the files as of their last
+** sync, copied to zImg (and zImg-wal). Returns 0 or writes why. */
+static int power_loss_image(const char *zPath, const char *zImg, char *zWhy, size_t nWhy) {
+  char zFrom[700], zTo[700];
+  remove_db(zImg);
+  fmt_str(zFrom, sizeof(zFrom), "%s-synced", zPath);
+  if (copy_file(zFrom, zImg)) {
+    fmt_str(zWhy, nWhy, "no synced copy of %s", zPath);
+    return 1;
+  }
+  fmt_str(zFrom, sizeof(zFrom), "%s-wal-synced", zPath);
+  fmt_str(zTo, sizeof(zTo), "%s-wal", zImg);
+  if (access(zFrom, F_OK) == 0 && copy_file(zFrom, zTo)) {
+    fmt_str(zWhy, nWhy, "cannot copy %s", zFrom);
+    return 1;
+  }
+  return 0;
+}
+
+/* The answer of zSql on the power-loss image of zPath (the extension
+** loaded, the shim's clock at clockMs) to *pRes. Returns 0 or writes why. */
+static int on_image(const char *zPath, sqlite3_int64 clockMs, const char *zSql, Res *pRes,
+                    char *zWhy, size_t nWhy) {
+  char zImg[700];
+  sqlite3_int64 saved = vfs.clockMs;
+  sqlite3 *db;
+  fmt_str(zImg, sizeof(zImg), "%s-image", zPath);
+  if (power_loss_image(zPath, zImg, zWhy, nWhy)) return 1;
+  vfs.bKeepSynced = 0;
+  vfs.clockMs = clockMs;
+  db = open_db(zImg, "faults", 1, zWhy, nWhy);
+  if (db) {
+    run(db, zSql, pRes);
+    sqlite3_close(db);
+  }
+  vfs.bKeepSynced = 1;
+  vfs.clockMs = saved;
+  return db == 0;
+}
+
+/* Check lost-settle's point zName: zSql on the image answers zWant. */
+static int image_check(const char *zPath, const char *zName, sqlite3_int64 clockMs,
+                       const char *zSql, const char *zWant) {
+  char zWhy[1024];
+  Res r;
+  if (on_image(zPath, clockMs, zSql, &r, zWhy, sizeof(zWhy))) {
+    report("FAIL faults.%s:lost-settle.%s: %s\n", zMode, zName, zWhy);
+    return 1;
+  }
+  if (r.rc || strcmp(r.text, zWant)) {
+    report("FAIL faults.%s:lost-settle.%s: got %s%s, want %s\n", zMode, zName, r.text, r.err,
+           zWant);
+    return 1;
+  }
+  report("PASS faults.%s:lost-settle.%s\n", zMode, zName);
+  return 0;
+}
+
+/* lost-settle's point zName: db reads synchronous=FULL (2). */
+static int sync_restored(sqlite3 *db, const char *zName) {
+  Res r;
+  run(db, "PRAGMA synchronous", &r);
+  if (strcmp(r.text, "2")) {
+    report("FAIL faults.%s:lost-settle.%s: synchronous reads %s%s, want 2\n", zMode, zName, r.text,
+           r.err);
+    return 1;
+  }
+  report("PASS faults.%s:lost-settle.%s\n", zMode, zName);
+  return 0;
+}
+
+#define LS_STATUS(k)                                                                           \
+  "SELECT group_concat(key || ':' || status || ':' || coalesce(result, '-'), ' ') FROM L_rows" \
+  " WHERE key IN (" k ")"
+#define LS_DECISION(k)                                                                         \
+  "SELECT json_extract(idem_claim('L', 't', 'c', 'tool', '{\"k\":\"" k "\"}', 'external', '" k \
+  "'), '$.decision')"
+
+/* An authorizer that refuses to change synchronous. */
+static int deny_pragma(void *pArg, int op, const char *z1, const char *z2, const char *zDb,
+                       const char *zTrig) {
+  (void)pArg;
+  (void)zDb;
+  (void)zTrig;
+  if (op != SQLITE_PRAGMA) return SQLITE_OK;
+  return z1 && !strcmp(z1, "synchronous") && z2 ? SQLITE_DENY : SQLITE_OK;
+}
+
+/* The lost-settle scenario (WAL only). Returns the number of failures. */
+static int lost_settle(void) {
+  char zPath[600], zWhy[1024], zTok[40], zSql[512];
+  sqlite3_int64 past = CLOCK0 + 61000; /* after the 60 s lease */
+  sqlite3 *db;
+  Res r;
+  int n = 0, i;
+  const char *azSuffix[] = {"-synced", "-wal-synced", "-image-synced", "-image-wal-synced"};
+  fmt_str(zPath, sizeof(zPath), "%s/lost-settle.db", zDir);
+  remove_db(zPath);
+  for (i = 0; i < 4; i++) {
+    fmt_str(zSql, sizeof(zSql), "%s%s", zPath, azSuffix[i]);
+    unlink(zSql);
+  }
+  vfs.clockMs = CLOCK0;
+  vfs.bKeepSynced = 1;
+  db = open_db(zPath, "faults", 1, zWhy, sizeof(zWhy));
+  if (db == 0 || exec_ok(db,
+                         "PRAGMA journal_mode=wal; PRAGMA synchronous=FULL;"
+                         "CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=60);"
+                         "CREATE TABLE g1(tenant, k, tok, v);"
+                         "SELECT idem_guard('L', 'g1', 'k', 'tenant', 'tok');",
+                         zWhy, sizeof(zWhy))) {
+    report("FAIL faults.%s:lost-settle: setup: %s\n", zMode, zWhy);
+    sqlite3_close(db);
+    vfs.bKeepSynced = 0;
+    return 1;
+  }
+  run(db, "SELECT idem_claim('L', 't', 'c', 'tool', '{\"k\":\"A\"}', 'external', 'A')", &r);
+  if (r.rc == 0 && json_field(r.text, "token", zTok, sizeof(zTok))) {
+    fmt_str(zSql, sizeof(zSql), "SELECT idem_settle('L', '%s', 'succeeded', '{\"r\":1}')", zTok);
+    run(db, zSql, &r);
+  }
+  if (r.rc) {
+    report("FAIL faults.%s:lost-settle: claim and settle A: %s\n", zMode, r.err);
+    n++;
+  } else {
+    n += image_check(zPath, "settle", CLOCK0, LS_STATUS("'A'"), "A:claimed:-");
+    n += image_check(zPath, "settle-unknown", past, LS_DECISION("A"), "unknown");
+    n += sync_restored(db, "restored");
+    /* a settle refused after synchronous was lowered sets it back too */
+    run(db, zSql, &r);
+    if (strcmp(r.err, "idem_settle: illegal transition succeeded -> succeeded for key \"A\"")) {
+      report("FAIL faults.%s:lost-settle.refused: got %s%s\n", zMode, r.text, r.err);
+      n++;
+    }
+    n += sync_restored(db, "refused-restored");
+    /* a connection that may not change synchronous settles synced */
+    sqlite3_set_authorizer(db, deny_pragma, 0);
+    run(db, "SELECT idem_claim('L', 't', 'c', 'tool', '{\"k\":\"D\"}', 'external', 'D')", &r);
+    if (r.rc == 0 && json_field(r.text, "token", zTok, sizeof(zTok))) {
+      char zD[512];
+      fmt_str(zD, sizeof(zD), "SELECT idem_settle('L', '%s', 'succeeded', '{\"d\":1}')", zTok);
+      run(db, zD, &r);
+    }
+    sqlite3_set_authorizer(db, 0, 0);
+    if (r.rc) {
+      report("FAIL faults.%s:lost-settle.denied: claim and settle D: %s\n", zMode, r.err);
+      n++;
+    } else {
+      n += image_check(zPath, "denied", CLOCK0, LS_STATUS("'D'"), "D:succeeded:{\"d\":1}");
+    }
+    run(db, "SELECT idem_claim('L', 't', 'c', 'tool', '{\"k\":\"B\"}', 'external', 'B')", &r);
+    if (r.rc) {
+      report("FAIL faults.%s:lost-settle: claim B: %s\n", zMode, r.err);
+      n++;
+    } else {
+      n += image_check(zPath, "carried", CLOCK0, LS_STATUS("'A','B'"),
+                       "A:succeeded:{\"r\":1} B:claimed:-");
+      n += image_check(zPath, "carried-replay", past, LS_DECISION("A"), "replay");
+    }
+    run(db, "BEGIN IMMEDIATE", &r);
+    if (r.rc == 0)
+      run(db, "SELECT idem_claim('L', 't', 'c', 'tool', '{\"k\":\"C\"}', 'local', 'C')", &r);
+    if (r.rc == 0 && json_field(r.text, "token", zTok, sizeof(zTok))) {
+      fmt_str(zSql, sizeof(zSql), "INSERT INTO g1 VALUES('t', 'C', '%s', 1)", zTok);
+      run(db, zSql, &r);
+      fmt_str(zSql, sizeof(zSql), "SELECT idem_settle('L', '%s', 'succeeded', '{\"o\":1}')", zTok);
+      if (r.rc == 0) run(db, zSql, &r);
+      if (r.rc == 0) run(db, "COMMIT", &r);
+    }
+    if (r.rc) {
+      report("FAIL faults.%s:lost-settle: local C: %s\n", zMode, r.err);
+      n++;
+    } else {
+      n += image_check(zPath, "local", CLOCK0,
+                       "SELECT (" LS_STATUS("'C'") ") || ' ' || (SELECT count(*) FROM g1 WHERE "
+                       "k='C')",
+                       "C:succeeded:{\"o\":1} 1");
+    }
+  }
+  sqlite3_close(db);
+  vfs.bKeepSynced = 0;
+  return n;
+}
+
 int main(int argc, char **argv) {
   int i, sc, kind;
   for (i = 1; i < argc; i++) {
@@ -489,5 +692,7 @@ int main(int argc, char **argv) {
       nFail += sweep(sc, kind);
     }
   }
+  if (!strcmp(zMode, "wal") && (zOnly == 0 || !strcmp(zOnly, "lost-settle")))
+    nFail += lost_settle();
   return nFail ? 1 : 0;
 }

@@ -25,6 +25,10 @@
 **                  memory, not I/O, and is not counted)
 **   nFired         how many faults fired (each counted call from the n-th
 **                  on fails while `sticky` is set, else only the n-th)
+**   bKeepSynced    1: every xSync of a file copies it whole to
+**                  "<file>-synced", so those copies are what a power loss
+**                  would leave (writes not yet synced dropped); the test
+**                  reads them as the disk after the loss
 */
 #ifndef FAULTVFS_H
 #define FAULTVFS_H
@@ -32,6 +36,7 @@
 #include <sqlite3.h>
 
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -48,12 +53,14 @@ struct FaultVfs {
   sqlite3_int64 skewMs;
   int mode, n, sticky;
   int nWrite, nSync, nFired;
+  int bKeepSynced;
 };
 
 typedef struct FaultFile FaultFile;
 struct FaultFile {
   sqlite3_file base;
   FaultVfs *pVfs;
+  const char *zPath;   /* valid until xClose (SQLite keeps it) */
   sqlite3_file *pReal; /* follows this struct in the same allocation */
 };
 
@@ -104,12 +111,33 @@ static int fvfsTruncate(sqlite3_file *f, sqlite3_int64 size) {
   FaultFile *p = (FaultFile *)f;
   return p->pReal->pMethods->xTruncate(p->pReal, size);
 }
+/* Copy file p, as its reads see it, to "<file>-synced" (bKeepSynced). */
+static int fvfs_keep_synced(FaultFile *p) {
+  char zTo[1024], buf[8192];
+  sqlite3_int64 size = 0, off;
+  FILE *out;
+  int rc = p->pReal->pMethods->xFileSize(p->pReal, &size);
+  if (rc != SQLITE_OK || p->zPath == 0) return rc;
+  sqlite3_snprintf((int)sizeof(zTo), zTo, "%s-synced", p->zPath);
+  out = fopen(zTo, "wb");
+  if (out == 0) return SQLITE_IOERR_FSYNC;
+  for (off = 0; rc == SQLITE_OK && off < size; off += (sqlite3_int64)sizeof(buf)) {
+    int n = size - off < (sqlite3_int64)sizeof(buf) ? (int)(size - off) : (int)sizeof(buf);
+    rc = p->pReal->pMethods->xRead(p->pReal, buf, n, off);
+    if (rc == SQLITE_OK && fwrite(buf, 1, (size_t)n, out) != (size_t)n) rc = SQLITE_IOERR_FSYNC;
+  }
+  if (fclose(out) != 0 && rc == SQLITE_OK) rc = SQLITE_IOERR_FSYNC;
+  return rc;
+}
 static int fvfsSync(sqlite3_file *f, int flags) {
   FaultFile *p = (FaultFile *)f;
   FaultVfs *v = p->pVfs;
+  int rc;
   v->nSync++;
   if (fvfs_fire(v, FVFS_SYNC, v->nSync)) return SQLITE_IOERR_FSYNC;
-  return p->pReal->pMethods->xSync(p->pReal, flags);
+  rc = p->pReal->pMethods->xSync(p->pReal, flags);
+  if (rc == SQLITE_OK && v->bKeepSynced) rc = fvfs_keep_synced(p);
+  return rc;
 }
 static int fvfsFileSize(sqlite3_file *f, sqlite3_int64 *pSize) {
   FaultFile *p = (FaultFile *)f;
@@ -205,6 +233,7 @@ static int fvfsOpen(sqlite3_vfs *pVfs, const char *zName, sqlite3_file *f, int f
   FaultFile *p = (FaultFile *)f;
   int rc;
   p->pVfs = v;
+  p->zPath = zName;
   p->pReal = (sqlite3_file *)&p[1];
   rc = v->pReal->xOpen(v->pReal, zName, p->pReal, flags, pOutFlags);
   p->base.pMethods = p->pReal->pMethods ? &fvfs_io : 0;

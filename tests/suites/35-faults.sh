@@ -7,6 +7,10 @@
 # extension passes integrity_check and holds exactly the state before or
 # after, no committed claim is lost, and the next operation works. A
 # control run on a lying disk (a write answered OK and lost) must be caught.
+# In WAL mode, lost-settle reads the disk a power loss leaves (the files as
+# of their last sync) after an autocommit settle at synchronous=FULL: the
+# settle is lost and reads unknown, never admitted again, until the next
+# synced commit carries it.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=tests/lib/stress.sh
