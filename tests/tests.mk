@@ -253,7 +253,7 @@ $(DQLITE_BIN): $(wildcard tests/dqlite/*.go)
 BENCH_BIN := $(BUILD)/bench/bench
 BENCH_CFLAGS := -O2 -g $(WARN) -std=gnu11
 
-$(BENCH_BIN): bench/bench.c
+$(BENCH_BIN): bench/bench.c $(T)/faultvfs.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lsqlite3 -lm
 
