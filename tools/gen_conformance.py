@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the generated files of tests/conformance/sequences/ from the states table.
 
-The states table of the contract (DESIGN section 6, "States") is written
+The states table of the contract (docs/ledger.md, "States") is written
 below once, as data: for each state a row can be in, what a settle (by
 the token holder) and a resolve (after reconciliation) of each status do,
 and what the next claim of the same call then decides. Two kinds of file
@@ -133,8 +133,8 @@ def sequence(state):
     # the saved token names the claim of the block it is in: each block saves "t" again
     return {
         "kind": "sequence",
-        "generated": "tools/gen_conformance.py from its copy of the states table (DESIGN 6); do not edit",
-        "pins": f"DESIGN 6, States: every settle and resolve of each status on a row that is {state}, "
+        "generated": "tools/gen_conformance.py from its copy of the states table (docs/ledger.md); do not edit",
+        "pins": f"docs/ledger.md, States: every settle and resolve of each status on a row that is {state}, "
                 "and what the next claim of the call decides",
         "ledger": {"lease_seconds": LEASE_MS // 1000},
         "clock": CLOCK,
@@ -147,7 +147,7 @@ def sequence(state):
 # A walk interleaves claims, settles (with the current token or a stale
 # one), renewals, resolves, row reads and clock moves that land on lease
 # edges, over a few external and local keys, and predicts each answer
-# from the table above plus the lease rules of DESIGN 6: a claim is live
+# from the table above plus the lease rules of docs/ledger.md: a claim is live
 # while now < lease_until; an expired external claim is unknown; an expired
 # local claim (no guarded rows here) stays claimed until a claim takes it
 # over, and the max_attempts-th expiry, counted over the key's whole life
@@ -323,8 +323,8 @@ def walk(seed):
     return {
         "kind": "sequence",
         "generated": f"tools/gen_conformance.py, seeded walk {seed}, from its states table and the lease rules "
-                     "of DESIGN 6; do not edit",
-        "pins": "DESIGN 6, States and Decisions under interleaving: claims, settles with live and stale tokens, "
+                     "of docs/ledger.md; do not edit",
+        "pins": "docs/ledger.md, States and Decisions under interleaving: claims, settles with live and stale tokens, "
                 "renewals, resolves and clock moves onto lease edges, over external and local keys "
                 f"(lease_seconds={WALK_LEASE_S}, max_attempts={WALK_MAX_ATTEMPTS})",
         "ledger": {"lease_seconds": WALK_LEASE_S, "max_attempts": WALK_MAX_ATTEMPTS},
