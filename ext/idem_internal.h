@@ -500,6 +500,8 @@ struct IdemLedger {
   ** (storage_query_only, ledger_temp_version), each kept while the probe
   ** statement has not been prepared again since (storage_probe) */
   sqlite3_stmt *pProbe;
+  int nProbeNow;        /* the probe's count as stepped ... */
+  unsigned iProbeStamp; /* ... under this idem_conn_call() number; 0 none */
   int nProbeReprepare, bQueryOnly, bQueryOnlyRead;
   int nTempProbe, bTempRead;
 };

@@ -653,6 +653,11 @@ int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, s
 /* Is a statement that writes running on db (other than nested ones)? */
 static int writer_in_progress(sqlite3 *db) {
   sqlite3_stmt *pS = 0;
+  /* outside a transaction a statement that writes holds a write
+  ** transaction from its first step (OP_Transaction), so without one no
+  ** such statement is in progress (the walk below costs about 2,000
+  ** instructions a call) */
+  if (sqlite3_get_autocommit(db) && sqlite3_txn_state(db, 0) != SQLITE_TXN_WRITE) return 0;
   while ((pS = sqlite3_next_stmt(db, pS)) != 0) {
     if (sqlite3_stmt_busy(pS) && !sqlite3_stmt_readonly(pS)) return 1;
   }

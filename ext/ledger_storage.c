@@ -294,17 +294,20 @@ enum {
   N_STMT
 };
 /* The columns every row query selects, in RC_* order. */
-#define ROW_COLUMNS                                                                 \
+#define ROW_COLUMNS_WITH(zTenantKey)                                                \
   "id,conversation,tool,args,effect,status,result,error,attempt,token,lease_until," \
-  "members,tenant,\"key\",updated_at,expirations"
+  "members," zTenantKey ",updated_at,expirations"
+#define ROW_COLUMNS ROW_COLUMNS_WITH("tenant,\"key\"")
 
 static const char *const azStmtSql[N_STMT] = {
     /* ST_INSERT */
     "INSERT INTO \"%w\".\"%w_rows\"(tenant,\"key\",conversation,tool,args,effect,status,"
     "attempt,token,created_at,updated_at,lease_until)"
     " VALUES(?1,?2,?3,?4,?5,?6,'claimed',1,?7,?8,?8,?9)",
-    /* ST_GET */
-    "SELECT " ROW_COLUMNS
+    /* ST_GET: tenant and key are the values bound (the columns have no
+    ** affinity, so only a value of the same type and bytes is equal),
+    ** which SQLite need not copy out of the row */
+    "SELECT " ROW_COLUMNS_WITH("?1,?2")
     " FROM \"%w\".\"%w_rows\""
     " WHERE tenant=?1 AND \"key\"=?2",
     /* ST_BY_TOKEN */
@@ -1361,10 +1364,18 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
 ** (OP_SetCookie on temp), so a value of either read under the same count
 ** still holds. Reading them is a PRAGMA, which SQLite prepares again on
 ** every run (PRAGMAs are run-once): about 8,500 instructions for
-** query_only, 1,800 for temp.schema_version.
+** query_only, 1,800 for temp.schema_version. Within one call of the
+** extension's functions (nothing of the application runs between its
+** reads of the two) the probe is stepped once.
 */
 static int storage_probe(IdemLedger *p, int *pn) {
+  unsigned iCall = p->pCalls->nDepth > 0 ? p->pCalls->iCall : 0;
   int rc;
+  if (iCall != 0 && p->iProbeStamp == iCall && p->pProbe != 0) {
+    *pn = p->nProbeNow;
+    return SQLITE_OK;
+  }
+  p->iProbeStamp = 0;
   if (p->pProbe == 0) {
     rc = sqlite3_prepare_v3(p->db, "SELECT 1", -1, SQLITE_PREPARE_PERSISTENT, &p->pProbe, 0);
     if (rc) return rc;
@@ -1376,7 +1387,8 @@ static int storage_probe(IdemLedger *p, int *pn) {
     return rc ? rc : SQLITE_ERROR;
   }
   sqlite3_reset(p->pProbe);
-  *pn = sqlite3_stmt_status(p->pProbe, SQLITE_STMTSTATUS_REPREPARE, 0);
+  *pn = p->nProbeNow = sqlite3_stmt_status(p->pProbe, SQLITE_STMTSTATUS_REPREPARE, 0);
+  p->iProbeStamp = iCall; /* 0 outside a call: never reused */
   return SQLITE_OK;
 }
 

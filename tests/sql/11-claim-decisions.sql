@@ -206,6 +206,18 @@ CREATE TEMP TABLE sink(j TEXT);
 SELECT 'claim-in-insert-refused', errmsg('INSERT INTO sink SELECT idem_claim(''L'', ''w'', ''c'', ''x'', ''{}'')')
        = 'idem_claim: call it in a statement of its own (SELECT idem_claim(...)); a statement that writes is in progress';
 SELECT 'claim-in-insert-nothing', (SELECT count(*) FROM L_rows WHERE tenant = 'w') = 0 AND (SELECT count(*) FROM sink) = 0;
+-- the same into a table of the ledger's own schema, and one that writes
+-- nothing yet (outside a transaction a writing statement holds the write
+-- transaction from its first step, however many rows it has written)
+CREATE TABLE main_sink(j TEXT);
+SELECT 'claim-in-insert-main-refused', errmsg('INSERT INTO main_sink SELECT idem_claim(''L'', ''w'', ''c'', ''x'', ''{}'')')
+       = 'idem_claim: call it in a statement of its own (SELECT idem_claim(...)); a statement that writes is in progress';
+INSERT INTO main_sink VALUES ('before');
+SELECT 'claim-in-update-refused', errmsg('UPDATE main_sink SET j = idem_claim(''L'', ''w'', ''c'', ''x'', ''{}'')')
+       = 'idem_claim: call it in a statement of its own (SELECT idem_claim(...)); a statement that writes is in progress';
+SELECT 'claim-in-insert-main-nothing', (SELECT count(*) FROM L_rows WHERE tenant = 'w') = 0
+       AND (SELECT group_concat(j) FROM main_sink) = 'before';
+DROP TABLE main_sink;
 
 -- ---------------------------------------------------------------- input errors: exact messages, nothing written
 CREATE VIRTUAL TABLE G USING idempotency;
