@@ -201,7 +201,7 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   const char *zTable = 0;
   char *zErr = 0, *zBase = 0, *zKey = 0;
   sqlite3_int64 iGuard = 0;
-  int rc, bSave = 0;
+  int rc, bSave = 0, bRows = 0;
   (void)argc;
   if (p == 0) return;
   if (sqlite3_value_type(argv[1]) == SQLITE_TEXT)
@@ -217,10 +217,9 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   /* it reads the guards before it writes: the write lock first (its
   ** statement writes the rows table, which a broken ledger may lack: then
   ** the lock comes with the first write below) */
-  if (storage_table_exists(p, LEDGER_TABLE_ROWS)) {
-    rc = ledger_write_first(p, zFunc, &zErr);
-    if (rc) goto done;
-  }
+  rc = storage_table_exists(p, LEDGER_TABLE_ROWS, &bRows);
+  if (rc == SQLITE_OK && bRows) rc = ledger_write_first(p, zFunc, &zErr);
+  if (rc) goto done;
   /* the guard of the table by its current name */
   rc = storage_guard_find(p, zTable, &iGuard, &zBase);
   if (rc) goto done;

@@ -352,8 +352,9 @@ int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const 
 #define LEDGER_N_TABLE 4
 /* Is zTable (any case) one of ledger zLedger's four tables? */
 int storage_is_own_table(const char *zLedger, const char *zTable);
-/* Does table LEDGER_TABLE_<iTable> of p exist? */
-int storage_table_exists(const IdemLedger *p, int iTable);
+/* Does table LEDGER_TABLE_<iTable> of p exist (*pbExists)? SQLITE_OK, or
+** the error (SQLITE_NOMEM) that kept the schema from answering. */
+int storage_table_exists(const IdemLedger *p, int iTable, int *pbExists);
 /* idem_guard: is zTable guarded already, under its current name or the
 ** one it was guarded under (*pbGuarded)? Else *pGid the new guard's id. */
 int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid);

@@ -190,11 +190,10 @@ static int health_own_triggers(IdemLedger *p, IdemJson *j) {
 /* The member "guards": each guard (by id) and its three triggers. */
 static int health_guards(IdemLedger *p, IdemJson *j) {
   sqlite3_stmt *pS = 0;
-  int rc = SQLITE_OK, k;
+  int rc, k, bGuards = 0;
   idem_json_open(j, "guards", '[');
-  if (storage_table_exists(p, LEDGER_TABLE_GUARDS)) {
-    rc = storage_health_scan(p, HEALTH_SCAN_GUARDS, &pS);
-  }
+  rc = storage_table_exists(p, LEDGER_TABLE_GUARDS, &bGuards);
+  if (rc == SQLITE_OK && bGuards) rc = storage_health_scan(p, HEALTH_SCAN_GUARDS, &pS);
   while (rc == SQLITE_OK && pS && sqlite3_step(pS) == SQLITE_ROW) {
     const char *zBase = (const char *)sqlite3_column_text(pS, 1);
     char *azName[IDEM_GUARD_N_TRIGGER], *zTable = 0;
@@ -229,8 +228,7 @@ static int health_guards(IdemLedger *p, IdemJson *j) {
 int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr) {
   sqlite3_int64 now = ledger_now(p);
   char *zProblem = 0, *zRowsError = 0;
-  int bMeta = storage_table_exists(p, LEDGER_TABLE_META);
-  int rc, rcRows = SQLITE_OK, i, bBroken, bFinished = 0;
+  int rc, rcRows = SQLITE_OK, i, bBroken, bMeta = 0, bRows = 0, bFinished = 0;
   Health h;
   IdemJson j;
   memset(&h, 0, sizeof(h));
@@ -244,8 +242,10 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
     zProblem = sqlite3_mprintf("%s", p->zBroken ? p->zBroken : p->zForeign);
     rc = zProblem ? SQLITE_OK : SQLITE_NOMEM;
   }
+  if (rc == SQLITE_OK) rc = storage_table_exists(p, LEDGER_TABLE_META, &bMeta);
+  if (rc == SQLITE_OK) rc = storage_table_exists(p, LEDGER_TABLE_ROWS, &bRows);
   if (rc) goto done;
-  if (storage_table_exists(p, LEDGER_TABLE_ROWS)) {
+  if (bRows) {
     rcRows = health_rows(p, now, &h);
     if ((rcRows & 0xff) == SQLITE_NOMEM) {
       rc = SQLITE_NOMEM;

@@ -2126,12 +2126,15 @@ int storage_is_own_table(const char *zLedger, const char *zTable) {
   return 0;
 }
 
-int storage_table_exists(const IdemLedger *p, int iTable) {
+int storage_table_exists(const IdemLedger *p, int iTable, int *pbExists) {
   char *zTable = sqlite3_mprintf("%s_%s", p->zName, ledger_shadow_suffix[iTable]);
-  int b =
-      zTable && sqlite3_table_column_metadata(p->db, p->zDb, zTable, 0, 0, 0, 0, 0, 0) == SQLITE_OK;
+  /* SQLITE_ERROR is "no such table"; any other code (SQLITE_NOMEM while
+  ** reading the schema) is not an answer */
+  int rc = zTable ? sqlite3_table_column_metadata(p->db, p->zDb, zTable, 0, 0, 0, 0, 0, 0)
+                  : SQLITE_NOMEM;
   sqlite3_free(zTable);
-  return b;
+  *pbExists = rc == SQLITE_OK;
+  return rc == SQLITE_ERROR ? SQLITE_OK : rc;
 }
 
 int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid) {
@@ -2244,10 +2247,12 @@ int storage_guard_find(IdemLedger *p, const char *zTable, sqlite3_int64 *pGid, c
 int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey) {
   sqlite3_stmt *pS = 0;
   char *zSql;
-  int rc = SQLITE_OK;
+  int rc, bRows = 0, bMembers = 0;
   *pzKey = 0;
-  if (!storage_table_exists(p, LEDGER_TABLE_ROWS) ||
-      !storage_table_exists(p, LEDGER_TABLE_MEMBERS)) {
+  rc = storage_table_exists(p, LEDGER_TABLE_ROWS, &bRows);
+  if (rc == SQLITE_OK) rc = storage_table_exists(p, LEDGER_TABLE_MEMBERS, &bMembers);
+  if (rc) return rc;
+  if (!bRows || !bMembers) {
     /* a broken ledger (ledger_lifecycle.c): no claim of it can go on, and
     ** the guards table's delete trigger, which reads both, cannot run;
     ** the guards go so that DROP TABLE can remove the ledger */

@@ -28,7 +28,9 @@
 **   - on failure, the digest is unchanged and no transaction was left open
 **     (or, inside an explicit transaction, either the transaction is intact
 **     or SQLite rolled it all back): nothing is half-written;
-**   - on success, the decision and the row count match the unfaulted run;
+**   - on success, the decision and the row count match the unfaulted run
+**     (F_DET: the whole result; F_READ, an operation that only reads: the
+**     digest is unchanged too);
 **   - the connection still works (SELECT count(*) FROM L), sqlite3_close
 **     returns SQLITE_OK (no statement leaked), and the live allocation count
 **     is back where it was before the connection was opened (no leak);
@@ -99,6 +101,7 @@ static void disarm(void) { bArmed = 0; }
 #define F_TXN 1   /* setup ends inside BEGIN ... (see zTxn) */
 #define F_SLEEP 2 /* sleep 3 ms after setup (purge needs older rows) */
 #define F_DET 4   /* compare the whole result with the unfaulted run */
+#define F_READ 8  /* reads only: the digest is unchanged on success too */
 
 typedef struct Op Op;
 struct Op {
@@ -114,6 +117,11 @@ struct Op {
 
 /* the claim most setups start with (token ?1 for a settle or renew) */
 #define CLAIM1 "SELECT idem_claim('L','t1','c1','send','{\"n\":1}')"
+
+/* idem_health(ledger) without its times ("now", the oldest unknown row's
+** created_at: each run makes its rows at the clock's time), so that the
+** whole answer can be compared with the unfaulted run's (F_DET) */
+#define HEALTH(L) "SELECT json_remove(idem_health('" L "'),'$.now','$.oldest_unknown.created_at')"
 
 static const Op aOp[] = {
     {"load", K_LOAD, 0, "", ""},
@@ -274,11 +282,36 @@ static const Op aOp[] = {
      "SELECT idem_claim('LB','t1','c1','send','{\"n\":1}')"},
     {"drop-missing-shadow", K_SQL, 0,
      "CREATE VIRTUAL TABLE LB USING idempotency; DROP TABLE LB_meta", "DROP TABLE LB"},
+    {"health", K_SQL, F_DET | F_READ,
+     "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k);"
+     "SELECT idem_guard('L','o','k','tenant');" CLAIM1
+     ";SELECT idem_settle('L',?1,'succeeded','{\"a\":1}');"
+     "SELECT idem_claim('L','t1','c1','send','{\"n\":2}');"
+     "SELECT idem_settle('L',?1,'unknown',NULL);"
+     "SELECT idem_claim('L','t2','c1','pay','{\"n\":3}','local');"
+     "SELECT idem_claim('L','t2','c1','pay','{\"n\":4}')",
+     HEALTH("L")},
+    {"health-expired", K_SQL, F_DET | F_READ,
+     "CREATE VIRTUAL TABLE L0 USING idempotency(lease_seconds=0);"
+     "SELECT idem_claim('L0','t1','c1','send','{\"n\":1}');"
+     "SELECT idem_claim('L0','t1','c1','send','{\"n\":2}','local');"
+     "SELECT idem_claim('L0','t2','c1','pay','{\"n\":3}')",
+     HEALTH("L0")},
+    {"health-broken", K_SQL, F_DET | F_READ, CLAIM1 ";DROP TRIGGER L_rows_delete", HEALTH("L")},
+    {"health-guard-broken", K_SQL, F_DET | F_READ,
+     "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k);"
+     "SELECT idem_guard('L','o','k','tenant'); DROP TRIGGER o_idem_L_member",
+     HEALTH("L")},
+    {"health-rows-unreadable", K_SQL, F_DET | F_READ,
+     CLAIM1 "; ALTER TABLE L_rows RENAME COLUMN tool TO tool_renamed", HEALTH("L")},
+    {"health-missing-shadow", K_SQL, F_DET | F_READ,
+     "CREATE VIRTUAL TABLE LB USING idempotency; DROP TABLE LB_guards", HEALTH("LB")},
     {"file-select", K_FILE, 0, "", "SELECT count(*) FROM L"},
     {"file-claim-new", K_FILE, 0, "", "SELECT idem_claim('L','t1','c1','send','{\"n\":5000}')"},
     {"file-claim-in-progress", K_FILE, 0, "", CLAIM1},
     {"file-insert", K_FILE, 0, "",
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":5001}')"},
+    {"file-health", K_FILE, F_DET | F_READ, "", HEALTH("L")},
 };
 #define N_OP ((int)(sizeof(aOp) / sizeof(aOp[0])))
 
@@ -294,7 +327,7 @@ typedef struct Run Run;
 struct Run {
   int rc;            /* primary result code of the operation */
   char zMsg[400];    /* its message */
-  char zRes[600];    /* first column of the first row */
+  char zRes[4000];   /* first column of the first row (idem_health's answer fits) */
   int bFired;        /* the Nth allocation was reached */
   int nRows;         /* rows of L_rows after */
   char zWhy[600];    /* why the run failed a check ("" when fine) */
@@ -566,14 +599,21 @@ static void run_once(const Op *op, long long n, const Run *pRef, Run *r) {
     json_field(pRef->zRes, "decision", zD1, sizeof(zD1));
     json_field(r->zRes, "decision", zD2, sizeof(zD2));
     if (strcmp(zD1, zD2) != 0 || ((op->flags & F_DET) && strcmp(pRef->zRes, r->zRes) != 0)) {
-      fmt_str(r->zWhy, sizeof(r->zWhy), "succeeded with \"%s\", an unfaulted run gives \"%s\"",
-              r->zRes, pRef->zRes);
+      /* from a little before the first difference: long answers differ late */
+      size_t k = 0;
+      while (r->zRes[k] && r->zRes[k] == pRef->zRes[k]) k++;
+      k = k > 40 ? k - 40 : 0;
+      fmt_str(r->zWhy, sizeof(r->zWhy),
+              "succeeded with \"%s%.250s\", an unfaulted run gives \"%s%.250s\"", k ? "..." : "",
+              r->zRes + k, k ? "..." : "", pRef->zRes + k);
     } else if (op->eKind != K_LOAD && r->rc == SQLITE_OK) {
-      digest(db, &nRows2);
+      h2 = digest(db, &nRows2);
       if (nRows2 != pRef->nRows) {
         fmt_str(r->zWhy, sizeof(r->zWhy),
                 "succeeded but L_rows has %d rows, an unfaulted run leaves %d", nRows2,
                 pRef->nRows);
+      } else if ((op->flags & F_READ) && h2 != h1) {
+        fmt_str(r->zWhy, sizeof(r->zWhy), "succeeded but the database changed (it only reads)");
       }
     }
   }

@@ -18,6 +18,7 @@ BUILD=${BUILD:-build}
 DIR=tests/js
 AMALG=$DIR/node_modules/better-sqlite3/deps/sqlite3
 OUT=build/compat
+rc=0
 
 if [ -n "${SANITIZE:-}" ] || [ "$BUILD" != build ]; then
   echo "SKIP newer: runs in the plain build only (this is BUILD=$BUILD${SANITIZE:+, make sanitize}); the newer SQLite's amalgamation is not rebuilt with sanitizers"
@@ -46,6 +47,7 @@ if [ -n "$want" ] && [ "$pkgver" = "$want" ]; then
   echo "PASS newer:package better-sqlite3 $pkgver (as pinned)"
 else
   echo "FAIL newer:package: installed better-sqlite3 ${pkgver:-?} is not the pinned ${want:-?} (rm -rf $DIR/node_modules)"
+  rc=1
 fi
 
 # The slow part: compiled once, reused while its inputs are unchanged.
@@ -65,10 +67,12 @@ if [ -n "$hver" ] && [ "$lver" = "$hver" ]; then
   echo "PASS newer:sqlite-version $lver (system: ${sysver:-unknown})"
 else
   echo "FAIL newer:sqlite-version: the runner reports '$lver', the amalgamation's sqlite3.h says '$hver'"
+  rc=1
 fi
 # The runner must not be using the system library by accident.
 if [ -n "$sysver" ] && [ "$lver" = "$sysver" ]; then
   echo "FAIL newer:is-newer: $lver is the system's SQLite too: this suite tests nothing 20-sql.sh does not"
+  rc=1
 else
   echo "PASS newer:is-newer"
 fi
@@ -77,14 +81,19 @@ if [ "$opts" = "1	$(sed -n 's/^#define IDEM_VERSION "\(.*\)"$/\1/p' include/idem
   echo "PASS newer:loads (STMTVTAB, DQS=0, load_extension on; idem_version matches include/idempotency.h)"
 else
   echo "FAIL newer:loads: got '$opts'"
+  rc=1
 fi
 
 # Each file in its own runner process, as in 20-sql.sh.
 for f in tests/sql/[0-9]*.sql; do
   out=$("$runner" --ext "$ext" "$f" 2>&1)
-  rc=$?
+  status=$?
   sed -e 's/^PASS /PASS newer:/' -e 's/^FAIL /FAIL newer:/' <<<"$out"
-  if [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
-    echo "FAIL newer:$(basename "$f"): the runner exited with status $rc without reporting a failed check"
+  if grep -q '^FAIL ' <<<"$out"; then
+    rc=1
+  elif [ "$status" -ne 0 ]; then
+    echo "FAIL newer:$(basename "$f"): the runner exited with status $status without reporting a failed check"
+    rc=1
   fi
 done
+exit $rc

@@ -22,6 +22,7 @@ unchanged (and the SQLite error name, e.g. ``SQLITE_CONSTRAINT``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import json
@@ -32,7 +33,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Coroutine, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import words as _words
 from .words import say
@@ -433,8 +434,9 @@ class _Heartbeat:
     extension loaded, the same busy_timeout), opened at the first beat (an
     action shorter than a beat opens none) and closed with the thread. A
     beat while a transaction is open on the ledger's connection is
-    skipped: the application holds it. ``stop`` returns once the thread
-    ended, so no beat comes after it.
+    skipped: the application holds it. It starts when made; as a context
+    manager, the thread has ended when the block is left, so no beat comes
+    after it.
     """
 
     def __init__(self, ledger: "Ledger", attempt: Attempt, seconds: int, where: Tuple[str, str, int]):
@@ -443,6 +445,13 @@ class _Heartbeat:
         self._thread = threading.Thread(target=self._run, name=f"sqlite-idempotency heartbeat {attempt.key}",
                                         daemon=True)
         self._thread.start()
+
+    def __enter__(self) -> "_Heartbeat":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stopped.set()
+        self._thread.join()
 
     def _run(self) -> None:
         beats: Optional[Ledger] = None
@@ -461,9 +470,49 @@ class _Heartbeat:
             if beats is not None:
                 beats.close()
 
-    def stop(self) -> None:
-        self._stopped.set()
-        self._thread.join()
+
+class _TaskHeartbeat:
+    """The heartbeat of `Ledger.acall`: the beats (`Ledger._abeats`) as a task of the running loop.
+
+    It starts when made and runs only on this loop, between the action's
+    steps; as a context manager, it is cancelled as the block is left, so
+    no beat comes after it.
+    """
+
+    def __init__(self, beats: Coroutine[Any, Any, None]):
+        self._task = asyncio.get_running_loop().create_task(beats)
+
+    def __enter__(self) -> "_TaskHeartbeat":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._task.cancel()
+
+
+class _Backoff:
+    """The pauses between claims while another caller holds the key (`Ledger.wait`, `call`, `acall`).
+
+    ``timeout`` is checked (named ``what``) and measured on ``clock``. The
+    pauses start at 10 ms and double up to 500 ms, with jitter, and never
+    run past the deadline.
+    """
+
+    def __init__(self, timeout: Any, what: str, clock: Callable[[], float]):
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise ValueError(f"{what} must be a number of seconds >= 0, got {timeout!r}")
+        self._clock = clock
+        self._deadline = clock() + timeout
+        self._delay = 0.01
+
+    def pause(self, d: "Decision") -> Optional[float]:
+        """None when ``d`` is the answer (not `InProgress`, or the deadline passed); else the seconds to
+        pause before claiming again."""
+        left = self._deadline - self._clock()
+        if not isinstance(d, InProgress) or left <= 0:
+            return None
+        pause = min(left, self._delay * random.uniform(0.5, 1.0))
+        self._delay = min(self._delay * 2, 0.5)
+        return pause
 
 
 def _json_text(value: Any, what: str) -> str:
@@ -843,23 +892,18 @@ class Ledger:
     @staticmethod
     def _wait(claim: Callable[[], Decision], timeout: float, what: str) -> Decision:
         """Claims until the decision is not `InProgress` or ``timeout`` (checked, named ``what``) passed."""
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-            raise ValueError(f"{what} must be a number of seconds >= 0, got {timeout!r}")
-        deadline = time.monotonic() + timeout
-        delay = 0.01
-        while True:
+        backoff = _Backoff(timeout, what, time.monotonic)
+        d = claim()
+        while (pause := backoff.pause(d)) is not None:
+            time.sleep(pause)
             d = claim()
-            left = deadline - time.monotonic()
-            if not isinstance(d, InProgress) or left <= 0:
-                return d
-            time.sleep(min(left, delay * random.uniform(0.5, 1.0)))
-            delay = min(delay * 2, 0.5)
+        return d
 
-    def _before_action(self, d: Decision, renew_seconds: Optional[int]) -> Optional["Outcome"]:
+    def _admit(self, d: Decision, renew_seconds: Optional[int]) -> Union["Outcome", Attempt]:
         """What `call` and `acall` do with a claim's decision before the action:
         the replayed Outcome, an exception for a call that must not run, or
-        None for an admitted claim that is committed and whose lease was
-        checked right before sending."""
+        the Attempt of an admitted claim that is committed, its lease checked
+        right before sending (LeaseLost: nothing sent)."""
         if isinstance(d, Replay):
             return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
         if isinstance(d, InProgress):
@@ -871,10 +915,6 @@ class Ledger:
         if not d.committed:
             self.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
             raise NotCommitted(d.key)
-        return None
-
-    def _attempt(self, d: Admitted, renew_seconds: Optional[int]) -> Attempt:
-        """The attempt of an admitted claim, its lease checked right before sending (LeaseLost: nothing sent)."""
         attempt = Attempt(self, d)
         renewed = self.lease_before_send(d.token, renew_seconds)
         if renewed is not None:
@@ -954,20 +994,15 @@ class Ledger:
             beat = 0  # in memory: no file for the beats' connection, and no other process to see the holder
         d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait,
                        "Ledger.call: wait")
-        replay = self._before_action(d, renew_seconds)
-        if replay is not None:
-            return replay
-        attempt = self._attempt(d, renew_seconds)
-        heartbeat = _Heartbeat(self, attempt, beat, self._beat_where) if beat else None
+        attempt = self._admit(d, renew_seconds)
+        if isinstance(attempt, Outcome):
+            return attempt
+        beats = _Heartbeat(self, attempt, beat, self._beat_where) if beat else contextlib.nullcontext()
         try:
-            result = action(attempt)
+            with beats:  # stopped as the action ends, however it ends: before the settle
+                result = action(attempt)
         except BaseException as e:
-            if heartbeat is not None:
-                heartbeat.stop()  # before the settle: the heartbeat never outlives the action
             return self._settle_raised(d, e)
-        finally:
-            if heartbeat is not None:
-                heartbeat.stop()
         if inspect.iscoroutine(result) and inspect.getcoroutinestate(result) == inspect.CORO_CREATED:
             # an async function: its coroutine never ran, so nothing was sent
             result.close()
@@ -995,34 +1030,22 @@ class Ledger:
         CancelledError propagates.
         """
         beat = self._beat_seconds(heartbeat_seconds, "Ledger.acall: heartbeat_seconds")
-        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
-            raise ValueError(f"Ledger.acall: wait must be a number of seconds >= 0, got {wait!r}")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait
-        delay = 0.01
-        while True:
+        backoff = _Backoff(wait, "Ledger.acall: wait", asyncio.get_running_loop().time)
+        d = self._claim_committed(tenant, conversation, tool, args, operation_id)
+        while (pause := backoff.pause(d)) is not None:
+            await asyncio.sleep(pause)
             d = self._claim_committed(tenant, conversation, tool, args, operation_id)
-            left = deadline - loop.time()
-            if not isinstance(d, InProgress) or left <= 0:
-                break
-            await asyncio.sleep(min(left, delay * random.uniform(0.5, 1.0)))
-            delay = min(delay * 2, 0.5)
-        replay = self._before_action(d, renew_seconds)
-        if replay is not None:
-            return replay
-        attempt = self._attempt(d, renew_seconds)
-        heartbeat = loop.create_task(self._abeats(attempt, beat)) if beat else None
+        attempt = self._admit(d, renew_seconds)
+        if isinstance(attempt, Outcome):
+            return attempt
+        beats = _TaskHeartbeat(self._abeats(attempt, beat)) if beat else contextlib.nullcontext()
         try:
-            result = action(attempt)
-            if inspect.isawaitable(result):
-                result = await result
+            with beats:  # cancelled as the action ends, however it ends: before the settle
+                result = action(attempt)
+                if inspect.isawaitable(result):
+                    result = await result
         except BaseException as e:
-            if heartbeat is not None:
-                heartbeat.cancel()  # before the settle: the heartbeat never outlives the action
             return self._settle_raised(d, e)
-        finally:
-            if heartbeat is not None:
-                heartbeat.cancel()  # it runs only on this loop: no beat after this
         return self._settle_result(d, result)
 
     async def _abeats(self, attempt: Attempt, seconds: int) -> None:
