@@ -1087,7 +1087,7 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
   LedgerRow r;
   memset(&r, 0, sizeof(r));
   *pzJson = 0;
-  ledger_durable_forget(p);
+  ledger_durable_forget(p); /* a settle that starts a write transaction reads synchronous again */
   if (bResolve) {
     rc = idem_key_error(zFunc, "tenant", pTenant, pzErr);
     if (rc == SQLITE_OK) rc = idem_key_error(zFunc, "key", pKey, pzErr);
