@@ -604,8 +604,11 @@ int ledger_stmt_new(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
 void ledger_finalize_all(IdemLedger *p);
 /* Step pS once, reset it; SQLITE_OK for a row or done. */
 int ledger_step_done(sqlite3_stmt *pS);
-/* synchronous >= FULL on a file database: a power loss keeps the claim. */
+/* synchronous >= FULL on a file database: a power loss keeps the claim
+** (the value read is kept for the rest of the write transaction, and
+** ledger_durable_forget, at the start of a call outside one, drops it). */
 int ledger_durable(IdemLedger *p);
+void ledger_durable_forget(IdemLedger *p);
 /* Unix milliseconds from the VFS clock of the ledger's database. */
 sqlite3_int64 ledger_now(IdemLedger *p);
 /* How a non-INTEGER argument is named in an error (sqlite3_malloc). */
@@ -704,8 +707,10 @@ void storage_savepoint_abandon(IdemLedger *p, int bOwnTxn);
 ** synchronous=FULL, set it to NORMAL for the write that commits an
 ** external claim's settle or resolve (*pbLowered = 1); otherwise, or
 ** when a read or the change is refused (only SQLITE_NOMEM is returned),
-** nothing changes. storage_sync_restore sets FULL again when bLowered. */
-int storage_sync_lower(IdemLedger *p, int *pbLowered);
+** nothing changes. *pbSynced: that write's commit will sync (a file at
+** FULL or above, not lowered), the answer's "durable" without a second
+** read of synchronous. storage_sync_restore sets FULL again when bLowered. */
+int storage_sync_lower(IdemLedger *p, int *pbLowered, int *pbSynced);
 int storage_sync_restore(IdemLedger *p, int bLowered);
 /* Does claim (id, attempt) have a member? */
 int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, int *pb);

@@ -244,6 +244,26 @@ static int answer_finish(IdemJson *j, IdemLedger *p, const char *zFunc, const ch
   return rc;
 }
 
+/*
+** Append "durable" to answer j: whether the write this call makes is kept
+** by a power loss once it is committed. bCommits: the call commits it
+** itself (autocommit), else the caller's COMMIT does. bSynced: whether
+** that commit syncs, when the caller has read synchronous for it
+** (storage_sync_lower), or -1: ledger_durable reads it. Under dqlite a
+** commit is durable once a Raft quorum holds it, which the extension sees
+** only for the caller's COMMIT: outside a transaction the client's path
+** decides (docs/replication.md), and "durability" says which.
+*/
+static void answer_durable(IdemJson *j, IdemLedger *p, int bCommits, int bSynced) {
+  if (p->iDqlite < 0) p->iDqlite = ledger_under_dqlite(p->db, p->zDb);
+  if (p->iDqlite) {
+    idem_json_bool(j, "durable", !bCommits);
+    idem_json_text(j, "durability", bCommits ? "unknown" : "raft-quorum");
+  } else {
+    idem_json_bool(j, "durable", bSynced >= 0 ? bSynced : ledger_durable(p));
+  }
+}
+
 static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
                           sqlite3_int64 attempt, sqlite3_int64 lease, int committed,
                           LedgerDecision *d) {
@@ -258,16 +278,7 @@ static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
   idem_json_int(&j, "attempt", attempt);
   idem_json_text(&j, "effect", q->zEffect);
   idem_json_bool(&j, "committed", committed);
-  if (p->iDqlite < 0) p->iDqlite = ledger_under_dqlite(p->db, p->zDb);
-  if (p->iDqlite) {
-    /* Inside a transaction the claim is durable when COMMIT returns (a Raft
-    ** quorum holds it). Outside one (require_transaction=0) the extension
-    ** cannot see whether the client's path replicates the write. */
-    idem_json_bool(&j, "durable", !committed);
-    idem_json_text(&j, "durability", committed ? "unknown" : "raft-quorum");
-  } else {
-    idem_json_bool(&j, "durable", ledger_durable(p));
-  }
+  answer_durable(&j, p, committed, -1);
   idem_json_int(&j, "lease_until", lease);
   /* the constant holds no character that JSON escapes */
   if (strcmp(q->zEffect, "external") == 0) idem_json_literal(&j, "note", "\"" EXTERNAL_NOTE "\"");
@@ -715,8 +726,7 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
   int bOneInsert = p->aOpt[IDEM_OPT_RETENTION] == 0;
 
   memset(d, 0, sizeof(*d));
-  /* a claim that starts a write transaction reads synchronous again */
-  if (sqlite3_txn_state(db, p->zDb) != SQLITE_TXN_WRITE) p->iDurable = -1;
+  ledger_durable_forget(p); /* a claim that starts a write transaction reads synchronous again */
   if (writer_in_progress(db)) {
     *pzErr = sqlite3_mprintf(
         "%s: call it in a statement of its own (SELECT idem_claim(...)); "
@@ -889,11 +899,13 @@ static int sent_first(const char *z, size_t n, IdemBuf *pOut) {
 ** was read), *pbStale is set and nothing is answered (SQLITE_OK, *pzJson
 ** 0); otherwise that is the "another writer interfered" error. A local
 ** claim's settle with pbStale given sets it before reading the members,
-** which are read under the write lock only.
+** which are read under the write lock only. bAuto: the call commits its
+** write; bSynced: for an external claim's settle in autocommit, whether
+** that commit syncs (storage_sync_lower), for the answer's "durable".
 */
 static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const char *zStatus,
-                         const IdemBuf *pDetail, int bResolve, int *pbStale, char **pzJson,
-                         char **pzErr) {
+                         const IdemBuf *pDetail, int bResolve, int bAuto, int bSynced, int *pbStale,
+                         char **pzJson, char **pzErr) {
   sqlite3_int64 now = ledger_now(p);
   const char *zEff; /* effective status */
   char *zMembers = 0;
@@ -984,6 +996,8 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
     idem_json_text(&j, "key", r->zKey);
     idem_json_text(&j, "status", zStatus);
     idem_json_int(&j, "attempt", r->attempt);
+    /* a local claim's settle is never lowered: synchronous as it is */
+    answer_durable(&j, p, bAuto, bAuto && !bLocal ? bSynced : -1);
     /* built just now from the guarded tables, not read back from a row */
     idem_json_literal(&j, "members", zMembers ? zMembers : "[]");
     *pzJson = idem_json_finish(&j, &rc);
@@ -1072,11 +1086,13 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
   sqlite3_int64 iId = 0, iRnd = 0;
   int rc, rc2, bFound = 0, bResolve = pToken == 0, bSave = 0, bStale = 0;
   int bLowered = 0; /* synchronous set to NORMAL for this settle */
+  int bSynced = 0;  /* its commit syncs (an external claim's, in autocommit) */
   /* in autocommit the read below and the write are two transactions */
   int bAuto = sqlite3_get_autocommit(p->db);
   LedgerRow r;
   memset(&r, 0, sizeof(r));
   *pzJson = 0;
+  ledger_durable_forget(p); /* a settle that starts a write transaction reads synchronous again */
   if (bResolve) {
     rc = idem_key_error(zFunc, "tenant", pTenant, pzErr);
     if (rc == SQLITE_OK) rc = idem_key_error(zFunc, "key", pKey, pzErr);
@@ -1112,14 +1128,14 @@ again:
     /* this call commits the settle of an external claim: it rides on the
     ** next synced commit (docs/design.md, "A settle rides on the next
     ** synced commit") */
-    rc = storage_sync_lower(p, &bLowered);
+    rc = storage_sync_lower(p, &bLowered, &bSynced);
   } else if (bLowered && is_local(r.zEffect)) {
     rc = storage_sync_restore(p, 1); /* the row read again is another claim's */
     bLowered = 0;
   }
   if (rc) goto done;
   rc = outcome_apply(p, zFunc, &r, (const char *)sqlite3_value_text(pStatus), &detail, bResolve,
-                     bAuto && !bSave ? &bStale : 0, pzJson, pzErr);
+                     bAuto, bSynced, bAuto && !bSave ? &bStale : 0, pzJson, pzErr);
   if (rc == SQLITE_OK && bStale) {
     /* another writer changed the row between this call's read and its
     ** write: decide again, as if this call had come after it, on the row

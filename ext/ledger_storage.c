@@ -1551,7 +1551,7 @@ int ledger_durable(IdemLedger *p) {
   ** made durable (or not) by the same commit. The transaction is told by
   ** the pager's data version, which every commit changes, and a claim
   ** that starts outside a write transaction forgets the value
-  ** (ledger_claim), so one read in an earlier transaction, before a
+  ** (ledger_durable_forget), so one read in an earlier transaction, before a
   ** PRAGMA synchronous changed it, is never reused. */
   sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_DATA_VERSION, &uVersion);
   if (p->iDurable >= 0 && p->uDurableVersion == uVersion &&
@@ -1571,6 +1571,10 @@ int ledger_durable(IdemLedger *p) {
   return durable;
 }
 
+void ledger_durable_forget(IdemLedger *p) {
+  if (sqlite3_txn_state(p->db, p->zDb) != SQLITE_TXN_WRITE) p->iDurable = -1;
+}
+
 /* PRAGMA synchronous takes effect when it is prepared (SQLite sets the
 ** pager's flags while it compiles it), so each change is a fresh one */
 static int sync_set(IdemLedger *p, const char *zLevel) {
@@ -1580,25 +1584,26 @@ static int sync_set(IdemLedger *p, const char *zLevel) {
   return rc;
 }
 
-int storage_sync_lower(IdemLedger *p, int *pbLowered) {
+int storage_sync_lower(IdemLedger *p, int *pbLowered, int *pbSynced) {
   sqlite3_stmt *pS = 0;
-  int rc, bLower = 0;
+  int rc, iLevel = -1, bLower = 0;
   const char *zFile = sqlite3_db_filename(p->db, p->zDb);
   char *zSql;
-  *pbLowered = 0;
+  *pbLowered = *pbSynced = 0;
   /* a file at exactly FULL (EXTRA is a choice this does not second-guess)
   ** in WAL mode; synchronous first, through the storage's own statement:
-  ** below FULL that is the only read */
+  ** below FULL that is the only read. A level that cannot be read is not
+  ** reported synced (as ledger_durable) */
   if (zFile == 0 || zFile[0] == 0) return SQLITE_OK; /* memory or temp database */
   rc = ledger_stmt(p, ST_SYNCHRONOUS, &pS);
-  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) bLower = sqlite3_column_int(pS, 0) == 2;
+  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) iLevel = sqlite3_column_int(pS, 0);
   if (pS) rc = sqlite3_reset(pS);
-  if (rc || !bLower) return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
+  if (rc == SQLITE_OK) *pbSynced = iLevel >= 2;
+  if (rc || iLevel != 2) return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
   zSql = sqlite3_mprintf("PRAGMA \"%w\".journal_mode", p->zDb);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
   sqlite3_free(zSql);
-  bLower = 0;
   if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
     const char *zMode = (const char *)sqlite3_column_text(pS, 0);
     bLower = zMode && strcmp(zMode, "wal") == 0;
@@ -1607,6 +1612,7 @@ int storage_sync_lower(IdemLedger *p, int *pbLowered) {
   if (rc == SQLITE_OK && bLower) {
     rc = sync_set(p, "NORMAL");
     *pbLowered = rc == SQLITE_OK;
+    *pbSynced = !*pbLowered;
   }
   /* a read or a change refused (an authorizer that denies the PRAGMA)
   ** leaves the settle synced, as it was: only memory is fatal */

@@ -128,6 +128,8 @@ export interface Settled {
   key: string;
   status: SettleStatus;
   attempt: number;
+  /** the write was synced when the call returned, or the caller's COMMIT syncs it (docs/reference.md) */
+  durable: boolean;
   members: Member[];
 }
 

@@ -819,11 +819,14 @@ static int sent_false(const char *zDetail) {
 /*
 ** An outcome recorded on row (ten, slot) of s by a settle (bSettle) or a
 ** resolve: the refusal as an expected message prefix in zErr, or "" and
-** the row updated, the answer in zExp.
+** the row updated, the answer in zExp. iSync: the connection's synchronous
+** level; bAuto: no transaction is open on it, so the call commits its write
+** (an external claim's then rides on the next synced commit in WAL mode,
+** and its answer's durable is false).
 */
 static void predict_outcome(State *s, int ten, int slot, int status, const char *zDetail,
-                            int bSettle, i64 now, char *zErr, size_t nErr, char *zExp,
-                            size_t nExp) {
+                            int bSettle, int iSync, int bAuto, i64 now, char *zErr, size_t nErr,
+                            char *zExp, size_t nExp) {
   MRow *r = &s->r[ten][slot];
   char zKey[48], zMem[320];
   const char *zK = key_of(ten, slot, zKey);
@@ -884,8 +887,11 @@ static void predict_outcome(State *s, int ten, int slot, int status, const char 
   r->hasMembers = 1;
   fmt_str(r->members, sizeof(r->members), "%s", r->local ? zMem : "[]");
   r->updated = now;
-  fmt_str(zExp, nExp, "{\"key\":\"%s\",\"status\":\"%s\",\"attempt\":%d,\"members\":%s}", zK,
-          azSettle[status], r->attempt, r->members);
+  fmt_str(zExp, nExp,
+          "{\"key\":\"%s\",\"status\":\"%s\",\"attempt\":%d,\"durable\":%s,\"members\":%s}", zK,
+          azSettle[status], r->attempt,
+          iSync == 2 && (!bAuto || r->local || strcmp(zMode, "wal") != 0) ? "true" : "false",
+          r->members);
 }
 
 /* Resolve a token reference: the token text, and the row holding it. */
@@ -958,7 +964,8 @@ static void exec_settle(const Op *op) {
   if (ten < 0) {
     fmt_str(zErr, sizeof(zErr), "idem_settle: no claim of ledger L holds token \"%s\"", zTok);
   } else {
-    predict_outcome(s, ten, slot, op->b, zDetail, 1, now, zErr, sizeof(zErr), zExp, sizeof(zExp));
+    predict_outcome(s, ten, slot, op->b, zDetail, 1, aSync[c], txnOwner != c, now, zErr,
+                    sizeof(zErr), zExp, sizeof(zExp));
   }
   run(c, sqlite3_mprintf("SELECT idem_settle('L', %Q, %Q, %Q)", zTok, azSettle[op->b], zDetail),
       &res);
@@ -974,8 +981,8 @@ static void exec_resolve(const Op *op) {
   i64 now = now_ms();
   Res res;
   zExp[0] = 0;
-  predict_outcome(s, op->ten, op->slot, op->b, zDetail, 0, now, zErr, sizeof(zErr), zExp,
-                  sizeof(zExp));
+  predict_outcome(s, op->ten, op->slot, op->b, zDetail, 0, aSync[c], txnOwner != c, now, zErr,
+                  sizeof(zErr), zExp, sizeof(zExp));
   run(c,
       sqlite3_mprintf("SELECT idem_resolve('L', 't%d', %Q, %Q, %Q)", op->ten,
                       key_of(op->ten, op->slot, zKey), azSettle[op->b], zDetail),
@@ -1654,14 +1661,14 @@ static int kill_after(const Op *op, State *a) {
           g->attempt = r->attempt;
           g->v = 7;
         }
-        predict_outcome(a, op->ten, op->slot, 0, "{\"v\":7}", 1, now, zErr, sizeof(zErr), zExp,
-                        sizeof(zExp));
+        predict_outcome(a, op->ten, op->slot, 0, "{\"v\":7}", 1, aSync[0], 0, now, zErr,
+                        sizeof(zErr), zExp, sizeof(zExp));
       }
       break;
     case 2:
       if (S.r[op->ten][op->slot].used && S.r[op->ten][op->slot].token[0])
-        predict_outcome(a, op->ten, op->slot, 0, "{\"v\":8}", 1, now, zErr, sizeof(zErr), zExp,
-                        sizeof(zExp));
+        predict_outcome(a, op->ten, op->slot, 0, "{\"v\":8}", 1, aSync[0], 1, now, zErr,
+                        sizeof(zErr), zExp, sizeof(zExp));
       break;
     default: {
       int t, i;

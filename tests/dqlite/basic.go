@@ -56,6 +56,7 @@ func runBasic(cluster string) error {
 
 	s, ok, err := inTx(db, settleSQL, "ledger", token, "succeeded", `{"message_id":"m-17"}`)
 	check("settle", ok && s.str("status") == "succeeded", "got %v, commit %v, %v", s, ok, err)
+	checkDurable("settle_durable", s)
 
 	r, _, err := inTx(db, claimSQL, args...)
 	res, _ := json.Marshal(r["result"])
@@ -127,8 +128,9 @@ func localWrite(ctx context.Context, db *sql.DB, args []interface{}) error {
 	return tx.Commit()
 }
 
-// checkDurable: under dqlite a claim made inside a transaction is durable
-// through the Raft quorum, whatever the leader's synchronous=OFF says.
+// checkDurable: under dqlite a claim or a settle made inside a transaction
+// is durable through the Raft quorum, whatever the leader's synchronous=OFF
+// says.
 func checkDurable(name string, d decision) {
 	check(name, d["durable"] == true && d.str("durability") == "raft-quorum",
 		`want "durable":true,"durability":"raft-quorum"; got %v`, d)

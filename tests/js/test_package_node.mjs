@@ -106,7 +106,7 @@ async function run(tmp) {
   report(d2.decision === 'in_progress' && d2.key === d.key && d2.lease_until === d.lease_until, 'decision-in-progress', j(d2));
   const s = ledger.settle(d.token, 'succeeded', { message_id: 'm-1' });
   const r = ledger.claim(T, C, 'send_email', { to: 'a@b.c' });
-  report(j(s) === j({ key: d.key, status: 'succeeded', attempt: 1, members: [] }) && r.decision === 'replay' &&
+  report(j(s) === j({ key: d.key, status: 'succeeded', attempt: 1, durable: false, members: [] }) && r.decision === 'replay' &&
          r.idempotent === true && j(r.result) === j({ message_id: 'm-1' }) && j(r.members) === '[]',
          'decision-replay', `${j(s)} then ${j(r)}`);
   const u = ledger.claim(T, C, 'charge', { amount: 5 });

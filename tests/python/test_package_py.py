@@ -114,7 +114,7 @@ def run(tmp):
            "decision-in-progress", f"got {d2!r}")
     s = ledger.settle(d.token, "succeeded", {"message_id": "m-1"})
     r = ledger.claim(T, C, "send_email", {"to": "a@b.c"})
-    report(s == {"key": d.key, "status": "succeeded", "attempt": 1, "members": []} and isinstance(r, idem.Replay)
+    report(s == {"key": d.key, "status": "succeeded", "attempt": 1, "durable": False, "members": []} and isinstance(r, idem.Replay)
            and r.idempotent is True and r.status == "succeeded" and r.result == {"message_id": "m-1"}
            and r.error is None and r.members == [], "decision-replay", f"settle {s!r}, then {r!r}")
     u = ledger.claim(T, C, "charge", {"amount": 5})

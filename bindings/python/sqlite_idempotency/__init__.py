@@ -757,7 +757,9 @@ class Ledger:
 
         ``status`` is succeeded (detail is the result), failed, released (an
         external release needs ``{"sent": False}``) or unknown. Returns
-        ``{"key", "status", "attempt", "members"}``.
+        ``{"key", "status", "attempt", "durable", "members"}`` (``durable``:
+        the write was synced when the call returned, or the caller's COMMIT
+        syncs it).
         """
         text = None if detail is None else _json_text(detail, "detail")
         return json.loads(self._one("SELECT idem_settle(?, ?, ?, ?)", (self.name, token, status, text)))
