@@ -285,7 +285,8 @@ static int build_admitted(IdemLedger *p, const LedgerReq *q, const char *zToken,
   return answer_finish(&j, p, "idem_claim", q->zKey, &d->zJson, 0);
 }
 
-/* Replay of a terminal row (succeeded or failed). */
+/* Replay of a terminal row (succeeded or failed); settled_at is the row's
+** updated_at, when its outcome was recorded. */
 static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, int bNoWhy,
                         LedgerDecision *d, char **pzErr) {
   int ok = strcmp(r->zStatus, "succeeded") == 0, rc;
@@ -297,6 +298,7 @@ static int build_replay(IdemLedger *p, const char *zFunc, const LedgerRow *r, in
   idem_json_text(&j, "key", r->zKey);
   idem_json_text(&j, "status", r->zStatus);
   idem_json_int(&j, "attempt", r->attempt);
+  idem_json_int(&j, "settled_at", r->updatedAt);
   if (r->mNulJson & (ok ? LEDGER_NUL_RESULT : LEDGER_NUL_ERROR)) {
     idem_json_refuse(&j, ok ? "result" : "error");
   }
@@ -440,9 +442,12 @@ static int claim_poison(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   idem_json_text(&jErr, "message", zMsg);
   zErr = idem_json_finish(&jErr, &rc);
   if (rc) return rc;
+  /* the row as this settle leaves it (the compare-and-set reads only its
+  ** id, status and token, and the status is put back below) */
   r->zStatus = "failed";
   r->zError = zErr;
   r->zMembers = "[]";
+  r->updatedAt = now;
   r->mNulJson = 0; /* the row's own error and members are not answered */
   rc = build_replay(p, zFunc, r, q->bNoWhy, d, pzErr);
   r->zStatus = "claimed";

@@ -75,14 +75,15 @@ def resolve_rule(state, to):
     return "illegal transition " + status + " -> " + to + " for key \"{key}\""
 
 
-def next_claim(status, attempt):
-    """What a claim of the same call decides on a row of this status (the lease still live)."""
+def next_claim(status, attempt, settled_at):
+    """What a claim of the same call decides on a row of this status (the lease still live);
+    settled_at is when a terminal row was settled or resolved."""
     if status == "succeeded":
         return {"decision": "replay", "idempotent": True, "status": "succeeded", "attempt": attempt,
-                "result": DETAIL["succeeded"], "members": []}
+                "settled_at": settled_at, "result": DETAIL["succeeded"], "members": []}
     if status == "failed":
         return {"decision": "replay", "idempotent": True, "status": "failed", "attempt": attempt,
-                "error": DETAIL["failed"], "members": []}
+                "settled_at": settled_at, "error": DETAIL["failed"], "members": []}
     if status == "released":
         return {"decision": "admitted", "attempt": attempt + 1}
     if status == "unknown":
@@ -121,7 +122,7 @@ def block(state, op, to):
     else:
         step["error"] = rule.format(key=key)
     steps.append(step)
-    steps.append(claim(key, effect, None, next_claim(after, 1)))
+    steps.append(claim(key, effect, None, next_claim(after, 1, CLOCK)))  # the clock does not move
     return steps
 
 
@@ -166,7 +167,7 @@ LOST = "do not act on this claim"
 class Row:
     def __init__(self, effect):
         self.effect, self.status, self.attempt, self.lease, self.expired = effect, "claimed", 0, 0, 0
-        self.token, self.detail = None, None
+        self.token, self.detail, self.settled = None, None, None
 
     def state(self, now):
         """The row's state as the table names it, at the clock `now`."""
@@ -226,16 +227,17 @@ class Walk:
             elif state == "claimed-local":  # expired: a take-over, or the poison failure
                 r.expired += 1
                 if r.expired >= WALK_MAX_ATTEMPTS:
-                    r.status = "failed"
+                    r.status, r.settled = "failed", self.now  # this claim settles it failed
                     r.detail = {"reason": "max_attempts", "attempts": r.attempt,
                                 "message": f"{r.expired} attempts expired without a settle; the call is not retried"}
-                    expect = {"decision": "replay", "status": "failed", "attempt": r.attempt, "error": r.detail}
+                    expect = {"decision": "replay", "status": "failed", "attempt": r.attempt, "settled_at": r.settled,
+                              "error": r.detail}
                 else:
                     expect = self.admit(key, r)
             elif state == "released":
                 expect = self.admit(key, r)
             else:
-                expect = next_claim(state, r.attempt)
+                expect = next_claim(state, r.attempt, r.settled)
                 expect.pop("lease_until", None)
                 if state in ("succeeded", "failed"):
                     expect["result" if state == "succeeded" else "error"] = r.detail
@@ -263,7 +265,7 @@ class Walk:
         rule = settle_rule(r.state(self.now), to)
         if rule is not None:
             return self.step(step, error=rule.format(key=key))
-        r.status, r.detail = to, DETAIL[to]
+        r.status, r.detail, r.settled = to, DETAIL[to], self.now
         self.step(step, {"key": key, "status": to, "attempt": r.attempt, "members": []})
 
     def renew(self):
@@ -290,7 +292,7 @@ class Walk:
         rule = resolve_rule(r.state(self.now), to)
         if rule is not None:
             return self.step(step, error=rule.format(key=key))
-        r.status, r.detail = to, DETAIL[to]
+        r.status, r.detail, r.settled = to, DETAIL[to], self.now
         self.step(step, {"key": key, "status": to, "attempt": r.attempt, "members": []})
 
     def row(self):

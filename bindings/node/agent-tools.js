@@ -165,7 +165,7 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
     throw new ToolCallError(refusal(name, e), { decision, key: e.key, cause: e });
   }
   const fields = { tool: name, key: out.key, attempt: out.attempt };
-  if (out.idempotent) fields.at = ranAt(ledger, who.tenant, out.key);
+  if (out.idempotent) fields.at = out.settled_at; // when the first call's outcome was recorded
   if (out.status === 'failed') {
     const words = say(out.idempotent ? 'failed_replay' : 'failed', fields);
     throw new ToolCallError(`${words}\n${asText(out.error)}`, { decision: 'failed', key: out.key, replay: out.idempotent, error: out.error });
@@ -173,17 +173,6 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
   const r = { replay: out.idempotent, key: out.key, attempt: out.attempt, result: out.result };
   if (out.idempotent) r.note = say('replay', fields);
   return r;
-}
-
-// When the first call ran, for a replay's words: its row's updated_at (the
-// settle, ms since the epoch); undefined when the row cannot be read.
-function ranAt(ledger, tenant, key) {
-  try {
-    const row = ledger.row(tenant, key);
-    return row && row.updated_at !== null && row.updated_at !== undefined ? Number(row.updated_at) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 // A value as the model reads it after the words: a string as it is, else JSON.
@@ -200,4 +189,4 @@ function asText(v) {
 // How far past the holder's lease_until the LangGraph wait claims again.
 const LEASE_END_MARGIN_MS = 250;
 
-module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, asText, say, ranAt };
+module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, asText, say };

@@ -90,6 +90,8 @@ export interface Replay {
   key: string;
   status: 'succeeded' | 'failed';
   attempt: number;
+  /** when the outcome was recorded (the settle or resolve, the row's updated_at, Unix ms) */
+  settled_at: number;
   result?: Json;
   error?: Json;
   members: Member[];
@@ -145,6 +147,8 @@ export interface Outcome<R extends Json = Json> {
   members: Member[];
   /** false for the call that ran, true for a replay of it */
   idempotent: boolean;
+  /** on a replay, when the first outcome was recorded (the answer's settled_at, Unix ms); null for the call that ran */
+  settled_at: number | null;
 }
 
 /** The admitted claim, handed to the action of Ledger.call. */

@@ -767,7 +767,7 @@ class Ledger {
     const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId), waitMs, 'Ledger.call: waitMs');
     switch (d.decision) {
       case 'replay':
-        return outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, true);
+        return outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, true, d.settled_at);
       case 'in_progress':
         throw new ClaimInProgress(d);
       case 'unknown':
@@ -889,12 +889,15 @@ async function waitFor(claim, timeoutMs, what) {
   }
 }
 
-function outcome(key, status, attempt, result, error, members, idempotent) {
+// settledAt: a replay's settled_at (when the first outcome was recorded, Unix
+// ms); null for the call that ran, so both have the same members.
+function outcome(key, status, attempt, result, error, members, idempotent, settledAt = null) {
   const o = { key, status, attempt };
   if (status === 'succeeded') o.result = result === undefined ? null : result;
   else o.error = error === undefined ? null : error;
   o.members = members || [];
   o.idempotent = idempotent;
+  o.settled_at = settledAt;
   return o;
 }
 

@@ -26,7 +26,6 @@ const {
   Ledger, NotSent, ToolFailed, OutcomeUnknown, ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted,
 } = require('./index.js');
 const { say, because } = require('./words.js');
-const { ranAt } = require('./agent-tools.js');
 const JSON_OF_PACKAGE = require('./index.js')[Symbol.for('sqlite-idempotency.json')];
 
 const PREFIX = 'io.github.sqlite-idempotency/';
@@ -285,7 +284,7 @@ function guard(ledger, name, options, callback, readOnly) {
     if (!out.idempotent && out.status === 'succeeded') return stored;
     const words = { tool: name, key: out.key, attempt: out.attempt };
     if (!out.idempotent) return told(stored, say('failed', words), {}); // the failure is recorded: the model is told so
-    words.at = ranAt(ledger, tenant, out.key);
+    words.at = out.settled_at; // when the first call's outcome was recorded
     return told(stored, say(out.status === 'succeeded' ? 'replay' : 'failed_replay', words), { [META.replay]: true });
   };
   wrapped[WRAPPED] = true;

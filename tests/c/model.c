@@ -536,8 +536,8 @@ static int predict_claim(State *s, int ten, int slot, const char *zConv, const c
     fmt_str(
         zExp, nExp,
         "{\"decision\":\"replay\",\"idempotent\":true,\"key\":\"%s\",\"status\":\"%s\","
-        "\"attempt\":%d,\"%s\":%s,\"members\":%s}",
-        zK, azStatus[r->st], r->attempt, e == E_SUCCEEDED ? "result" : "error",
+        "\"attempt\":%d,\"settled_at\":%lld,\"%s\":%s,\"members\":%s}",
+        zK, azStatus[r->st], r->attempt, r->updated, e == E_SUCCEEDED ? "result" : "error",
         e == E_SUCCEEDED ? (r->hasResult ? r->result : "null") : (r->hasError ? r->error : "null"),
         r->hasMembers ? r->members : "[]");
     return 0;
@@ -572,8 +572,8 @@ static int predict_claim(State *s, int ten, int slot, const char *zConv, const c
     r->updated = now;
     fmt_str(zExp, nExp,
             "{\"decision\":\"replay\",\"idempotent\":true,\"key\":\"%s\",\"status\":\"failed\","
-            "\"attempt\":%d,\"error\":%s,\"members\":[]}",
-            zK, r->attempt, r->error);
+            "\"attempt\":%d,\"settled_at\":%lld,\"error\":%s,\"members\":[]}",
+            zK, r->attempt, r->updated, r->error);
     return 1;
   }
   /* admitted: a fresh key, a re-claim of a released one, or a take-over */

@@ -23,7 +23,8 @@ switch (d.decision) {
   case 'replay': {
     const idem: true = d.idempotent;
     const status: 'succeeded' | 'failed' = d.status;
-    console.log(idem, status, d.result, d.members.map((m) => m.rowid));
+    const settledAt: number = d.settled_at;
+    console.log(idem, status, settledAt, d.result, d.members.map((m) => m.rowid));
     break;
   }
   case 'in_progress': console.log(d.lease_until); break;
@@ -44,8 +45,9 @@ async function main(): Promise<void> {
   try {
     const o: Outcome<{ id: string }> = await ledger.call('t', 'c', 'send_email', {}, send, { waitMs: 1000 });
     const idempotent: boolean = o.idempotent;
+    const settledAt: number | null = o.settled_at;
     const id: string | undefined = o.result?.id;
-    console.log(idempotent, id, VERSION);
+    console.log(idempotent, settledAt, id, VERSION);
   } catch (e) {
     if (e instanceof LeaseLost || e instanceof LedgerError) console.log(e.code, e.sqliteCode);
     if (e instanceof OutcomeUnknown) console.log(e.key, e.detail, e.decision?.message);

@@ -151,8 +151,12 @@ async function run(tmp) {
   const o1 = await ledger.call(T, C, 'send_email', { to: 'b@b.c' }, act);
   const o2 = await ledger.call(T, C, 'send_email', { to: 'b@b.c' }, act);
   report(act.runs === 1 && o1.status === 'succeeded' && o1.idempotent === false && o2.idempotent === true &&
-         same({ ...o1, idempotent: true }, o2) &&
+         same({ ...o1, idempotent: true, settled_at: o2.settled_at }, o2) &&
          j(Object.keys(o1)) === j(Object.keys(o2)), 'call-replay-same-shape', `runs ${act.runs}; ${j(o1)} / ${j(o2)}`);
+  // a replay says when the first outcome was recorded: the settle's time, the row's updated_at
+  const settledRow = ledger.row(T, o2.key);
+  report(o1.settled_at === null && typeof o2.settled_at === 'number' && o2.settled_at === Number(settledRow.updated_at),
+         'call-replay-settled-at', `first ${o1.settled_at}, replay ${o2.settled_at}, updated_at ${settledRow.updated_at}`);
   report(act.seen instanceof idem.Attempt && act.seen.key === o1.key && j(act.seen.headers) === j({ 'Idempotency-Key': `"${o1.key}"` }),
          'call-attempt-headers', j(act.seen && act.seen.headers));
 
@@ -160,7 +164,7 @@ async function run(tmp) {
   const f1 = await ledger.call(T, C, 'charge', { amount: 7 }, act);
   const f2 = await ledger.call(T, C, 'charge', { amount: 7 }, act);
   report(act.runs === 1 && f1.status === 'failed' && j(f1.error) === j({ code: 'card_declined' }) && f1.idempotent === false &&
-         same({ ...f1, idempotent: true }, f2) &&
+         same({ ...f1, idempotent: true, settled_at: f2.settled_at }, f2) &&
          j(Object.keys(f1)) === j(Object.keys(f2)), 'call-failed-replayed', `runs ${act.runs}; ${j(f1)} / ${j(f2)}`);
 
   act = counter({ error: new idem.NotSent('connect: refused', { detail: { host: 'x' } }) });

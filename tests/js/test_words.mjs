@@ -225,6 +225,12 @@ function expected(name, c, key, to) {
   const words = say(c.kind, fields);
   return c.payload ? `${words}\n${j(c.payload(to))}` : words;
 }
+// The row reads an adapter makes: none, for any decision. A replay's words
+// say when the first call ran from the claim's answer (settled_at), which
+// expected() checks against the row's updated_at, read here afterwards.
+let rowReads = 0;
+const readRow = ledger.row.bind(ledger);
+ledger.row = (...a) => { rowReads += 1; return readRow(...a); };
 // "renewed it N s ago" depends on when the adapter read the clock
 const settled = (t) => (typeof t === 'string' ? t.replace(/ and renewed it \d+ s ago/, ' and renewed it N s ago') : t);
 
@@ -234,9 +240,12 @@ try {
   for (const name of names) {
     read[name] = {};
     const jobs = CASES.map((c) => ({ c, ...jobOf(name, c) }));
+    rowReads = 0;
     const seen = adapters[name].readAll
       ? await adapters[name].readAll(jobs.map((x) => x.job))
       : await Promise.all(jobs.map((x) => adapters[name].read(x.job))); // at once: LangChain's in_progress waits out a lease
+    // (python reads in its own process: tests/python/test_tools.py counts its reads)
+    if (!adapters[name].readAll) report(rowReads === 0, `no-row-read:${name}`, `the adapter read the ledger's row ${rowReads} times over ${CASES.length} decisions`);
     jobs.forEach(({ c, job, key }, i) => {
       read[name][c.kind] = { text: settled(seen[i].at(-1)), want: settled(expected(name, c, key, job.args.to)), key };
     });

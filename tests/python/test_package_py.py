@@ -158,6 +158,10 @@ def run(tmp):
     report(act.runs == 1 and o1.status == "succeeded" and o1.idempotent is False and o2.idempotent is True
            and {**d1, "idempotent": True} == d2 and list(d1) == list(d2) and o1.result == {"message_id": "m-2", "n": [1, 2]},
            "call-replay-same-shape", f"runs {act.runs}; {d1} / {d2}")
+    # a replay says when the first outcome was recorded: the settle's time, the row's updated_at
+    settled_row = ledger.row(T, o2.key)
+    report(o1.settled_at is None and isinstance(o2.settled_at, int) and o2.settled_at == settled_row["updated_at"],
+           "call-replay-settled-at", f"first {o1.settled_at!r}, replay {o2.settled_at!r}, updated_at {settled_row['updated_at']}")
     report(act.seen is not None and act.seen.key == o1.key and act.seen.headers == {"Idempotency-Key": f'"{o1.key}"'}
            and act.seen.attempt == 1, "call-attempt-headers", f"attempt {vars(act.seen) if act.seen else None}")
 

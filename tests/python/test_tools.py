@@ -52,6 +52,20 @@ def post(url, path, body, headers, delay_ms=0, timeout=10):
         return json.loads(r.read())
 
 
+def counting_rows(ledger, fn):
+    """fn()'s value and how many rows it read through ledger.row."""
+    reads = []
+
+    def row(*a, **kw):
+        reads.append(a)
+        return type(ledger).row(ledger, *a, **kw)
+    ledger.row = row
+    try:
+        return fn(), len(reads)
+    finally:
+        del ledger.row
+
+
 def tools(ledger, url):
     """The tools of the tests, on one ledger."""
     @ledger.tool("send_email", tenant=lambda a: a["user"], conversation=lambda a: a["thread"], wait=15)
@@ -99,7 +113,7 @@ def main():
     try:
         # sync and async, twice
         a = send_email("u1", "t1", "sync@example.com")
-        b = send_email("u1", "t1", to="sync@example.com")
+        b, reads = counting_rows(ledger, lambda: send_email("u1", "t1", to="sync@example.com"))
         checks.report(isinstance(a, idem.Outcome) and not a.idempotent and b.idempotent and b.result == a.result and
                       a.status == "succeeded" and count(a.key) == 1, "sync", f"{a} {b} sent {count(a.key)}")
         # the words the model reads: none for the call that ran, the replay's for the replay
@@ -108,6 +122,9 @@ def main():
                       re.fullmatch(rf"send_email already ran at \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z with these arguments "
                                    rf"\(key {a.key}, attempt 1\) and was not run again\. This is the result of that run:", b.text),
                       "sync-text", repr(b.text))
+        # the replay's words take the time from the claim's answer, not from a second read of the row
+        checks.report(reads == 0 and b.settled_at == at and a.settled_at is None, "sync-text-no-row-read",
+                      f"{reads} row reads, settled_at {b.settled_at!r} (first call {a.settled_at!r}), updated_at {at}")
         a = asyncio.run(send_sms("u1", "t1", "async@example.com"))
         b = asyncio.run(send_sms("u1", "t1", "async@example.com"))
         checks.report(not a.idempotent and b.idempotent and b.result == a.result and count(a.key) == 1, "async",
@@ -249,13 +266,15 @@ def main():
         async def refused(to):
             raise idem.ToolFailed({"status": 422, "to": to})
         a = asyncio.run(refused("r@example.com"))
-        b = asyncio.run(refused("r@example.com"))
+        b, reads = counting_rows(ledger, lambda: asyncio.run(refused("r@example.com")))
         checks.report(a.status == "failed" and a.error == {"status": 422, "to": "r@example.com"} and b.idempotent and
                       b.error == a.error, "failed", f"{a} {b}")
         checks.report(a.text == idem.say("failed", tool="refused", key=a.key, attempt=1) and
                       b.text == idem.say("failed_replay", tool="refused", key=a.key, attempt=1,
                                          at=ledger.row("u1", a.key)["updated_at"]), "failed-text",
                       f"{a.text!r} {b.text!r}")
+        checks.report(reads == 0 and b.settled_at == ledger.row("u1", a.key)["updated_at"], "failed-text-no-row-read",
+                      f"{reads} row reads, settled_at {b.settled_at!r}")
 
         # the signature: attempt is the ledger's
         import inspect

@@ -82,12 +82,13 @@ UNION ALL SELECT 'rep-idempotent', json_type(j, '$.idempotent') = 'true' FROM c
 UNION ALL SELECT 'rep-key', json_extract(j, '$.key') = 'idem1-24871bd0060b2885a71b5ca5e0486b5c' FROM c
 UNION ALL SELECT 'rep-status', json_extract(j, '$.status') = 'succeeded' FROM c
 UNION ALL SELECT 'rep-attempt', json_type(j, '$.attempt') = 'integer' AND json_extract(j, '$.attempt') = 1 FROM c
+UNION ALL SELECT 'rep-settled-at', json_type(j, '$.settled_at') = 'integer' AND json_extract(j, '$.settled_at') = 1700000100000 FROM c
 UNION ALL SELECT 'rep-result-object', json_type(j, '$.result') = 'object' FROM c
 UNION ALL SELECT 'rep-result', json(json_extract(j, '$.result')) = '{"message_id":"m-17","n":1.50}' FROM c
 UNION ALL SELECT 'rep-result-stored-text', instr(j, '"result":{"message_id":"m-17","n":1.50}') > 0 FROM c
 UNION ALL SELECT 'rep-members', json_type(j, '$.members') = 'array' AND json_array_length(j, '$.members') = 0 FROM c
 UNION ALL SELECT 'rep-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(j) ORDER BY key))
-       = 'attempt,decision,idempotent,key,members,result,status' FROM c
+       = 'attempt,decision,idempotent,key,members,result,settled_at,status' FROM c
 UNION ALL SELECT 'rep-no-token', instr(j, (SELECT t FROM tok WHERE name = 'a')) = 0 FROM c;
 SELECT 'replay-wrote-nothing', (SELECT status FROM L_rows WHERE id = 1) = 'succeeded' AND (SELECT attempt FROM L_rows WHERE id = 1) = 1;
 -- replay in another spelling, and much later (no lease for terminal rows)
@@ -99,7 +100,7 @@ SELECT 'settle-null-detail', json_extract(idem_settle('L', (SELECT token FROM L 
 WITH c(j) AS MATERIALIZED (SELECT idem_claim('L', 'tenant-b', 'conv-1', 'send_email', '{"amount":5,"to":"a@b.c"}'))
 SELECT 'rep-null-result', json_type(j, '$.result') = 'null' FROM c
 UNION ALL SELECT 'rep-null-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(j) ORDER BY key))
-       = 'attempt,decision,idempotent,key,members,result,status' FROM c;
+       = 'attempt,decision,idempotent,key,members,result,settled_at,status' FROM c;
 
 -- ---------------------------------------------------------------- replay of failed: "error"
 SELECT 'settle-failed', json_extract(idem_settle('L', (SELECT token FROM L WHERE conversation = 'conv-2'), 'failed', '{"code":"card_declined"}'), '$.status') = 'failed';
@@ -111,7 +112,7 @@ UNION ALL SELECT 'repf-error', json_extract(j, '$.error.code') = 'card_declined'
 UNION ALL SELECT 'repf-no-result', json_type(j, '$.result') IS NULL FROM c
 UNION ALL SELECT 'repf-members', json_array_length(j, '$.members') = 0 FROM c
 UNION ALL SELECT 'repf-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(j) ORDER BY key))
-       = 'attempt,decision,error,idempotent,key,members,status' FROM c;
+       = 'attempt,decision,error,idempotent,key,members,settled_at,status' FROM c;
 
 -- ---------------------------------------------------------------- unknown
 SELECT 'settle-unknown', json_extract(idem_settle('L', (SELECT token FROM L WHERE tool = 'send_sms'), 'unknown', '{"reason":"timeout"}'), '$.status') = 'unknown';

@@ -98,11 +98,12 @@ WITH c(j) AS MATERIALIZED (SELECT idem_claim('L', 't', 'c', 'poison', '{}', 'loc
 SELECT 'poison-failed', json_extract(j, '$.decision') = 'replay' AND json_extract(j, '$.status') = 'failed' FROM c
 UNION ALL SELECT 'poison-idempotent', json_type(j, '$.idempotent') = 'true' FROM c
 UNION ALL SELECT 'poison-attempt', json_extract(j, '$.attempt') = 3 FROM c
+UNION ALL SELECT 'poison-settled-at', json_extract(j, '$.settled_at') = 1700000130000 FROM c
 UNION ALL SELECT 'poison-reason', json_extract(j, '$.error.reason') = 'max_attempts' FROM c
 UNION ALL SELECT 'poison-attempts-field', json_extract(j, '$.error.attempts') = 3 FROM c
 UNION ALL SELECT 'poison-members', json_array_length(j, '$.members') = 0 FROM c
 UNION ALL SELECT 'poison-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(j) ORDER BY key))
-       = 'attempt,decision,error,idempotent,key,members,status' FROM c;
+       = 'attempt,decision,error,idempotent,key,members,settled_at,status' FROM c;
 SELECT 'poison-stored', (SELECT status = 'failed' AND json_extract(error, '$.reason') = 'max_attempts' AND attempt = 3 AND updated_at = 1700000130000 FROM L_rows WHERE "key" = 'p-1');
 SELECT 'poison-replays', json_extract(idem_claim('L', 't', 'c', 'poison', '{}', 'local', 'p-1'), '$.error.reason') = 'max_attempts';
 SELECT 'poison-old-holder-refused', errmsg('SELECT idem_settle(''L'', (SELECT t FROM old WHERE name = ''p-1''), ''succeeded'', NULL)')

@@ -35,7 +35,7 @@ SELECT 'settle-t1-members', json_extract(idem_settle('ledger', (SELECT token FRO
 SELECT 'settle-t2-members', json_extract(idem_settle('ledger', (SELECT token FROM ledger WHERE tenant = 't2' AND key = 'op-1'), 'succeeded', '{"order":20}'), '$.members')
        = '[{"table":"orders","rowid":20},{"table":"order lines","rowid":11}]';
 SELECT 'replay-t1', idem_claim('ledger', 't1', 'c1', 'create_order', '{"item":"a"}', 'local', 'op-1')
-       = '{"decision":"replay","idempotent":true,"key":"op-1","status":"succeeded","attempt":1,"result":{"order":40},"members":[{"table":"orders","rowid":40},{"table":"orders","rowid":50},{"table":"order lines","rowid":10},{"table":"order lines","rowid":12}]}';
+       = '{"decision":"replay","idempotent":true,"key":"op-1","status":"succeeded","attempt":1,"settled_at":1700000000000,"result":{"order":40},"members":[{"table":"orders","rowid":40},{"table":"orders","rowid":50},{"table":"order lines","rowid":10},{"table":"order lines","rowid":12}]}';
 SELECT 'replay-t2', json_extract(idem_claim('ledger', 't2', 'c1', 'create_order', '{"item":"a"}', 'local', 'op-1'), '$.members')
        = '[{"table":"orders","rowid":20},{"table":"order lines","rowid":11}]';
 SELECT 'replay-t2-idempotent', json_extract(idem_claim('ledger', 't2', 'c1', 'create_order', '{"item":"a"}', 'local', 'op-1'), '$.idempotent') = 1;
@@ -51,7 +51,7 @@ INSERT INTO orders(id, tenant, op_key, claim_token, item) VALUES (60, 't1', 'op-
 SELECT 'settle-failed-members', json_extract(idem_settle('ledger', (SELECT token FROM ledger WHERE key = 'op-f'), 'failed', '{"code":"stock"}'), '$.members')
        = '[{"table":"orders","rowid":60}]';
 SELECT 'replay-failed', idem_claim('ledger', 't1', 'c1', 'create_order', '{"item":"f"}', 'local', 'op-f')
-       = '{"decision":"replay","idempotent":true,"key":"op-f","status":"failed","attempt":1,"error":{"code":"stock"},"members":[{"table":"orders","rowid":60}]}';
+       = '{"decision":"replay","idempotent":true,"key":"op-f","status":"failed","attempt":1,"settled_at":1700000000000,"error":{"code":"stock"},"members":[{"table":"orders","rowid":60}]}';
 
 -- ==== a local claim that wrote rows cannot be released (exact message)
 SELECT idem_claim('ledger', 't1', 'c1', 'create_order', '{"item":"r"}', 'local', 'op-r');
@@ -114,7 +114,7 @@ INSERT INTO orders(id, tenant, op_key, claim_token, item) VALUES (110, 't1', 'op
 SELECT 'gen2-members', json_extract(idem_settle('ledger', (SELECT token FROM ledger WHERE key = 'op-g'), 'succeeded', '{"gen":2}'), '$.members')
        = '[{"table":"orders","rowid":110}]';
 SELECT 'gen2-replay', idem_claim('ledger', 't1', 'c1', 'create_order', '{"item":"g"}', 'local', 'op-g')
-       = '{"decision":"replay","idempotent":true,"key":"op-g","status":"succeeded","attempt":1,"result":{"gen":2},"members":[{"table":"orders","rowid":110}]}';
+       = '{"decision":"replay","idempotent":true,"key":"op-g","status":"succeeded","attempt":1,"settled_at":1700000300000,"result":{"gen":2},"members":[{"table":"orders","rowid":110}]}';
 SELECT 'gen1-rows-still-there', (SELECT count(*) FROM orders WHERE op_key = 'op-g') = 2;
 
 -- ==== the legacy rows of (t1, op-1) from before the guard never became members

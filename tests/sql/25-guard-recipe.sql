@@ -44,7 +44,7 @@ SELECT 'committed-ledger', (SELECT status || '/' || attempt || '/' || effect FRO
 BEGIN IMMEDIATE;
 SELECT 'second-arrival-replay', idem_claim('ledger', 't1', 'c1', 'create_order', '{"item":"a"}', 'local')
        = '{"decision":"replay","idempotent":true,"key":"' || idem_key('t1', 'c1', 'create_order', '{"item":"a"}')
-         || '","status":"succeeded","attempt":1,"result":{"order":1},"members":[{"table":"orders","rowid":1},{"table":"order lines","rowid":1},{"table":"order lines","rowid":2}]}';
+         || '","status":"succeeded","attempt":1,"settled_at":' || (SELECT updated_at FROM ledger WHERE tenant = 't1') || ',"result":{"order":1},"members":[{"table":"orders","rowid":1},{"table":"order lines","rowid":1},{"table":"order lines","rowid":2}]}';
 SELECT 'second-arrival-cannot-write', errmsg('INSERT INTO orders(tenant, op_key, claim_token, item) SELECT tenant, key, token, ''dup'' FROM ledger WHERE tenant = ''t1''')
        = 'idem_guard: insert into "orders" refused: key "' || idem_key('t1', 'c1', 'create_order', '{"item":"a"}') || '" needs a live claim of ledger ledger; it is succeeded';
 COMMIT;

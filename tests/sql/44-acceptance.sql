@@ -84,7 +84,7 @@ SELECT 'big-claim', json_extract(idem_claim('B', 't', 'c', 'x', '{"q":1e20}', 'e
 SELECT 'big-settle', json_extract(idem_settle('B', (SELECT token FROM B WHERE key = 'big1'), 'succeeded', '{"x":1e20,"y":[-1.5e18,9007199254740993.0]}'), '$.status') = 'succeeded';
 SELECT 'big-stored', (SELECT result FROM B WHERE key = 'big1') = '{"x":1e20,"y":[-1.5e18,9007199254740993.0]}';
 SELECT 'big-replay', idem_claim('B', 't', 'c', 'x', '{"q":1e20}', 'external', 'big1')
-       = '{"decision":"replay","idempotent":true,"key":"big1","status":"succeeded","attempt":1,"result":{"x":1e20,"y":[-1.5e18,9007199254740993.0]},"members":[]}';
+       = '{"decision":"replay","idempotent":true,"key":"big1","status":"succeeded","attempt":1,"settled_at":' || (SELECT updated_at FROM B WHERE key = 'big1') || ',"result":{"x":1e20,"y":[-1.5e18,9007199254740993.0]},"members":[]}';
 SELECT 'big-failed', json_extract(idem_claim('B', 't', 'c', 'x', '{}', 'external', 'big2'), '$.decision') = 'admitted';
 SELECT 'big-failed-settle', json_extract(idem_settle('B', (SELECT token FROM B WHERE key = 'big2'), 'failed', '{"code":123456789012345678901e0}'), '$.status') = 'failed';
 SELECT 'big-failed-replay', json_extract(idem_claim('B', 't', 'c', 'x', '{}', 'external', 'big2'), '$.error') = '{"code":123456789012345678901e0}';

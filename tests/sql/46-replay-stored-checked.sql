@@ -21,7 +21,7 @@ SELECT 'claim-k1', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'externa
 SELECT 'settle-k1', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'k1'), 'succeeded', '{"id":1}'), '$.status') = 'succeeded';
 SELECT 'replay-k1', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k1'), '$.result') = '{"id":1}';
 SELECT 'replay-k1-again', idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k1')
-       = '{"decision":"replay","idempotent":true,"key":"k1","status":"succeeded","attempt":1,"result":{"id":1},"members":[]}';
+       = '{"decision":"replay","idempotent":true,"key":"k1","status":"succeeded","attempt":1,"settled_at":1700000000000,"result":{"id":1},"members":[]}';
 -- the remembered text with one byte more, and a prefix of it
 SELECT 'claim-k2', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k2'), '$.decision') = 'admitted';
 SELECT 'plain-settle-k2', sqltest_forge('UPDATE L_rows SET status = ''succeeded'', result = ''{"id":1}x'' WHERE "key" = ''k2''') IS NULL;

@@ -27,9 +27,9 @@ SELECT 'id-settle', idem_settle('L', (SELECT t FROM tok WHERE name = 'k1'), 'suc
 SELECT 'id-stored', (SELECT result FROM L_rows WHERE "key" = 'k1') = '{"id":1234567890123456789}';
 SELECT 'id-select', (SELECT result FROM L WHERE tenant = 't' AND "key" = 'k1') = '{"id":1234567890123456789}';
 SELECT 'id-replay', idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k1')
-       = '{"decision":"replay","idempotent":true,"key":"k1","status":"succeeded","attempt":1,"result":{"id":1234567890123456789},"members":[]}';
+       = '{"decision":"replay","idempotent":true,"key":"k1","status":"succeeded","attempt":1,"settled_at":1700000000000,"result":{"id":1234567890123456789},"members":[]}';
 SELECT 'id-replay-again', idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k1')
-       = '{"decision":"replay","idempotent":true,"key":"k1","status":"succeeded","attempt":1,"result":{"id":1234567890123456789},"members":[]}';
+       = '{"decision":"replay","idempotent":true,"key":"k1","status":"succeeded","attempt":1,"settled_at":1700000000000,"result":{"id":1234567890123456789},"members":[]}';
 
 -- ---------------------------------------------------------------- the int64 range and beyond
 SELECT 'int64-settle', json_extract(idem_settle('L', (SELECT t FROM tok WHERE name = 'k2'), 'succeeded',
@@ -61,7 +61,7 @@ SELECT 'doc-numbers-settle', idem_settle('L', (SELECT t FROM tok WHERE name = 'k
        = '{"key":"k13","status":"succeeded","attempt":1,"durable":false,"members":[]}';
 SELECT 'doc-numbers-stored', (SELECT result FROM L_rows WHERE "key" = 'k13') = '[1e400,1e-400,9007199254740993,2.50]';
 SELECT 'doc-numbers-replay', idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k13')
-       = '{"decision":"replay","idempotent":true,"key":"k13","status":"succeeded","attempt":1,"result":[1e400,1e-400,9007199254740993,2.50],"members":[]}';
+       = '{"decision":"replay","idempotent":true,"key":"k13","status":"succeeded","attempt":1,"settled_at":1700000000000,"result":[1e400,1e-400,9007199254740993,2.50],"members":[]}';
 -- each of them refused in args (docs/keys.md), kept in an error
 SELECT 'doc-numbers-args-' || n, errmsg('SELECT idem_key(''t'', ''c'', ''send'', ''[' || n || ']'')') = want
   FROM (SELECT '1e400' AS n, 'idem_key: args: number 1e400 at byte 1 overflows a double' AS want
@@ -79,7 +79,7 @@ SELECT 'failed-settle', json_extract(idem_settle('L', (SELECT t FROM tok WHERE n
          '{"code":4001, "order_id":1234567890123456789}'), '$.status') = 'failed';
 SELECT 'failed-stored', (SELECT error FROM L_rows WHERE "key" = 'k6') = '{"code":4001,"order_id":1234567890123456789}';
 SELECT 'failed-replay', idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k6')
-       = '{"decision":"replay","idempotent":true,"key":"k6","status":"failed","attempt":1,"error":{"code":4001,"order_id":1234567890123456789},"members":[]}';
+       = '{"decision":"replay","idempotent":true,"key":"k6","status":"failed","attempt":1,"settled_at":1700000000000,"error":{"code":4001,"order_id":1234567890123456789},"members":[]}';
 SELECT 'unknown-settle', json_extract(idem_settle('L', (SELECT t FROM tok WHERE name = 'k7'), 'unknown',
          '{"request_id":9223372036854775807}'), '$.status') = 'unknown';
 SELECT 'unknown-stored', (SELECT error FROM L_rows WHERE "key" = 'k7') = '{"request_id":9223372036854775807}';

@@ -32,7 +32,7 @@ SELECT 'single-tenant-index', (SELECT count(*) FROM f1.sqlite_schema WHERE type 
 SELECT 'token-integer', (SELECT count(*) FROM f1.L_rows WHERE typeof(token) <> 'integer') = 0;
 -- the ledger works as it did
 SELECT 'replay', idem_claim('L', 't1', 'c1', 'send_mail', '{"to":"a@b.c"}', 'external', 'op-ok')
-       = '{"decision":"replay","idempotent":true,"key":"op-ok","status":"succeeded","attempt":1,"result":{"id":42},"members":[]}';
+       = '{"decision":"replay","idempotent":true,"key":"op-ok","status":"succeeded","attempt":1,"settled_at":1796030840604,"result":{"id":42},"members":[]}';
 SELECT 'replay-local-members', json_extract(idem_claim('L', 't1', 'c1', 'add_order', '{"item":"pen"}', 'local', 'op-local'), '$.members') = '[{"table":"orders","rowid":1}]';
 SELECT 'live-in-progress', json_extract(idem_claim('L', 't1', 'c1', 'send_mail', '{"to":"live"}', 'external', 'op-live'), '$.decision') = 'in_progress';
 -- the holder of the live claim still settles with its format-1 token

@@ -280,10 +280,12 @@ class Admitted:
 
 @dataclass(frozen=True)
 class Replay:
-    """Already settled: the first outcome (``result`` or ``error``), ``idempotent`` true."""
+    """Already settled: the first outcome (``result`` or ``error``), ``idempotent`` true;
+    ``settled_at``: when it was recorded (the settle or resolve, Unix ms)."""
     key: str
     status: str
     attempt: int
+    settled_at: int
     result: Any = None
     error: Any = None
     members: List[Dict[str, Any]] = field(default_factory=list)
@@ -348,6 +350,8 @@ class Outcome:
     ``status`` is ``"succeeded"`` (with ``result``) or ``"failed"`` (with
     ``error``); ``idempotent`` is False for the call that ran and True for a
     replay of it; ``members`` are the guarded rows of a local claim.
+    ``settled_at``, on a replay, is when the first outcome was recorded
+    (Unix ms, the replay's ``settled_at``); None for the call that ran.
     ``text`` (from `Ledger.call`) is what the model is to read before the
     result or error: the replay's or the failure's words (words.json),
     None for a call that ran and succeeded.
@@ -359,6 +363,7 @@ class Outcome:
     error: Any = None
     members: List[Dict[str, Any]] = field(default_factory=list)
     idempotent: bool = False
+    settled_at: Optional[int] = None
     text: Optional[str] = field(default=None, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -907,7 +912,7 @@ class Ledger:
         the Attempt of an admitted claim that is committed, its lease checked
         right before sending (LeaseLost: nothing sent)."""
         if isinstance(d, Replay):
-            return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True)
+            return Outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, True, d.settled_at)
         if isinstance(d, InProgress):
             raise ClaimInProgress(d)
         if isinstance(d, Unknown):

@@ -133,22 +133,13 @@ def _tell(e: BaseException, tool: str) -> None:
     e.text = text  # type: ignore[attr-defined]
 
 
-def _ran_at(ledger: Any, tenant: str, key: str) -> Optional[int]:
-    """When the first call ran, for a replay's words: its row's updated_at (the settle, ms), or None."""
-    try:
-        row = ledger.row(tenant, key)
-    except Exception:  # noqa: BLE001  (the words then say nothing of when)
-        return None
-    return row.get("updated_at") if row else None
-
-
-def _told(out: Any, ledger: Any, tenant: str, tool: str) -> Any:
+def _told(out: Any, tool: str) -> Any:
     """The Outcome with its ``text``: the replay's or the failure's words (None for a first success)."""
     import dataclasses
 
     fields = {"tool": tool, "key": out.key, "attempt": out.attempt}
     if out.idempotent:
-        fields["at"] = _ran_at(ledger, tenant, out.key)
+        fields["at"] = out.settled_at  # when the first call's outcome was recorded
     if out.status == "failed":
         text: Optional[str] = say("failed_replay" if out.idempotent else "failed", fields)
     elif out.idempotent:
@@ -170,7 +161,7 @@ def telling(fn: Callable[..., Any]) -> Callable[..., Any]:
             except Exception as e:
                 _tell(e, tool)
                 raise
-            return _told(out, ledger, tenant, tool)
+            return _told(out, tool)
         return told_async
 
     @functools.wraps(fn)
@@ -180,7 +171,7 @@ def telling(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as e:
             _tell(e, tool)
             raise
-        return _told(out, ledger, tenant, tool)
+        return _told(out, tool)
     return told
 
 
