@@ -306,6 +306,8 @@ static const Op aOp[] = {
      HEALTH("L")},
     {"health-rows-unreadable", K_SQL, F_DET | F_READ,
      CLAIM1 "; ALTER TABLE L_rows RENAME COLUMN tool TO tool_renamed", HEALTH("L")},
+    {"health-table-altered", K_SQL, F_DET | F_READ, CLAIM1 "; ALTER TABLE L_rows ADD COLUMN note",
+     HEALTH("L")},
     {"health-missing-shadow", K_SQL, F_DET | F_READ,
      "CREATE VIRTUAL TABLE LB USING idempotency; DROP TABLE LB_guards", HEALTH("LB")},
     {"guard", K_SQL, F_DET, "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k)",
