@@ -902,8 +902,10 @@ static const char *const azTableSql[LEDGER_N_TABLE] = {
 /* CREATE TABLE of table iTable of a ledger, named zTable, in schema zDb
 ** (NULL: unqualified, as the schema keeps it). sqlite3_malloc; NULL on OOM. */
 static char *table_sql(int iTable, const char *zDb, const char *zTable) {
-  char *zPre = zDb ? sqlite3_mprintf("\"%w\".", zDb) : 0;
-  char *z = zDb && zPre == 0 ? 0 : sqlite3_mprintf(azTableSql[iTable], zPre ? zPre : "", zTable);
+  char *zPre, *z;
+  if (zDb == 0) return sqlite3_mprintf(azTableSql[iTable], "", zTable);
+  zPre = sqlite3_mprintf("\"%w\".", zDb);
+  z = zPre ? sqlite3_mprintf(azTableSql[iTable], zPre, zTable) : 0;
   sqlite3_free(zPre);
   return z;
 }
