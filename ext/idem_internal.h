@@ -729,6 +729,10 @@ int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt,
 /* Own trigger i of p's format: *pzName (sqlite3_malloc, the caller frees
 ** it) and *peState; *pzName NULL when i is past the last. */
 int storage_own_trigger(const IdemLedger *p, int i, char **pzName, int *peState);
+/* Table LEDGER_TABLE_<iTable> of p: *pzName (sqlite3_malloc, the caller
+** frees it, also on error) and *peState, against the text the ledger
+** writes (LEDGER_TRIGGER_*: its states are the same). Format 4 only. */
+int storage_own_table(const IdemLedger *p, int iTable, char **pzName, int *peState);
 /* The three triggers of guard gid, installed under zBase with these
 ** columns: names (azName, sqlite3_malloc, the caller frees them, also on
 ** error) and states (aState), in ledger_guard_kind order; *pzTable the

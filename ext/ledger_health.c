@@ -7,8 +7,9 @@
 ** rule, so that no caller (the operator's command of either package, a
 ** monitoring query) restates one: the format; whether the ledger refuses
 ** operations and why (the ledger's own refusal, ledger_check_triggers);
-** each own trigger and each guard's three triggers by name, ok, missing or
-** altered against the text the ledger writes (ledger_storage.c);
+** each of its four tables, each own trigger and each guard's three
+** triggers by name, ok, missing or altered against the text the ledger
+** writes (ledger_storage.c), an altered table a problem;
 ** the options; the rows by effective status (ledger_effective) and tool;
 ** the live and expired claims and the oldest unknown row. The rows are
 ** read from <name>_rows (storage_health_scan), so the answer comes also
@@ -187,6 +188,35 @@ static int health_own_triggers(IdemLedger *p, IdemJson *j) {
   return rc;
 }
 
+/* The names and states of p's tables (LEDGER_TABLE_* order) into azName
+** (sqlite3_malloc, the caller frees them, also on error) and aState, and
+** a problem for each altered one into *pzAltered (sqlite3_malloc; NULL
+** when none is). A missing table is the ledger's own refusal already. */
+static int health_tables(IdemLedger *p, char **azName, int *aState, char **pzAltered) {
+  int i, rc = SQLITE_OK;
+  sqlite3_str *s = 0;
+  *pzAltered = 0;
+  for (i = 0; rc == SQLITE_OK && i < LEDGER_N_TABLE; i++) {
+    const char *zName;
+    rc = storage_own_table(p, i, &azName[i], &aState[i]);
+    zName = azName[i];
+    if (rc == SQLITE_OK && aState[i] == LEDGER_TRIGGER_ALTERED) {
+      if (s == 0) s = sqlite3_str_new(ledger_db(p));
+      else sqlite3_str_appendall(s, "; ");
+      sqlite3_str_appendf(s,
+                          "table %s was altered: its definition is not the one ledger %s "
+                          "creates, and operations on the ledger may fail on it; restore it "
+                          "from a backup (idem_upgrade does not rebuild it)",
+                          zName, p->zName);
+    }
+  }
+  if (s) {
+    *pzAltered = sqlite3_str_finish(s);
+    if (rc == SQLITE_OK && *pzAltered == 0) rc = SQLITE_NOMEM;
+  }
+  return rc;
+}
+
 /* The member "guards": each guard (by id) and its three triggers. */
 static int health_guards(IdemLedger *p, IdemJson *j) {
   sqlite3_stmt *pS = 0;
@@ -227,8 +257,10 @@ static int health_guards(IdemLedger *p, IdemJson *j) {
 
 int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr) {
   sqlite3_int64 now = ledger_now(p);
-  char *zProblem = 0, *zRowsError = 0;
+  char *zProblem = 0, *zRowsError = 0, *zAltered = 0;
   int rc, rcRows = SQLITE_OK, i, bBroken, bMeta = 0, bRows = 0, bFinished = 0;
+  char *azTable[LEDGER_N_TABLE] = {0};
+  int aTable[LEDGER_N_TABLE];
   Health h;
   IdemJson j;
   memset(&h, 0, sizeof(h));
@@ -244,6 +276,10 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
   }
   if (rc == SQLITE_OK) rc = storage_table_exists(p, LEDGER_TABLE_META, &bMeta);
   if (rc == SQLITE_OK) rc = storage_table_exists(p, LEDGER_TABLE_ROWS, &bRows);
+  /* the tables against this format's text (an earlier format's are made
+  ** again by idem_upgrade) */
+  if (rc == SQLITE_OK && p->iFormat == LEDGER_FORMAT)
+    rc = health_tables(p, azTable, aTable, &zAltered);
   if (rc) goto done;
   if (bRows) {
     rcRows = health_rows(p, now, &h);
@@ -264,7 +300,7 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
       }
     }
   }
-  bBroken = zProblem || zRowsError;
+  bBroken = zProblem || zRowsError || zAltered;
   idem_json_text(&j, "ledger", p->zName);
   idem_json_text(&j, "schema", p->zDb);
   if (bMeta) idem_json_int(&j, "format", p->iFormat);
@@ -275,6 +311,7 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
                                                 : "healthy");
   idem_json_open(&j, "problems", '[');
   if (zProblem) idem_json_text(&j, 0, zProblem);
+  if (zAltered) idem_json_text(&j, 0, zAltered);
   if (zRowsError) idem_json_text(&j, 0, zRowsError);
   idem_json_close(&j);
   idem_json_open(&j, "attention", '[');
@@ -283,6 +320,18 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
   if (h.nExpired)
     json_count_text(&j, h.nExpired, "expired claim", ": their holders stopped before settling");
   idem_json_close(&j);
+  if (p->iFormat == LEDGER_FORMAT) {
+    idem_json_open(&j, "tables", '[');
+    for (i = 0; i < LEDGER_N_TABLE; i++) {
+      idem_json_open(&j, 0, '{');
+      idem_json_text(&j, "name", azTable[i]);
+      idem_json_text(&j, "state", azTriggerState[aTable[i]]);
+      idem_json_close(&j);
+    }
+    idem_json_close(&j);
+  } else {
+    idem_json_literal(&j, "tables", "null");
+  }
   rc = health_own_triggers(p, &j);
   if (rc == SQLITE_OK) rc = health_guards(p, &j);
   if (rc) goto done;
@@ -327,6 +376,8 @@ done:
   }
   sqlite3_free(zProblem);
   sqlite3_free(zRowsError);
+  sqlite3_free(zAltered);
+  for (i = 0; i < LEDGER_N_TABLE; i++) sqlite3_free(azTable[i]);
   health_free(&h);
   return rc;
 }

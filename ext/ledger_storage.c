@@ -862,35 +862,52 @@ static int drop_triggers(sqlite3 *db, const char *zDb, const char *zName, int iF
 }
 
 /*
-** CREATE TABLE of a format-4 rows table named zTable in schema zDb. Only
-** the extension writes it, so its CHECKs keep only what makes the file
-** self-describing to a reader (NOT NULL, the effect and status domains);
-** the key grammar, the types and the id's sign are the extension's, once,
-** in C (format 3 repeated them here).
+** CREATE TABLE of each table of a format-4 ledger (LEDGER_TABLE_* order),
+** with %s for the schema's prefix and %w for the table's name. The rows
+** table is the extension's alone, so its CHECKs keep only what makes the
+** file self-describing to a reader (NOT NULL, the effect and status
+** domains); the key grammar, the types and the id's sign are the
+** extension's, once, in C (format 3 repeated them here). idem_health
+** compares each table's text with these.
 */
-static char *rows_table_sql(const char *zDb, const char *zTable) {
-  return sqlite3_mprintf(
-      "CREATE TABLE \"%w\".\"%w\"("
-      "id INTEGER PRIMARY KEY,"
-      "tenant NOT NULL,"
-      "\"key\" NOT NULL,"
-      "conversation NOT NULL,"
-      "tool NOT NULL,"
-      "args NOT NULL,"
-      "effect NOT NULL CHECK(effect='local' OR effect='external'),"
-      "status NOT NULL CHECK(status='claimed' OR status='succeeded' OR status='failed'"
-      " OR status='released' OR status='unknown'),"
-      "result,"
-      "error,"
-      "attempt INTEGER NOT NULL,"
-      "token INTEGER NOT NULL,"
-      "created_at INTEGER NOT NULL,"
-      "updated_at INTEGER NOT NULL,"
-      "lease_until INTEGER NOT NULL,"
-      "members,"
-      "expirations INTEGER NOT NULL DEFAULT 0,"
-      "UNIQUE(tenant,\"key\"))",
-      zDb, zTable);
+static const char *const azTableSql[LEDGER_N_TABLE] = {
+    "CREATE TABLE %s\"%w\"("
+    "id INTEGER PRIMARY KEY,"
+    "tenant NOT NULL,"
+    "\"key\" NOT NULL,"
+    "conversation NOT NULL,"
+    "tool NOT NULL,"
+    "args NOT NULL,"
+    "effect NOT NULL CHECK(effect='local' OR effect='external'),"
+    "status NOT NULL CHECK(status='claimed' OR status='succeeded' OR status='failed'"
+    " OR status='released' OR status='unknown'),"
+    "result,"
+    "error,"
+    "attempt INTEGER NOT NULL,"
+    "token INTEGER NOT NULL,"
+    "created_at INTEGER NOT NULL,"
+    "updated_at INTEGER NOT NULL,"
+    "lease_until INTEGER NOT NULL,"
+    "members,"
+    "expirations INTEGER NOT NULL DEFAULT 0,"
+    "UNIQUE(tenant,\"key\"))",
+    "CREATE TABLE %s\"%w\"(k TEXT PRIMARY KEY NOT NULL, v NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE %s\"%w\"(id INTEGER PRIMARY KEY, tbl TEXT NOT NULL UNIQUE,"
+    " key_column TEXT NOT NULL, tenant_column TEXT, token_column TEXT)",
+    "CREATE TABLE %s\"%w\"(claim INTEGER NOT NULL, attempt INTEGER NOT NULL,"
+    " guard INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(claim,attempt,guard,rid))"
+    " WITHOUT ROWID",
+};
+
+/* CREATE TABLE of table iTable of a ledger, named zTable, in schema zDb
+** (NULL: unqualified, as the schema keeps it). sqlite3_malloc; NULL on OOM. */
+static char *table_sql(int iTable, const char *zDb, const char *zTable) {
+  char *zPre, *z;
+  if (zDb == 0) return sqlite3_mprintf(azTableSql[iTable], "", zTable);
+  zPre = sqlite3_mprintf("\"%w\".", zDb);
+  z = zPre ? sqlite3_mprintf(azTableSql[iTable], zPre, zTable) : 0;
+  sqlite3_free(zPre);
+  return z;
 }
 
 /*
@@ -925,39 +942,30 @@ static int create_indexes(sqlite3 *db, const char *zDb, const char *zName, const
 
 /* The members table: one row per guarded row written under a local claim. */
 static int create_members(sqlite3 *db, const char *zDb, const char *zName, char **pzErr) {
-  return exec_free(db,
-                   sqlite3_mprintf("CREATE TABLE \"%w\".\"%w_members\"(claim INTEGER NOT NULL,"
-                                   " attempt INTEGER NOT NULL, guard INTEGER NOT NULL,"
-                                   " rid INTEGER NOT NULL, PRIMARY KEY(claim,attempt,guard,rid))"
-                                   " WITHOUT ROWID",
-                                   zDb, zName),
-                   pzErr);
+  char *zTable = sqlite3_mprintf("%s_members", zName);
+  int rc =
+      zTable ? exec_free(db, table_sql(LEDGER_TABLE_MEMBERS, zDb, zTable), pzErr) : SQLITE_NOMEM;
+  sqlite3_free(zTable);
+  return rc;
 }
 
 /* Create the shadow tables, meta rows, indexes and triggers of ledger zName. */
 int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const sqlite3_int64 *aVal,
                          const char *zId, char **pzErr) {
-  char *zTable = sqlite3_mprintf("%s_rows", zName);
   sqlite3_str *s;
-  int rc, j;
-  if (zTable == 0) return SQLITE_NOMEM;
-  rc = exec_free(db, rows_table_sql(zDb, zTable), pzErr);
-  sqlite3_free(zTable);
+  int rc = SQLITE_OK, i, j;
+  for (i = LEDGER_TABLE_ROWS; rc == SQLITE_OK && i <= LEDGER_TABLE_GUARDS; i++) {
+    char *zTable = sqlite3_mprintf("%s_%s", zName, ledger_shadow_suffix[i]);
+    rc = zTable ? exec_free(db, table_sql(i, zDb, zTable), pzErr) : SQLITE_NOMEM;
+    sqlite3_free(zTable);
+  }
   if (rc) return rc;
   s = sqlite3_str_new(db);
-  sqlite3_str_appendf(s,
-                      "CREATE TABLE \"%w\".\"%w_meta\"(k TEXT PRIMARY KEY NOT NULL, v NOT NULL)"
-                      " WITHOUT ROWID;"
-                      "INSERT INTO \"%w\".\"%w_meta\"(k,v) VALUES('format',%d),('id',%Q)",
-                      zDb, zName, zDb, zName, LEDGER_FORMAT, zId);
+  sqlite3_str_appendf(s, "INSERT INTO \"%w\".\"%w_meta\"(k,v) VALUES('format',%d),('id',%Q)", zDb,
+                      zName, LEDGER_FORMAT, zId);
   for (j = 0; j < IDEM_N_OPT; j++) {
     sqlite3_str_appendf(s, ",(%Q,%lld)", ledger_options[j].zName, aVal[j]);
   }
-  sqlite3_str_appendf(s,
-                      ";CREATE TABLE \"%w\".\"%w_guards\"(id INTEGER PRIMARY KEY,"
-                      " tbl TEXT NOT NULL UNIQUE, key_column TEXT NOT NULL, tenant_column TEXT,"
-                      " token_column TEXT);",
-                      zDb, zName);
   rc = exec_free(db, sqlite3_str_finish(s), pzErr);
   if (rc == SQLITE_OK) rc = create_members(db, zDb, zName, pzErr);
   if (rc == SQLITE_OK) rc = create_indexes(db, zDb, zName, zId, (int)aVal[IDEM_OPT_SINGLE], pzErr);
@@ -2572,7 +2580,7 @@ static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_
     /* format 1: the rows converted; formats 2 and 3: the same rows; in a
     ** table without the grammar CHECKs */
     zNew = sqlite3_mprintf("%s_rows_format4", p->zName);
-    rc = zNew ? exec_free(p->db, rows_table_sql(p->zDb, zNew), 0) : SQLITE_NOMEM;
+    rc = zNew ? exec_free(p->db, table_sql(LEDGER_TABLE_ROWS, p->zDb, zNew), 0) : SQLITE_NOMEM;
     if (rc == SQLITE_OK) {
       rc = iFrom == 1 ? upgrade_copy_rows(p, zNew, pnRow) : upgrade_same_rows(p, zNew, pnRow);
     }
@@ -2910,6 +2918,30 @@ int storage_own_trigger(const IdemLedger *p, int i, char **pzName, int *peState)
   zSql = trigger_sql(&a[i], p->zName, (int)p->aOpt[IDEM_OPT_SINGLE]);
   rc = trigger_state(p, *pzName, zSql, peState);
   sqlite3_free(zSql);
+  return rc;
+}
+
+int storage_own_table(const IdemLedger *p, int iTable, char **pzName, int *peState) {
+  sqlite3_stmt *pS = 0;
+  char *zSql = 0, *zQ = 0;
+  int rc = SQLITE_NOMEM;
+  *peState = LEDGER_TRIGGER_MISSING;
+  *pzName = sqlite3_mprintf("%s_%s", p->zName, ledger_shadow_suffix[iTable]);
+  /* the schema keeps the text as written but for the schema's name, and
+  ** a rename of the ledger (xRename) writes the new name as it is here */
+  if (*pzName) zSql = table_sql(iTable, 0, *pzName);
+  if (zSql) {
+    zQ = sqlite3_mprintf("SELECT sql FROM \"%w\".sqlite_schema WHERE type='table' AND name=%Q",
+                         p->zDb, *pzName);
+  }
+  if (zQ) rc = sqlite3_prepare_v2(p->db, zQ, -1, &pS, 0);
+  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) {
+    const char *z = (const char *)sqlite3_column_text(pS, 0);
+    *peState = z && strcmp(z, zSql) == 0 ? LEDGER_TRIGGER_OK : LEDGER_TRIGGER_ALTERED;
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_finalize(pS);
+  sqlite3_free(zSql);
+  sqlite3_free(zQ);
   return rc;
 }
 

@@ -3,7 +3,7 @@
 // command and the metrics show. readState(db, file, name) is the answer of
 // the extension's idem_health(name) (docs/reference.md): the format, the
 // problems that make the ledger broken (its refusal of operations, in its
-// own words), its own and its guards' triggers by name, the options, the
+// own words), its tables, its own and its guards' triggers by name, the options, the
 // rows by effective status and tool, the live and expired claims and the
 // oldest unknown row. Nothing here restates a rule of the ledger: the
 // command only adds the file name and the age of the oldest unknown. The
@@ -113,7 +113,7 @@ function readState(db, file, name) {
   } catch (e) {
     if (e instanceof SyntaxError) throw e;
     health = {
-      ledger: name, schema: null, format: null, verdict: 'broken', problems: [e.message], attention: [], triggers: [], guards: [], options: null, now: null, live_claims: 0, unknown: 0, expired_claims: 0, oldest_unknown: null, counts: [],
+      ledger: name, schema: null, format: null, verdict: 'broken', problems: [e.message], attention: [], tables: [], triggers: [], guards: [], options: null, now: null, live_claims: 0, unknown: 0, expired_claims: 0, oldest_unknown: null, counts: [],
     };
   }
   // the ledger's clock decided what is expired; ages are measured from

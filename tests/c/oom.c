@@ -27,7 +27,9 @@
 **     message is a failure;
 **   - on failure, the digest is unchanged and no transaction was left open
 **     (or, inside an explicit transaction, either the transaction is intact
-**     or SQLite rolled it all back): nothing is half-written;
+**     or SQLite rolled it all back): nothing is half-written; inside a
+**     transaction, no savepoint of the extension was left open (after a
+**     success too);
 **   - on success, the decision and the row count match the unfaulted run
 **     (F_DET: the whole result; F_READ, an operation that only reads: the
 **     digest is unchanged too);
@@ -304,8 +306,26 @@ static const Op aOp[] = {
      HEALTH("L")},
     {"health-rows-unreadable", K_SQL, F_DET | F_READ,
      CLAIM1 "; ALTER TABLE L_rows RENAME COLUMN tool TO tool_renamed", HEALTH("L")},
+    {"health-table-altered", K_SQL, F_DET | F_READ, CLAIM1 "; ALTER TABLE L_rows ADD COLUMN note",
+     HEALTH("L")},
     {"health-missing-shadow", K_SQL, F_DET | F_READ,
      "CREATE VIRTUAL TABLE LB USING idempotency; DROP TABLE LB_guards", HEALTH("LB")},
+    {"guard", K_SQL, F_DET, "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k)",
+     "SELECT idem_guard('L','o','k','tenant')"},
+    {"unguard", K_SQL, F_DET,
+     "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k); SELECT idem_guard('L','o','k','tenant')",
+     "SELECT idem_unguard('L','o')"},
+    {"guard-in-txn", K_SQL, F_TXN | F_DET,
+     "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k); CREATE TABLE other(x);"
+     " BEGIN; INSERT INTO other VALUES(1)",
+     "SELECT idem_guard('L','o','k','tenant')"},
+    {"guard-in-ddl-txn", K_SQL, F_TXN | F_DET,
+     "BEGIN; CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k)",
+     "SELECT idem_guard('L','o','k','tenant')"},
+    {"unguard-in-txn", K_SQL, F_TXN | F_DET,
+     "CREATE TABLE o(id INTEGER PRIMARY KEY, tenant, k); SELECT idem_guard('L','o','k','tenant');"
+     " CREATE TABLE other(x); BEGIN; INSERT INTO other VALUES(1)",
+     "SELECT idem_unguard('L','o')"},
     {"file-select", K_FILE, 0, "", "SELECT count(*) FROM L"},
     {"file-claim-new", K_FILE, 0, "", "SELECT idem_claim('L','t1','c1','send','{\"n\":5000}')"},
     {"file-claim-in-progress", K_FILE, 0, "", CLAIM1},
@@ -471,12 +491,14 @@ static int make_template(char *zErr, size_t nErr) {
 ** Fills *r; r->zWhy is non-empty when a check failed.
 */
 static void run_once(const Op *op, long long n, const Run *pRef, Run *r) {
+  static const char *const azSavepoint[] = {"idem_claim",   "idem_guard",        "idem_unguard",
+                                            "idem_upgrade", "idem_upgrade_lock", 0};
   sqlite3 *db = 0;
   sqlite3_stmt *pS = 0;
   char zTok[40] = "", zKey[48] = "", zErr[400] = "";
   long long nBase;
   unsigned long long h0 = 0, h1 = 0, h2;
-  int rc, nRows0 = 0, nRows1 = 0, nRows2 = 0, bAuto1 = 1;
+  int rc, i, nRows0 = 0, nRows1 = 0, nRows2 = 0, bAuto1 = 1;
 
   memset(r, 0, sizeof(*r));
   nBase = nLive;
@@ -623,6 +645,18 @@ static void run_once(const Op *op, long long n, const Run *pRef, Run *r) {
     if (r->zWhy[0] == 0 && sqlite3_exec(db, "SELECT count(*) FROM sqlite_schema", 0, 0, 0)) {
       fmt_str(r->zWhy, sizeof(r->zWhy), "the connection is unusable after the run: %s",
               sqlite3_errmsg(db));
+    }
+    /* no savepoint of the extension is left open in the caller's
+    ** transaction (SQLite lists none: a ROLLBACK TO of each name must
+    ** fail) */
+    for (i = 0; r->zWhy[0] == 0 && !sqlite3_get_autocommit(db) && azSavepoint[i]; i++) {
+      char zQ[80];
+      fmt_str(zQ, sizeof(zQ), "ROLLBACK TO %s", azSavepoint[i]);
+      if (sqlite3_exec(db, zQ, 0, 0, 0) == SQLITE_OK) {
+        fmt_str(r->zWhy, sizeof(r->zWhy), "%s (%s \"%s\") left savepoint %s open",
+                r->rc ? "failed" : "succeeded", sqlite3_errstr(r->rc), r->rc ? r->zMsg : r->zRes,
+                azSavepoint[i]);
+      }
     }
   }
   if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", 0, 0, 0);

@@ -15,8 +15,13 @@ SELECT 'format1-claim', errmsg('SELECT idem_claim(''L'', ''t1'', ''c1'', ''send_
        = 'idem_claim: ledger L has format 1, made by an earlier release; upgrade it once with SELECT idem_upgrade(''L'')';
 SELECT 'format1-nothing-written', (SELECT count(*) FROM f1.L_rows) = 7 AND (SELECT v FROM f1.L_meta WHERE k = 'format') = 1;
 -- the upgrade
+-- idem_health compares the tables with this format's text only
+SELECT 'health-tables-earlier-format', json_type(idem_health('L'), '$.tables') = 'null';
 SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":1,"format":4,"rows_copied":7,"members_found":0,"triggers_created":16}';
 SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":1,"format":4,"rows_copied":1,"members_found":0,"triggers_created":13}';
+-- the upgraded file's tables are the ones this format creates
+SELECT 'health-tables-upgraded', json_extract(idem_health('L'), '$.tables')
+       = '[{"name":"L_rows","state":"ok"},{"name":"L_meta","state":"ok"},{"name":"L_guards","state":"ok"},{"name":"L_members","state":"ok"}]';
 SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
 SELECT 'meta-format-4', (SELECT v FROM f1.L_meta WHERE k = 'format') = 4 AND (SELECT v FROM f1.S_meta WHERE k = 'format') = 4;
 SELECT 'rows-kept', (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT tenant, "key", conversation, tool, args, effect, status, result, error, attempt, created_at, updated_at, lease_until, members, expirations FROM f1.L_rows)) = 0

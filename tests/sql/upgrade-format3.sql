@@ -14,8 +14,13 @@ SELECT 'format3-claim', errmsg('SELECT idem_claim(''L'', ''t1'', ''c1'', ''send'
        = 'idem_claim: ledger L has format 3, made by an earlier release; upgrade it once with SELECT idem_upgrade(''L'')';
 SELECT 'format3-insert-guarded', errmsg('INSERT INTO f3.orders(tenant, k, item) VALUES (''t1'', ''op-open'', ''x'')')
        GLOB 'idem_guard: insert into "orders" refused: *format 3*';
+-- idem_health compares the tables with this format's text only
+SELECT 'health-tables-earlier-format', json_type(idem_health('L'), '$.tables') = 'null';
 SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":4,"rows_copied":6,"members_found":0,"triggers_created":16}';
 SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":3,"format":4,"rows_copied":1,"members_found":0,"triggers_created":13}';
+-- the upgraded file's tables are the ones this format creates
+SELECT 'health-tables-upgraded', json_extract(idem_health('L'), '$.tables')
+       = '[{"name":"L_rows","state":"ok"},{"name":"L_meta","state":"ok"},{"name":"L_guards","state":"ok"},{"name":"L_members","state":"ok"}]';
 SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
 SELECT 'meta-format-4', (SELECT v FROM f3.L_meta WHERE k = 'format') = 4 AND (SELECT v FROM f3.S_meta WHERE k = 'format') = 4;
 SELECT 'rows-kept', (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT * FROM f3.L_rows)) = 0

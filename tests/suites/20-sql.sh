@@ -8,6 +8,7 @@ cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
 EXT=${EXT:-$BUILD/idempotency.so}
 runner=$BUILD/sqltest
+rc=0
 
 if [ ! -x "$runner" ]; then
   echo "FAIL sql:runner: $runner is missing (make test-programs)"
@@ -22,11 +23,16 @@ fi
 for f in tests/sql/[0-9]*.sql; do
   # shellcheck disable=SC2086  # TEST_WRAP is a command line
   out=$(${TEST_WRAP:-} "$runner" --ext "$EXT" "$f" 2>&1)
-  rc=$?
+  status=$?
   printf '%s\n' "$out"
-  if [ "$rc" -eq 99 ]; then
+  if [ "$status" -eq 99 ]; then
     echo "FAIL $(basename "$f"): memory errors or leaks reported under TEST_WRAP (status 99)"
-  elif [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
-    echo "FAIL $(basename "$f"): the runner exited with status $rc without reporting a failed check"
+    rc=1
+  elif grep -q '^FAIL ' <<<"$out"; then
+    rc=1
+  elif [ "$status" -ne 0 ]; then
+    echo "FAIL $(basename "$f"): the runner exited with status $status without reporting a failed check"
+    rc=1
   fi
 done
+exit $rc

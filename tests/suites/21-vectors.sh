@@ -13,6 +13,7 @@ BUILD=${BUILD:-build}
 EXT=${EXT:-$BUILD/idempotency.so}
 vec=tests/fixtures/keys.json
 js=tests/js/vectors.cjs
+rc=0
 
 if ! command -v node >/dev/null 2>&1; then
   echo "SKIP vectors: node is not installed (needed to read $vec)"
@@ -22,12 +23,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # 1. the file itself
-node "$js" check "$vec"
+# (it prints a line per check and exits non-zero after a FAIL)
+node "$js" check "$vec" || rc=1
 if command -v xxhsum >/dev/null 2>&1; then
   if sh tests/lib/make-vectors.sh --check; then
     echo "PASS vectors:file-reproducible"
   else
     echo "FAIL vectors:file-reproducible: tests/lib/make-vectors.sh does not reproduce $vec"
+    rc=1
   fi
 else
   echo "SKIP vectors:file-reproducible: xxhsum is not installed (Debian package xxhash)"
@@ -36,23 +39,30 @@ fi
 # 2. through SQL
 if [ ! -x "$BUILD/sqltest" ] || [ ! -f "$EXT" ]; then
   echo "FAIL vectors:sql: $BUILD/sqltest or $EXT is missing (make test-programs)"
+  rc=1
+elif ! node "$js" sql "$vec" >"$tmp/keys-vectors.sql"; then
+  echo "FAIL vectors:sql: $js cannot write the SQL checks of $vec"
+  rc=1
 else
-  node "$js" sql "$vec" >"$tmp/keys-vectors.sql"
   # shellcheck disable=SC2086  # TEST_WRAP is a command line
   out=$(${TEST_WRAP:-} "$BUILD/sqltest" --ext "$EXT" "$tmp/keys-vectors.sql" 2>&1)
-  rc=$?
+  status=$?
   printf '%s\n' "$out"
-  if [ "$rc" -eq 99 ]; then
+  if [ "$status" -eq 99 ]; then
     echo "FAIL vectors:sql: memory errors or leaks reported under TEST_WRAP (status 99)"
-  elif [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
-    echo "FAIL vectors:sql: the runner exited with status $rc without reporting a failed check"
+    rc=1
+  elif grep -q '^FAIL ' <<<"$out"; then
+    rc=1
+  elif [ "$status" -ne 0 ]; then
+    echo "FAIL vectors:sql: the runner exited with status $status without reporting a failed check"
+    rc=1
   fi
 fi
 
 # 3. through xxhsum, independently of the extension
 if ! command -v xxhsum >/dev/null 2>&1; then
   echo "SKIP vectors:xxhsum: xxhsum is not installed (Debian package xxhash)"
-  exit 0
+  exit $rc
 fi
 node "$js" tsv "$vec" >"$tmp/keys.tsv" || { echo "FAIL vectors:xxhsum: cannot list $vec"; exit 1; }
 while IFS=$'\t' read -r n tenant conversation tool canonical key; do
@@ -62,5 +72,7 @@ while IFS=$'\t' read -r n tenant conversation tool canonical key; do
     echo "PASS vectors:xxhsum:$n"
   else
     echo "FAIL vectors:xxhsum:$n: xxhsum gives $got, the file says $key"
+    rc=1
   fi
 done <"$tmp/keys.tsv"
+exit $rc

@@ -11,8 +11,9 @@
 #   cli             the operator's command run by python -m sqlite_idempotency
 #                   and by npx sqlite-idempotency on the same files (healthy,
 #                   unknown rows, a dropped trigger, a dropped guard trigger,
-#                   two ledgers, a missing file, a file that is not a
-#                   database, usage errors): the same bytes on stdout and
+#                   an altered shadow table, two ledgers, a missing file, a
+#                   file that is not a database, usage errors): the same
+#                   bytes on stdout and
 #                   stderr and the same exit status, which is also checked
 #   readonly        the reading subcommands open the file O_RDONLY (strace)
 #   docs            every `$ ` command of docs/operating.md, run as written
@@ -203,6 +204,19 @@ idempotency_ledger_expired_claims{ledger=\"ledger\"} 0"
     *"has format 99; this build reads format"*) pass cli:unknown-format-message ;;
     *) fail cli:unknown-format-message "got: $got" ;;
   esac
+  # a shadow table altered (a column dropped): the ledger's problem names it
+  cp "$F/healthy.db" "$F/altered.db"
+  sqlite3 "$F/altered.db" "ALTER TABLE ledger_rows DROP COLUMN members"
+  for j in "" --json; do
+    same 2 check altered.db $j
+    same 2 status altered.db $j
+  done
+  got=$(cd "$F" && pycli check altered.db | sed -n 's/^broken *ledger *//p')
+  want="table ledger_rows was altered: its definition is not the one ledger ledger creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"
+  [ "$got" = "$want" ] && pass cli:altered-table-message || fail cli:altered-table-message "got: $got"
+  got=$(cd "$F" && nodecli status altered.db --json | node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>console.log(JSON.stringify(JSON.parse(s).tables)))')
+  want='[{"name":"ledger_rows","state":"altered"},{"name":"ledger_meta","state":"ok"},{"name":"ledger_guards","state":"ok"},{"name":"ledger_members","state":"ok"}]'
+  [ "$got" = "$want" ] && pass cli:altered-table-json || fail cli:altered-table-json "got: $got"
   echo "   ops.cli: $n comparisons"
 
   # --- read-only opens ------------------------------------------------------------

@@ -3,7 +3,7 @@
 `read_state(conn, path, name)` is the answer of the extension's
 ``idem_health(name)`` (docs/reference.md): the format, the problems that
 make the ledger broken (its refusal of operations, in its own words), its
-own and its guards' triggers by name, the options, the rows by effective
+tables, its own and its guards' triggers by name, the options, the rows by effective
 status and tool, the live and expired claims and the oldest unknown row.
 Nothing here restates a rule of the ledger: the command only adds the file
 name and the age of the oldest unknown. The Node package's state.js is the
@@ -122,7 +122,7 @@ def read_state(conn: sqlite3.Connection, path: str, name: str) -> Dict[str, Any]
         health = json.loads(conn.execute("SELECT idem_health(?)", (name,)).fetchone()[0])
     except sqlite3.Error as e:
         health = {"ledger": name, "schema": None, "format": None, "verdict": "broken", "problems": [str(e)],
-                  "attention": [], "triggers": [], "guards": [], "options": None, "now": None, "live_claims": 0,
+                  "attention": [], "tables": [], "triggers": [], "guards": [], "options": None, "now": None, "live_claims": 0,
                   "unknown": 0, "expired_claims": 0, "oldest_unknown": None, "counts": []}
     # the ledger's clock decided what is expired; ages are measured from
     # $SQLITE_IDEMPOTENCY_NOW_MS when it is set, so the ledger's own time is
