@@ -1453,10 +1453,6 @@ int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr) {
 /* Rows                                                                */
 /* ------------------------------------------------------------------ */
 
-/* ------------------------------------------------------------------ */
-/* Rows                                                                */
-/* ------------------------------------------------------------------ */
-
 /* A row is copied out of the statement that read it (see LedgerRow): a
 ** statement still stepping would hold a read transaction, and SQLite does
 ** not wait on the busy handler when a read transaction must become a
