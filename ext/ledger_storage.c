@@ -1257,7 +1257,7 @@ static int triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) 
   }
 done:
   sqlite3_finalize(pQ);
-  for (i = 0; i < N_OWN; i++) {
+  for (i = 0; i < nOwn; i++) {
     sqlite3_free(azExpect[i]);
     sqlite3_free(azName[i]);
   }

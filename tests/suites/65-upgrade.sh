@@ -14,22 +14,33 @@ if [ ! -x "$BUILD/sqltest" ] || [ ! -f "$EXT" ]; then
 fi
 # shellcheck source=tests/lib/newer.sh
 . tests/lib/newer.sh
-mkdir -p build/upgrade
+# shellcheck source=tests/lib/runner.sh
+. tests/lib/runner.sh
+# The runner starts in a directory of this run's own, where each file's
+# ATTACH 'build/upgrade/<fixture>.db' finds the copy made for it: another
+# run at the same time (the plain and the sanitizer build) has its own.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/build/upgrade"
 fail=0
 # run LABEL RUNNER EXT: each file tests/sql/upgrade-<fixture>[-case].sql on
 # a fresh copy of its fixture
 run() {
-  local out f t n
+  local out f t n status runner ext root=$PWD
+  runner=$(runner_path "$2")
+  ext=$(runner_path "$3")
   for f in format1 format2 format3; do
     for t in tests/sql/upgrade-"$f".sql tests/sql/upgrade-"$f"-*.sql; do
       [ -f "$t" ] || continue
       n=$(basename "$t" .sql)
       n=${n#upgrade-}
-      cp "tests/fixtures/$f.db" "build/upgrade/$f.db" || { echo "FAIL upgrade:$1:$n:copy"; fail=1; continue; }
-      rm -f "build/upgrade/$f.db-journal" "build/upgrade/$f.db-wal"
-      out=$("$2" --ext "$3" "$t" 2>&1)
+      rm -f "$tmp/build/upgrade/$f.db-journal" "$tmp/build/upgrade/$f.db-wal"
+      cp "tests/fixtures/$f.db" "$tmp/build/upgrade/$f.db" || { echo "FAIL upgrade:$1:$n:copy"; fail=1; continue; }
+      # shellcheck disable=SC2086  # TEST_WRAP is a command line
+      out=$(cd "$tmp" && ${TEST_WRAP:-} "$runner" --ext "$ext" "$root/$t" 2>&1)
+      status=$?
       printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\) upgrade-$n\.sql:/\1 upgrade:$1:$n:/"
-      grep -q '^FAIL' <<<"$out" && fail=1
+      runner_failed "upgrade:$1:$n" "$t" "$status" "$out" && fail=1
     done
   done
 }

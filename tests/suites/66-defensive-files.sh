@@ -24,6 +24,8 @@ if [ ! -x "$BUILD/sqltest" ] || [ ! -f "$EXT" ]; then
 fi
 # shellcheck source=tests/lib/newer.sh
 . tests/lib/newer.sh
+# shellcheck source=tests/lib/runner.sh
+. tests/lib/runner.sh
 mkdir -p "$dir"
 fail=0
 
@@ -68,7 +70,7 @@ EOF
 
 # case_run LABEL RUNNER VERSION_NUMBER
 case_run() {
-  local label=$1 runner=$2 vnum=$3 out shadow_ok=0
+  local label=$1 runner=$2 vnum=$3 out status shadow_ok=0
   [ "$vnum" -lt 3044000 ] && shadow_ok=1
   rm -f "$dir/ledger.db" "$dir/ledger.db-journal"
   # created: the module was registered before this connection made the file
@@ -91,17 +93,15 @@ case_run() {
     writes 0 own-after
   } >"$dir/after.sql"
   for c in created before after; do
+    # shellcheck disable=SC2086  # TEST_WRAP is a command line
     if [ "$c" = after ]; then
-      out=$("$runner" --ext-late "${ext_of[$runner]}" "$dir/$c.sql" 2>&1)
+      out=$(${TEST_WRAP:-} "$runner" --ext-late "${ext_of[$runner]}" "$dir/$c.sql" 2>&1)
     else
-      out=$("$runner" --ext "${ext_of[$runner]}" "$dir/$c.sql" 2>&1)
+      out=$(${TEST_WRAP:-} "$runner" --ext "${ext_of[$runner]}" "$dir/$c.sql" 2>&1)
     fi
+    status=$?
     printf '%s\n' "$out" | sed "s/^\(PASS\|FAIL\|SKIP\) $c\.sql:/\1 defensive-files:$label:$c:/"
-    grep -q '^FAIL' <<<"$out" && fail=1
-    if ! grep -q '^PASS' <<<"$out"; then
-      echo "FAIL defensive-files:$label:$c: the runner reported no check"
-      fail=1
-    fi
+    runner_failed "defensive-files:$label:$c" "$dir/$c.sql" "$status" "$out" && fail=1
   done
 }
 
