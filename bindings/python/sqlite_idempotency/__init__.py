@@ -763,9 +763,10 @@ class Ledger:
 
         ``status`` is succeeded (detail is the result), failed, released (an
         external release needs ``{"sent": False}``) or unknown. Returns
-        ``{"key", "status", "attempt", "durable", "members"}`` (``durable``:
-        the write was synced when the call returned, or the caller's COMMIT
-        syncs it).
+        ``{"key", "status", "attempt", "durable", "settled_at", "members"}``
+        (``durable``: the write was synced when the call returned, or the
+        caller's COMMIT syncs it; ``settled_at``: the time of the write, the
+        row's ``updated_at``, Unix ms).
         """
         text = None if detail is None else _json_text(detail, "detail")
         return json.loads(self._one("SELECT idem_settle(?, ?, ?, ?)", (self.name, token, status, text)))
