@@ -1003,6 +1003,9 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
     idem_json_int(&j, "attempt", r->attempt);
     /* a local claim's settle is never lowered: synchronous as it is */
     answer_durable(&j, p, bAuto, bAuto && !bLocal ? bSynced : -1);
+    /* the time the write below records as the row's updated_at: a later
+    ** replay's settled_at */
+    idem_json_int(&j, "settled_at", now);
     /* built just now from the guarded tables, not read back from a row */
     idem_json_literal(&j, "members", zMembers ? zMembers : "[]");
     *pzJson = idem_json_finish(&j, &rc);

@@ -109,7 +109,7 @@ def block(state, op, to):
     steps = [claim(key, effect, "t", {"decision": "admitted", "key": key, "attempt": 1, "effect": effect})]
     if reach is not None:
         steps.append({"step": "settle", "token": "t", "status": reach, "detail": DETAIL[reach],
-                      "expect": {"key": key, "status": reach, "attempt": 1}})
+                      "expect": {"key": key, "status": reach, "attempt": 1, "settled_at": CLOCK}})
     rule = settle_rule(state, to) if op == "settle" else resolve_rule(state, to)
     if op == "settle":
         step = {"step": "settle", "token": "t", "status": to, "detail": DETAIL[to]}
@@ -117,7 +117,7 @@ def block(state, op, to):
         step = {"step": "resolve", "tenant": TENANT, "key": key, "status": to, "detail": DETAIL[to]}
     after = reach or "claimed"
     if rule is None:
-        step["expect"] = {"key": key, "status": to, "attempt": 1, "members": []}
+        step["expect"] = {"key": key, "status": to, "attempt": 1, "settled_at": CLOCK, "members": []}
         after = to
     else:
         step["error"] = rule.format(key=key)
@@ -266,7 +266,7 @@ class Walk:
         if rule is not None:
             return self.step(step, error=rule.format(key=key))
         r.status, r.detail, r.settled = to, DETAIL[to], self.now
-        self.step(step, {"key": key, "status": to, "attempt": r.attempt, "members": []})
+        self.step(step, {"key": key, "status": to, "attempt": r.attempt, "settled_at": r.settled, "members": []})
 
     def renew(self):
         tok, key = self.pick_token()
@@ -293,7 +293,7 @@ class Walk:
         if rule is not None:
             return self.step(step, error=rule.format(key=key))
         r.status, r.detail, r.settled = to, DETAIL[to], self.now
-        self.step(step, {"key": key, "status": to, "attempt": r.attempt, "members": []})
+        self.step(step, {"key": key, "status": to, "attempt": r.attempt, "settled_at": r.settled, "members": []})
 
     def row(self):
         if not self.rows:

@@ -132,6 +132,8 @@ export interface Settled {
   attempt: number;
   /** the write was synced when the call returned, or the caller's COMMIT syncs it (docs/reference.md) */
   durable: boolean;
+  /** when the outcome was recorded: the row's updated_at, a later replay's settled_at (Unix ms) */
+  settled_at: number;
   members: Member[];
 }
 
@@ -147,8 +149,8 @@ export interface Outcome<R extends Json = Json> {
   members: Member[];
   /** false for the call that ran, true for a replay of it */
   idempotent: boolean;
-  /** on a replay, when the first outcome was recorded (the answer's settled_at, Unix ms); null for the call that ran */
-  settled_at: number | null;
+  /** when the outcome was recorded (Unix ms): the settle's settled_at on the call that ran, the replay's on a replay (the same time) */
+  settled_at: number;
 }
 
 /** The admitted claim, handed to the action of Ledger.call. */

@@ -797,7 +797,7 @@ class Ledger {
       }
       if (e instanceof ToolFailed) {
         const [error, s] = this.settleValue(d, 'failed', e.error, 'the error');
-        return outcome(d.key, 'failed', d.attempt, undefined, error, s.members, false);
+        return outcome(d.key, 'failed', d.attempt, undefined, error, s.members, false, s.settled_at);
       }
       if (e instanceof OutcomeUnknown) {
         this.settleUnknown(d, e.detail);
@@ -811,7 +811,7 @@ class Ledger {
     }
     // an action that returns nothing (undefined) succeeded with no value: null
     const [stored, s] = this.settleValue(d, 'succeeded', result === undefined ? null : result, 'the result');
-    return outcome(d.key, 'succeeded', d.attempt, stored, undefined, s.members, false);
+    return outcome(d.key, 'succeeded', d.attempt, stored, undefined, s.members, false, s.settled_at);
   }
 
   // Settles status with value; returns [the value as stored, the settle's
@@ -889,9 +889,9 @@ async function waitFor(claim, timeoutMs, what) {
   }
 }
 
-// settledAt: a replay's settled_at (when the first outcome was recorded, Unix
-// ms); null for the call that ran, so both have the same members.
-function outcome(key, status, attempt, result, error, members, idempotent, settledAt = null) {
+// settledAt: when the outcome was recorded (Unix ms): the settle answer's
+// settled_at on the call that ran, the replay's on a replay (the same time).
+function outcome(key, status, attempt, result, error, members, idempotent, settledAt) {
   const o = { key, status, attempt };
   if (status === 'succeeded') o.result = result === undefined ? null : result;
   else o.error = error === undefined ? null : error;

@@ -888,10 +888,11 @@ static void predict_outcome(State *s, int ten, int slot, int status, const char 
   fmt_str(r->members, sizeof(r->members), "%s", r->local ? zMem : "[]");
   r->updated = now;
   fmt_str(zExp, nExp,
-          "{\"key\":\"%s\",\"status\":\"%s\",\"attempt\":%d,\"durable\":%s,\"members\":%s}", zK,
-          azSettle[status], r->attempt,
+          "{\"key\":\"%s\",\"status\":\"%s\",\"attempt\":%d,\"durable\":%s,\"settled_at\":%lld,"
+          "\"members\":%s}",
+          zK, azSettle[status], r->attempt,
           iSync == 2 && (!bAuto || r->local || strcmp(zMode, "wal") != 0) ? "true" : "false",
-          r->members);
+          (long long)now, r->members);
 }
 
 /* Resolve a token reference: the token text, and the row holding it. */

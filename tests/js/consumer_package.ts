@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   try {
     const o: Outcome<{ id: string }> = await ledger.call('t', 'c', 'send_email', {}, send, { waitMs: 1000 });
     const idempotent: boolean = o.idempotent;
-    const settledAt: number | null = o.settled_at;
+    const settledAt: number = o.settled_at;
     const id: string | undefined = o.result?.id;
     console.log(idempotent, settledAt, id, VERSION);
   } catch (e) {

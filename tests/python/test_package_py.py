@@ -114,7 +114,8 @@ def run(tmp):
            "decision-in-progress", f"got {d2!r}")
     s = ledger.settle(d.token, "succeeded", {"message_id": "m-1"})
     r = ledger.claim(T, C, "send_email", {"to": "a@b.c"})
-    report(s == {"key": d.key, "status": "succeeded", "attempt": 1, "durable": False, "members": []} and isinstance(r, idem.Replay)
+    report(s == {"key": d.key, "status": "succeeded", "attempt": 1, "durable": False, "settled_at": getattr(r, "settled_at", None),
+                "members": []} and isinstance(r, idem.Replay) and isinstance(s["settled_at"], int)
            and r.idempotent is True and r.status == "succeeded" and r.result == {"message_id": "m-1"}
            and r.error is None and r.members == [], "decision-replay", f"settle {s!r}, then {r!r}")
     u = ledger.claim(T, C, "charge", {"amount": 5})
@@ -158,9 +159,9 @@ def run(tmp):
     report(act.runs == 1 and o1.status == "succeeded" and o1.idempotent is False and o2.idempotent is True
            and {**d1, "idempotent": True} == d2 and list(d1) == list(d2) and o1.result == {"message_id": "m-2", "n": [1, 2]},
            "call-replay-same-shape", f"runs {act.runs}; {d1} / {d2}")
-    # a replay says when the first outcome was recorded: the settle's time, the row's updated_at
+    # both say when the outcome was recorded: the settle's time, the row's updated_at
     settled_row = ledger.row(T, o2.key)
-    report(o1.settled_at is None and isinstance(o2.settled_at, int) and o2.settled_at == settled_row["updated_at"],
+    report(isinstance(o1.settled_at, int) and o1.settled_at == o2.settled_at and o2.settled_at == settled_row["updated_at"],
            "call-replay-settled-at", f"first {o1.settled_at!r}, replay {o2.settled_at!r}, updated_at {settled_row['updated_at']}")
     report(act.seen is not None and act.seen.key == o1.key and act.seen.headers == {"Idempotency-Key": f'"{o1.key}"'}
            and act.seen.attempt == 1, "call-attempt-headers", f"attempt {vars(act.seen) if act.seen else None}")
@@ -169,7 +170,8 @@ def run(tmp):
     f1 = ledger.call(T, C, "charge", {"amount": 7}, act)
     f2 = ledger.call(T, C, "charge", {"amount": 7}, act)
     report(act.runs == 1 and f1.status == "failed" and f1.error == {"code": "card_declined"} and f1.idempotent is False
-           and f2.to_dict() == {**f1.to_dict(), "idempotent": True}, "call-failed-replayed",
+           and f2.to_dict() == {**f1.to_dict(), "idempotent": True} and isinstance(f1.settled_at, int)
+           and f1.settled_at == f2.settled_at, "call-failed-replayed",
            f"runs {act.runs}; {f1!r} / {f2!r}")
 
     act = Counter(exc=idem.NotSent("connect: refused", detail={"host": "x"}))

@@ -123,7 +123,7 @@ def main():
                                    rf"\(key {a.key}, attempt 1\) and was not run again\. This is the result of that run:", b.text),
                       "sync-text", repr(b.text))
         # the replay's words take the time from the claim's answer, not from a second read of the row
-        checks.report(reads == 0 and b.settled_at == at and a.settled_at is None, "sync-text-no-row-read",
+        checks.report(reads == 0 and b.settled_at == at and a.settled_at == at, "sync-text-no-row-read",
                       f"{reads} row reads, settled_at {b.settled_at!r} (first call {a.settled_at!r}), updated_at {at}")
         a = asyncio.run(send_sms("u1", "t1", "async@example.com"))
         b = asyncio.run(send_sms("u1", "t1", "async@example.com"))

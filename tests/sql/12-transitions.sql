@@ -31,7 +31,8 @@ SELECT 'succ-json-key', json_extract(j, '$.key') = 'ext-succ' FROM c
 UNION ALL SELECT 'succ-json-status', json_extract(j, '$.status') = 'succeeded' FROM c
 UNION ALL SELECT 'succ-json-attempt', json_type(j, '$.attempt') = 'integer' AND json_extract(j, '$.attempt') = 1 FROM c
 UNION ALL SELECT 'succ-json-members', json_type(j, '$.members') = 'array' AND json_array_length(j, '$.members') = 0 FROM c
-UNION ALL SELECT 'succ-json-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(j) ORDER BY key)) = 'attempt,durable,key,members,status' FROM c
+UNION ALL SELECT 'succ-json-settled-at', json_type(j, '$.settled_at') = 'integer' AND json_extract(j, '$.settled_at') = 1700000001000 FROM c
+UNION ALL SELECT 'succ-json-keyset', (SELECT group_concat(key, ',') FROM (SELECT key FROM json_each(j) ORDER BY key)) = 'attempt,durable,key,members,settled_at,status' FROM c
 UNION ALL SELECT 'succ-json-no-token', instr(j, (SELECT token FROM L WHERE "key" = 'ext-succ')) = 0 FROM c;
 SELECT 'succ-stored', (SELECT status = 'succeeded' AND result = '{"a":1,"b":2}' AND error IS NULL AND attempt = 1 FROM L_rows WHERE "key" = 'ext-succ');
 SELECT 'succ-updated-at', (SELECT updated_at = 1700000001000 AND created_at = 1700000000000 FROM L_rows WHERE "key" = 'ext-succ');
@@ -56,7 +57,7 @@ SELECT 'succ-unchanged', (SELECT status = 'succeeded' AND result = '{"a":1,"b":2
 
 -- ---------------------------------------------------------------- claimed -> failed
 SELECT 'fail-settle', idem_settle('L', (SELECT token FROM L WHERE "key" = 'ext-fail'), 'failed', '{"code":"card_declined"}')
-       = '{"key":"ext-fail","status":"failed","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"ext-fail","status":"failed","attempt":1,"durable":false,"settled_at":1700000001000,"members":[]}';
 SELECT 'fail-stored', (SELECT status = 'failed' AND error = '{"code":"card_declined"}' AND result IS NULL FROM L_rows WHERE "key" = 'ext-fail');
 SELECT 'fail-to-succ', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE "key" = ''ext-fail''), ''succeeded'', NULL)')
        = 'idem_settle: illegal transition failed -> succeeded for key "ext-fail"';
@@ -94,7 +95,7 @@ SELECT 'rel-sent-case', errcode('SELECT idem_settle(''L'', (SELECT token FROM L 
 SELECT 'rel-refusals-changed-nothing', (SELECT status = 'claimed' AND error IS NULL AND updated_at = 1700000000000 FROM L_rows WHERE "key" = 'ext-rel');
 INSERT INTO old SELECT 'ext-rel', token FROM L WHERE "key" = 'ext-rel';
 SELECT 'rel-ok', idem_settle('L', (SELECT token FROM L WHERE "key" = 'ext-rel'), 'released', '{"why":"connection refused","sent":false}')
-       = '{"key":"ext-rel","status":"released","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"ext-rel","status":"released","attempt":1,"durable":false,"settled_at":1700000001000,"members":[]}';
 SELECT 'rel-stored-as-error', (SELECT status = 'released' AND error = '{"sent":false,"why":"connection refused"}' AND result IS NULL FROM L_rows WHERE "key" = 'ext-rel');
 SELECT 'rel-to-succ', errmsg('SELECT idem_settle(''L'', (SELECT t FROM old WHERE name = ''ext-rel''), ''succeeded'', NULL)')
        = 'idem_settle: illegal transition released -> succeeded for key "ext-rel"';
@@ -131,7 +132,7 @@ SELECT 'rel-loop-3', json_extract(idem_claim('R', 't', 'c', 'x', '{}', 'local', 
 
 -- ---------------------------------------------------------------- claimed -> unknown (external) and out of it
 SELECT 'unk-settle', idem_settle('L', (SELECT token FROM L WHERE "key" = 'ext-unk'), 'unknown', '{"reason":"timeout"}')
-       = '{"key":"ext-unk","status":"unknown","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"ext-unk","status":"unknown","attempt":1,"durable":false,"settled_at":1700000002000,"members":[]}';
 SELECT 'unk-stored', (SELECT status = 'unknown' AND error = '{"reason":"timeout"}' AND result IS NULL FROM L_rows WHERE "key" = 'ext-unk');
 SELECT 'unk-to-unknown', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE "key" = ''ext-unk''), ''unknown'', NULL)')
        = 'idem_settle: illegal transition unknown -> unknown for key "ext-unk"';
@@ -144,7 +145,7 @@ SELECT 'unk-resolve-release-needs-sent', errmsg('SELECT idem_resolve(''L'', ''t'
 SELECT 'unk-resolve-release-null', errcode('SELECT idem_resolve(''L'', ''t'', ''ext-unk'', ''released'', NULL)') = 19;
 SELECT 'unk-still-unknown', (SELECT status FROM L_rows WHERE "key" = 'ext-unk') = 'unknown';
 SELECT 'unk-resolve-succ', idem_resolve('L', 't', 'ext-unk', 'succeeded', '{"found":"at target"}')
-       = '{"key":"ext-unk","status":"succeeded","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"ext-unk","status":"succeeded","attempt":1,"durable":false,"settled_at":1700000002000,"members":[]}';
 SELECT 'unk-resolved-stored', (SELECT status = 'succeeded' AND result = '{"found":"at target"}' FROM L_rows WHERE "key" = 'ext-unk');
 SELECT 'unk-resolved-replays', json(json_extract(idem_claim('L', 't', 'c', 'tool', '{}', 'external', 'ext-unk'), '$.result')) = '{"found":"at target"}';
 SELECT 'unk-resolve-again', errmsg('SELECT idem_resolve(''L'', ''t'', ''ext-unk'', ''failed'', NULL)')
@@ -155,11 +156,11 @@ SELECT 'u2-claims', json_extract(idem_claim('L', 't', 'c', 'tool', '{}', 'extern
 SELECT 'u-settle-unknown', (SELECT count(*) FROM L WHERE "key" IN ('u2', 'u3', 'u4')
        AND json_extract(idem_settle('L', token, 'unknown', NULL), '$.status') = 'unknown') = 3;
 SELECT 'u-stored-unknown-null-error', (SELECT count(*) FROM L_rows WHERE "key" IN ('u2', 'u3', 'u4') AND status = 'unknown' AND error IS NULL) = 3;
-SELECT 'u2-resolve-failed', idem_resolve('L', 't', 'u2', 'failed', '{"target":"declined"}') = '{"key":"u2","status":"failed","attempt":1,"durable":false,"members":[]}';
+SELECT 'u2-resolve-failed', idem_resolve('L', 't', 'u2', 'failed', '{"target":"declined"}') = '{"key":"u2","status":"failed","attempt":1,"durable":false,"settled_at":1700000002000,"members":[]}';
 SELECT 'u2-stored', (SELECT status = 'failed' AND error = '{"target":"declined"}' FROM L_rows WHERE "key" = 'u2');
-SELECT 'u3-resolve-released', idem_resolve('L', 't', 'u3', 'released', '{"sent":false}') = '{"key":"u3","status":"released","attempt":1,"durable":false,"members":[]}';
+SELECT 'u3-resolve-released', idem_resolve('L', 't', 'u3', 'released', '{"sent":false}') = '{"key":"u3","status":"released","attempt":1,"durable":false,"settled_at":1700000002000,"members":[]}';
 SELECT 'u3-reclaim', json_extract(idem_claim('L', 't', 'c', 'tool', '{}', 'external', 'u3'), '$.attempt') = 2;
-SELECT 'u4-late-settle', idem_settle('L', (SELECT token FROM L WHERE "key" = 'u4'), 'succeeded', '{"late":1}') = '{"key":"u4","status":"succeeded","attempt":1,"durable":false,"members":[]}';
+SELECT 'u4-late-settle', idem_settle('L', (SELECT token FROM L WHERE "key" = 'u4'), 'succeeded', '{"late":1}') = '{"key":"u4","status":"succeeded","attempt":1,"durable":false,"settled_at":1700000002000,"members":[]}';
 SELECT 'u4-stored', (SELECT status = 'succeeded' AND result = '{"late":1}' FROM L_rows WHERE "key" = 'u4');
 SELECT 'u5-claim', json_extract(idem_claim('L', 't', 'c', 'tool', '{}', 'external', 'u5'), '$.decision') = 'admitted';
 SELECT 'u5-unknown', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'u5'), 'unknown', NULL), '$.status') = 'unknown';
@@ -182,7 +183,7 @@ SELECT 'resolve-unknown-ledger', errmsg('SELECT idem_resolve(''nope'', ''t'', ''
 SELECT 'resolve-detail-not-json', errmsg('SELECT idem_resolve(''L'', ''t'', ''u2'', ''failed'', ''{x}'')') GLOB 'idem_resolve: detail: not valid JSON: *';
 
 -- ---------------------------------------------------------------- local claims
-SELECT 'loc-succ', idem_settle('L', (SELECT token FROM L WHERE "key" = 'loc-succ'), 'succeeded', '[1,2]') = '{"key":"loc-succ","status":"succeeded","attempt":1,"durable":false,"members":[]}';
+SELECT 'loc-succ', idem_settle('L', (SELECT token FROM L WHERE "key" = 'loc-succ'), 'succeeded', '[1,2]') = '{"key":"loc-succ","status":"succeeded","attempt":1,"durable":false,"settled_at":1700000002000,"members":[]}';
 SELECT 'loc-succ-stored', (SELECT result FROM L_rows WHERE "key" = 'loc-succ') = '[1,2]';
 SELECT 'loc-fail', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'loc-fail'), 'failed', '"boom"'), '$.status') = 'failed';
 SELECT 'loc-fail-stored', (SELECT error FROM L_rows WHERE "key" = 'loc-fail') = '"boom"';
@@ -190,7 +191,7 @@ SELECT 'loc-unknown-refused', errmsg('SELECT idem_settle(''L'', (SELECT token FR
        = 'idem_settle: status unknown is for external claims; the outcome of local key "loc-unk" is known: settle succeeded, failed or released';
 SELECT 'loc-unknown-code', errcode('SELECT idem_settle(''L'', (SELECT token FROM L WHERE "key" = ''loc-unk''), ''unknown'', ''{}'')') = 19;
 SELECT 'loc-unknown-unchanged', (SELECT status FROM L_rows WHERE "key" = 'loc-unk') = 'claimed';
-SELECT 'loc-release-no-detail', idem_settle('L', (SELECT token FROM L WHERE "key" = 'loc-rel'), 'released', NULL) = '{"key":"loc-rel","status":"released","attempt":1,"durable":false,"members":[]}';
+SELECT 'loc-release-no-detail', idem_settle('L', (SELECT token FROM L WHERE "key" = 'loc-rel'), 'released', NULL) = '{"key":"loc-rel","status":"released","attempt":1,"durable":false,"settled_at":1700000002000,"members":[]}';
 SELECT 'loc-release-stored', (SELECT status = 'released' AND error IS NULL FROM L_rows WHERE "key" = 'loc-rel');
 SELECT 'loc-release-reclaim', json_extract(idem_claim('L', 't', 'c', 'tool', '{}', 'local', 'loc-rel'), '$.attempt') = 2;
 SELECT 'loc-release-sent-true-ok', json_extract(idem_settle('L', (SELECT token FROM L WHERE "key" = 'loc-rel'), 'released', '{"sent":true}'), '$.status') = 'released';

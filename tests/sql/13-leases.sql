@@ -30,7 +30,7 @@ SELECT 'ext-settle-unknown-again', errmsg('SELECT idem_settle(''L'', (SELECT t F
        = 'idem_settle: illegal transition unknown -> unknown for key "ext-1"';
 -- late settle by the token holder still works: claimed -> succeeded
 SELECT 'ext-late-settle', idem_settle('L', (SELECT t FROM old WHERE name = 'ext-1'), 'succeeded', '{"late":true}')
-       = '{"key":"ext-1","status":"succeeded","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"ext-1","status":"succeeded","attempt":1,"durable":false,"settled_at":1710000000000,"members":[]}';
 SELECT 'ext-late-settle-stored', (SELECT status = 'succeeded' AND result = '{"late":true}' AND updated_at = 1710000000000 FROM L_rows WHERE "key" = 'ext-1');
 SELECT 'ext-late-replay', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'ext-1'), '$.decision') = 'replay';
 -- idem_resolve works on an expired external claim
@@ -39,7 +39,7 @@ SELECT 'ext2-admitted', json_extract(idem_claim('L', 't', 'c', 'send', '{}', 'ex
 SELECT 'ext2-resolve-live-refused', errmsg('SELECT idem_resolve(''L'', ''t'', ''ext-2'', ''failed'', NULL)')
        = 'idem_resolve: key "ext-2" is claimed, not unknown; the claim''s holder settles it with its token';
 SELECT sqltest_clock(1700000020000);
-SELECT 'ext2-resolve', idem_resolve('L', 't', 'ext-2', 'failed', '{"target":"no such order"}') = '{"key":"ext-2","status":"failed","attempt":1,"durable":false,"members":[]}';
+SELECT 'ext2-resolve', idem_resolve('L', 't', 'ext-2', 'failed', '{"target":"no such order"}') = '{"key":"ext-2","status":"failed","attempt":1,"durable":false,"settled_at":1700000020000,"members":[]}';
 SELECT 'ext2-stored', (SELECT status = 'failed' AND error = '{"target":"no such order"}' FROM L_rows WHERE "key" = 'ext-2');
 SELECT 'ext2-holder-now-refused', errmsg('SELECT idem_settle(''L'', (SELECT token FROM L WHERE "key" = ''ext-2''), ''succeeded'', NULL)')
        = 'idem_settle: illegal transition failed -> succeeded for key "ext-2"';
@@ -76,7 +76,7 @@ SELECT 'stale-token-code', errcode('SELECT idem_settle(''L'', (SELECT t FROM old
 SELECT 'stale-token-release', errcode('SELECT idem_settle(''L'', (SELECT t FROM old WHERE name = ''loc-1a''), ''released'', NULL)') = 19;
 SELECT 'stale-changed-nothing', (SELECT status = 'claimed' AND attempt = 2 FROM L_rows WHERE "key" = 'loc-1');
 -- the new holder settles
-SELECT 'new-holder-settles', idem_settle('L', (SELECT t FROM old WHERE name = 'loc-1b'), 'succeeded', '{"rows":0}') = '{"key":"loc-1","status":"succeeded","attempt":2,"durable":false,"members":[]}';
+SELECT 'new-holder-settles', idem_settle('L', (SELECT t FROM old WHERE name = 'loc-1b'), 'succeeded', '{"rows":0}') = '{"key":"loc-1","status":"succeeded","attempt":2,"durable":false,"settled_at":1700000010000,"members":[]}';
 SELECT 'new-holder-replay', json_extract(idem_claim('L', 't', 'c', 'write', '{}', 'local', 'loc-1'), '$.attempt') = 2;
 -- a late settle by the holder of an expired local claim nobody took over
 SELECT sqltest_clock(1700000000000);

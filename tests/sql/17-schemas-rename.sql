@@ -97,7 +97,7 @@ SELECT 'rename-old-name-settle-unknown', errmsg('SELECT idem_settle(''R'', (SELE
 SELECT 'rename-in-progress', json_extract(idem_claim('R2', 't', 'c', 'x', '{}', 'external', 'r1'), '$.decision') = 'in_progress';
 SELECT 'rename-replay', json(json_extract(idem_claim('R2', 't', 'c', 'x', '{}', 'external', 'r2'), '$.result')) = '{"v":2}';
 SELECT 'rename-token-kept', (SELECT token FROM R2 WHERE key = 'r1') = (SELECT t FROM old WHERE k = 'r1');
-SELECT 'rename-settle-old-token', idem_settle('R2', (SELECT t FROM old WHERE k = 'r1'), 'succeeded', NULL) = '{"key":"r1","status":"succeeded","attempt":1,"durable":false,"members":[]}';
+SELECT 'rename-settle-old-token', idem_settle('R2', (SELECT t FROM old WHERE k = 'r1'), 'succeeded', NULL) = '{"key":"r1","status":"succeeded","attempt":1,"durable":false,"settled_at":1700000000000,"members":[]}';
 SELECT 'rename-new-claim', json_extract(idem_claim('R2', 't', 'c', 'x', '{}', 'external', 'r3'), '$.decision') = 'admitted';
 INSERT INTO R2(tenant, conversation, tool, args, key) VALUES ('t', 'c', 'x', '{}', 'r4');
 SELECT 'rename-insert', changes() = 1;

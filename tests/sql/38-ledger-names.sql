@@ -22,7 +22,7 @@ SELECT 'claim-main-qualified', json_extract(idem_claim('main.L', 't', 'c', 'x', 
 SELECT 'settle-aux-wrong-ledger', errmsg('SELECT idem_settle(''L'', (SELECT token FROM aux.L WHERE key = ''k1''), ''succeeded'', NULL)')
        = 'idem_settle: no claim of ledger L holds token "' || (SELECT token FROM aux.L WHERE key = 'k1') || '" (a wrong token, or a claim that was taken over)';
 SELECT 'settle-aux', idem_settle('aux.L', (SELECT token FROM aux.L WHERE key = 'k1'), 'succeeded', '{"r":"aux"}')
-       = '{"key":"k1","status":"succeeded","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"k1","status":"succeeded","attempt":1,"durable":false,"settled_at":1700000000000,"members":[]}';
 SELECT 'replay-aux', json(json_extract(idem_claim('aux.L', 't', 'c', 'x', '{}', 'external', 'k1'), '$.result')) = '{"r":"aux"}';
 SELECT 'main-untouched', (SELECT status FROM main.L WHERE key = 'k1') = 'claimed';
 -- INSERT into aux.L, idem_last_claim through the qualified name
@@ -32,7 +32,7 @@ SELECT 'last-claim-aux', json_extract(idem_last_claim('aux.L'), '$.key') = 'k2' 
 SELECT 'settle-aux-unknown', json_extract(idem_settle('"aux"."L"', (SELECT token FROM aux.L WHERE key = 'k2'), 'unknown', NULL), '$.status') = 'unknown';
 SELECT 'resolve-aux-wrong-ledger', errmsg('SELECT idem_resolve(''L'', ''t'', ''k2'', ''failed'', NULL)') = 'idem_resolve: ledger L has no key "k2" for tenant "t"';
 SELECT 'resolve-aux', idem_resolve('aux.L', 't', 'k2', 'failed', '{"why":"target said no"}')
-       = '{"key":"k2","status":"failed","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"k2","status":"failed","attempt":1,"durable":false,"settled_at":1700000000000,"members":[]}';
 SELECT sqltest_clock(1700000100000);
 SELECT 'purge-aux', idem_purge('aux.L', 10) = 2 AND (SELECT count(*) FROM aux.L_rows) = 0;
 SELECT 'purge-main-kept', (SELECT count(*) FROM main.L_rows) = 1;

@@ -87,7 +87,7 @@ SELECT json_extract(idem_claim('G', 't', 'c', 'x', '{}', 'local', 'op-1'), '$.de
 INSERT INTO orders(tenant, op_key) VALUES ('t', 'op-1');
 SELECT 'guarded-rename', errmsg('ALTER TABLE orders RENAME TO "o' || CAST(x'ff' AS TEXT) || '"') IS NULL;
 WITH a(v) AS MATERIALIZED (SELECT idem_settle('G', (SELECT token FROM G WHERE key = 'op-1'), 'succeeded', '{}'))
-SELECT 'guarded-settle', v = '{"key":"op-1","status":"succeeded","attempt":1,"durable":true,"members":[{"table":"o' || char(65533) || '","rowid":1}]}' FROM a;
+SELECT 'guarded-settle', v = '{"key":"op-1","status":"succeeded","attempt":1,"durable":true,"settled_at":1700000000000,"members":[{"table":"o' || char(65533) || '","rowid":1}]}' FROM a;
 WITH a(v) AS MATERIALIZED (SELECT idem_claim('G', 't', 'c', 'x', '{}', 'local', 'op-1'))
 SELECT 'guarded-replay', json_valid(v) AND json_extract(v, '$.decision') = 'replay'
        AND json_extract(v, '$.members') = '[{"table":"o' || char(65533) || '","rowid":1}]' FROM a;

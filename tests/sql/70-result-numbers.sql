@@ -23,7 +23,7 @@ CREATE TEMP VIEW tok(name, t) AS SELECT "key", token FROM L;
 
 -- ---------------------------------------------------------------- a 64-bit id, settled and replayed
 SELECT 'id-settle', idem_settle('L', (SELECT t FROM tok WHERE name = 'k1'), 'succeeded', '{"id": 1234567890123456789}')
-       = '{"key":"k1","status":"succeeded","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"k1","status":"succeeded","attempt":1,"durable":false,"settled_at":1700000000000,"members":[]}';
 SELECT 'id-stored', (SELECT result FROM L_rows WHERE "key" = 'k1') = '{"id":1234567890123456789}';
 SELECT 'id-select', (SELECT result FROM L WHERE tenant = 't' AND "key" = 'k1') = '{"id":1234567890123456789}';
 SELECT 'id-replay', idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k1')
@@ -58,7 +58,7 @@ SELECT 'overflow-replay', instr(idem_claim('L', 't', 'c', 'send', '{}', 'externa
 -- ---------------------------------------------------------------- the four numbers of docs/reference.md
 -- ("Numbers in a result or an error"): stored and replayed as written
 SELECT 'doc-numbers-settle', idem_settle('L', (SELECT t FROM tok WHERE name = 'k13'), 'succeeded', '[1e400, 1e-400, 9007199254740993, 2.50]')
-       = '{"key":"k13","status":"succeeded","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"k13","status":"succeeded","attempt":1,"durable":false,"settled_at":1700000000000,"members":[]}';
 SELECT 'doc-numbers-stored', (SELECT result FROM L_rows WHERE "key" = 'k13') = '[1e400,1e-400,9007199254740993,2.50]';
 SELECT 'doc-numbers-replay', idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k13')
        = '{"decision":"replay","idempotent":true,"key":"k13","status":"succeeded","attempt":1,"settled_at":1700000000000,"result":[1e400,1e-400,9007199254740993,2.50],"members":[]}';
@@ -84,7 +84,7 @@ SELECT 'unknown-settle', json_extract(idem_settle('L', (SELECT t FROM tok WHERE 
          '{"request_id":9223372036854775807}'), '$.status') = 'unknown';
 SELECT 'unknown-stored', (SELECT error FROM L_rows WHERE "key" = 'k7') = '{"request_id":9223372036854775807}';
 SELECT 'resolve-succeeded', idem_resolve('L', 't', 'k7', 'succeeded', '{"id":-9223372036854775808,"at":1.0}')
-       = '{"key":"k7","status":"succeeded","attempt":1,"durable":false,"members":[]}';
+       = '{"key":"k7","status":"succeeded","attempt":1,"durable":false,"settled_at":1700000000000,"members":[]}';
 SELECT 'resolve-stored', (SELECT result FROM L_rows WHERE "key" = 'k7') = '{"at":1.0,"id":-9223372036854775808}';
 SELECT 'resolve-replay', instr(idem_claim('L', 't', 'c', 'send', '{}', 'external', 'k7'), '"result":{"at":1.0,"id":-9223372036854775808}') > 0;
 SELECT 'unknown-k8', json_extract(idem_settle('L', (SELECT t FROM tok WHERE name = 'k8'), 'unknown', NULL), '$.status') = 'unknown';

@@ -350,8 +350,9 @@ class Outcome:
     ``status`` is ``"succeeded"`` (with ``result``) or ``"failed"`` (with
     ``error``); ``idempotent`` is False for the call that ran and True for a
     replay of it; ``members`` are the guarded rows of a local claim.
-    ``settled_at``, on a replay, is when the first outcome was recorded
-    (Unix ms, the replay's ``settled_at``); None for the call that ran.
+    ``settled_at`` is when the outcome was recorded (Unix ms): the settle's
+    ``settled_at`` on the call that ran, the replay's on a replay (the same
+    time); `Ledger.call` always sets it (None only on an Outcome built by hand).
     ``text`` (from `Ledger.call`) is what the model is to read before the
     result or error: the replay's or the failure's words (words.json),
     None for a call that ran and succeeded.
@@ -762,9 +763,10 @@ class Ledger:
 
         ``status`` is succeeded (detail is the result), failed, released (an
         external release needs ``{"sent": False}``) or unknown. Returns
-        ``{"key", "status", "attempt", "durable", "members"}`` (``durable``:
-        the write was synced when the call returned, or the caller's COMMIT
-        syncs it).
+        ``{"key", "status", "attempt", "durable", "settled_at", "members"}``
+        (``durable``: the write was synced when the call returned, or the
+        caller's COMMIT syncs it; ``settled_at``: the time of the write, the
+        row's ``updated_at``, Unix ms).
         """
         text = None if detail is None else _json_text(detail, "detail")
         return json.loads(self._one("SELECT idem_settle(?, ?, ?, ?)", (self.name, token, status, text)))
@@ -942,7 +944,7 @@ class Ledger:
             raise e
         if isinstance(e, ToolFailed):
             error, s = self._settle_value(d, "failed", e.error, "the error")
-            return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False)
+            return Outcome(d.key, "failed", d.attempt, None, error, s.get("members", []), False, s["settled_at"])
         if isinstance(e, OutcomeUnknown):
             self._settle_unknown(d, e.detail)
             raise OutcomeUnknown(e.reason, key=d.key, detail=e.detail) from e
@@ -958,7 +960,7 @@ class Ledger:
     def _settle_result(self, d: Admitted, result: Any) -> "Outcome":
         """Settles the action's return value succeeded (None is a result: JSON null)."""
         result, s = self._settle_value(d, "succeeded", result, "the result")
-        return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False)
+        return Outcome(d.key, "succeeded", d.attempt, result, None, s.get("members", []), False, s["settled_at"])
 
     @_words.telling
     def call(self, tenant: str, conversation: str, tool: str, args: Any,
