@@ -358,6 +358,10 @@ int storage_table_exists(const IdemLedger *p, int iTable, int *pbExists);
 /* idem_guard: is zTable guarded already, under its current name or the
 ** one it was guarded under (*pbGuarded)? Else *pGid the new guard's id. */
 int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid);
+/* Prepare every statement of a ledger of this format (ledger_lifecycle_tables,
+** when a shadow table is altered). SQLITE_OK, or the first error with
+** *pzErr ("<zFunc>: ...", the refusal when a shadow table was altered). */
+int storage_prepare_all(IdemLedger *p, const char *zFunc, char **pzErr);
 /* Is PRAGMA query_only on for p's connection (*pb)? */
 int storage_query_only(IdemLedger *p, int *pb);
 /* A guard's member trigger: record the row rid of guard gid as a member
@@ -495,7 +499,8 @@ struct IdemLedger {
   /* retention_seconds (ledger_retention.c): where the next walk over old
   ** rows starts (storage_retention_scan) */
   sqlite3_int64 iRetCursor;
-  char *zBroken; /* a shadow table is missing: why operations are refused (ledger_lifecycle.c) */
+  char *zBroken;         /* a shadow table missing or altered: why operations are refused */
+  int bAltered;          /* zBroken is an altered table's (ledger_lifecycle_altered) */
   IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
   /* PRAGMA query_only and temp's schema version as last read
   ** (storage_query_only, ledger_temp_version), each kept while the probe
@@ -595,7 +600,9 @@ int ledger_temp_version(IdemLedger *p, int *pV, int bReuse);
 ** slot (p->aStmt, p->mBusy); ledger_stmt lends the ledger's own (prepared
 ** on first use, owned by p), ledger_stmt_new makes a second one for a
 ** self-join (the caller finalizes). Every other statement is private to
-** ledger_storage.c, behind the named operations below.
+** ledger_storage.c, behind the named operations below. A statement that
+** does not prepare because a shadow table was altered makes p refused
+** (ledger_lifecycle_altered).
 */
 int storage_cursor_slot(int iPlan);
 int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
@@ -733,6 +740,10 @@ int storage_own_trigger(const IdemLedger *p, int i, char **pzName, int *peState)
 ** frees it, also on error) and *peState, against the text the ledger
 ** writes (LEDGER_TRIGGER_*: its states are the same). Format 4 only. */
 int storage_own_table(const IdemLedger *p, int iTable, char **pzName, int *peState);
+/* The first of p's tables whose text is not the one the ledger writes
+** (storage_own_table's "altered", all four in one read): *pzName
+** (sqlite3_malloc, the caller frees it), NULL when none is. Format 4 only. */
+int storage_altered_table(const IdemLedger *p, char **pzName);
 /* The three triggers of guard gid, installed under zBase with these
 ** columns: names (azName, sqlite3_malloc, the caller frees them, also on
 ** error) and states (aState), in ledger_guard_kind order; *pzTable the
@@ -789,6 +800,18 @@ int ledger_lifecycle_held_count(IdemLedger *p, sqlite3_int64 *pn);
 ** the rows) comes from a shadow table dropped since, *pzWhy says so and
 ** SQLITE_OK is returned; otherwise rc. */
 int ledger_lifecycle_broken_why(IdemLedger *p, int rc, char **pzWhy);
+/* For ledger_stmt: statement zSql of p failed to prepare with rc. When a
+** shadow table of p is altered (storage_altered_table), p is refused from now
+** on (p->zBroken names the table and the remedy) and rc is returned;
+** otherwise rc, with the connection's message for it again. An error of
+** the check itself replaces rc. */
+int ledger_lifecycle_altered(IdemLedger *p, int rc, const char *zSql);
+/* When a shadow table of p is altered (storage_altered_table), do the
+** ledger's statements still prepare on it (storage_prepare_all)? SQLITE_OK,
+** or the refusal with *pzErr ("<zFunc>: ..."). Run where the schema
+** changed (ledger_check_triggers) and by idem_upgrade, which cannot repair
+** such a table. */
+int ledger_lifecycle_tables(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_retention.c: retention_seconds         */

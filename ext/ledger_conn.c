@@ -48,7 +48,9 @@ LedgerCalls *ledger_conn_calls(IdemConn *pConn) { return &pConn->calls; }
 
 void ledger_conn_unref(IdemLedger *p) {
   if (--p->nRef == 0) {
-    ledger_finalize_all(p); /* statements prepared after a deferred disconnect */
+    ledger_finalize_all(p);   /* statements prepared after a deferred disconnect */
+    sqlite3_free(p->zBroken); /* and a refusal found after it (xDisconnect freed the one before) */
+    sqlite3_free(p->zForeign);
     idem_json_seen_free(&p->aSeen[0]);
     idem_json_seen_free(&p->aSeen[1]);
     sqlite3_free(p); /* zDb and zName live in the same allocation */

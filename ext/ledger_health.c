@@ -280,6 +280,11 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
   ** again by idem_upgrade) */
   if (rc == SQLITE_OK && p->iFormat == LEDGER_FORMAT)
     rc = health_tables(p, azTable, aTable, &zAltered);
+  if (zProblem && p->zBroken && p->bAltered) {
+    /* the refusal names the altered table ("tables" names every one) */
+    sqlite3_free(zAltered);
+    zAltered = 0;
+  }
   if (rc) goto done;
   if (bRows) {
     rcRows = health_rows(p, now, &h);

@@ -1,6 +1,6 @@
 /*
 ** ledger_lifecycle.c: a ledger whose shadow tables and CREATE VIRTUAL
-** TABLE row part ways.
+** TABLE row part ways, or whose shadow tables were altered by hand.
 **
 **   CREATE VIRTUAL TABLE L USING idempotency[(options)]  -- adopts L_rows,
 **       L_meta and L_guards when all three exist already
@@ -22,6 +22,17 @@
 ** TABLE keeps the rule of a healthy ledger (refused while the rows table
 ** that is left holds a claimed or unknown row, or the guards table that
 ** is left lists a guard) and drops whatever shadow tables remain.
+**
+** A shadow table altered by hand so that the ledger's statements no longer
+** prepare on it (a column dropped or renamed) makes the ledger refused the
+** same way, naming the table and the remedy, from the first operation
+** after the schema changed (ledger_check_triggers compares the tables'
+** text with what the ledger writes, in one read of the schema, and
+** prepares the statements only when one differs) or from a statement that
+** fails to prepare (ledger_stmt). idem_upgrade refuses it too: it cannot
+** make the table again without losing its rows. A table with a column
+** added keeps working (idem_health names it altered). The schema change
+** that restores the table reconnects the ledger, which ends the refusal.
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
@@ -117,4 +128,48 @@ int ledger_lifecycle_broken_why(IdemLedger *p, int rc, char **pzWhy) {
   }
   *pzWhy = sqlite3_mprintf("%s", p->zBroken);
   return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+int ledger_lifecycle_altered(IdemLedger *p, int rc, const char *zSql) {
+  char *zTable = 0;
+  int rcT;
+  /* an error naming what the statement reads, on a ledger not refused
+  ** already (an earlier format's tables are not this format's) */
+  if ((rc & 0xff) != SQLITE_ERROR || p->zBroken || p->iFormat != LEDGER_FORMAT) return rc;
+  rcT = storage_altered_table(p, &zTable);
+  if (rcT == SQLITE_OK && zTable) {
+    p->zBroken = sqlite3_mprintf(
+        "ledger %s has its shadow table %s altered: it is not as the extension made it, and the "
+        "ledger's statements no longer prepare on it; see what differs with SELECT "
+        "idem_health('%q'), then restore the table from a backup (a dropped column's data is "
+        "gone; a renamed column can be renamed back); every operation on it is refused until "
+        "then",
+        p->zName, zTable, p->zName);
+    p->bAltered = 1;
+    if (p->zBroken == 0) rcT = SQLITE_NOMEM;
+  } else if (rcT == SQLITE_OK) {
+    /* not altered: the statement's own error again, for the caller's
+    ** message (the check's statement cleared it) */
+    sqlite3_stmt *pS = 0;
+    (void)sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
+    sqlite3_finalize(pS);
+  }
+  sqlite3_free(zTable);
+  return rcT ? rcT : rc;
+}
+
+int ledger_lifecycle_tables(IdemLedger *p, const char *zFunc, char **pzErr) {
+  char *zTable = 0;
+  int rc;
+  if (p->zBroken && p->bAltered) {
+    *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zBroken); /* found already */
+    return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  if (p->zBroken || p->iFormat != LEDGER_FORMAT) return SQLITE_OK;
+  rc = storage_altered_table(p, &zTable);
+  /* altered: a column added leaves every statement preparing, a column
+  ** dropped or renamed does not (ledger_lifecycle_altered) */
+  if (rc == SQLITE_OK && zTable) rc = storage_prepare_all(p, zFunc, pzErr);
+  sqlite3_free(zTable);
+  return rc;
 }

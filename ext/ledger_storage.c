@@ -404,11 +404,13 @@ int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt) {
     int rc;
     if (zSql == 0) return SQLITE_NOMEM;
     rc = sqlite3_prepare_v3(p->db, zSql, -1, SQLITE_PREPARE_PERSISTENT, &p->aStmt[i], 0);
-    sqlite3_free(zSql);
     if (rc != SQLITE_OK) {
       p->aStmt[i] = 0;
+      rc = ledger_lifecycle_altered(p, rc, zSql); /* a shadow table altered? */
+      sqlite3_free(zSql);
       return rc;
     }
+    sqlite3_free(zSql);
   }
   *ppStmt = p->aStmt[i];
   return SQLITE_OK;
@@ -417,8 +419,21 @@ int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt) {
 int ledger_stmt_new(IdemLedger *p, int i, sqlite3_stmt **ppStmt) {
   char *zSql = sqlite3_mprintf(azStmtSql[i], p->zDb, p->zName, p->zDb, p->zName);
   int rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, ppStmt, 0) : SQLITE_NOMEM;
+  if (rc && zSql) rc = ledger_lifecycle_altered(p, rc, zSql);
   sqlite3_free(zSql);
   return rc;
+}
+
+int storage_prepare_all(IdemLedger *p, const char *zFunc, char **pzErr) {
+  sqlite3_stmt *pS;
+  int i, rc = SQLITE_OK;
+  if (p->iFormat != LEDGER_FORMAT) return SQLITE_OK; /* an earlier format's tables differ */
+  for (i = 0; rc == SQLITE_OK && i < N_STMT; i++) rc = ledger_stmt(p, i, &pS);
+  if (rc == SQLITE_OK || (rc & 0xff) == SQLITE_NOMEM) return rc;
+  /* the refusal, when an altered table is why (ledger_lifecycle_altered) */
+  *pzErr =
+      p->zBroken ? sqlite3_mprintf("%s: %s", zFunc, p->zBroken) : idem_db_error(p->db, zFunc, rc);
+  return *pzErr ? rc : SQLITE_NOMEM;
 }
 
 typedef char
@@ -1288,8 +1303,9 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   rc = ledger_temp_version(p, &v2, 1);
   if (rc) return rc;
   if (p->zBroken || !p->bChecked || v1 != p->iSchemaVersion || v2 != p->iTempSchemaVersion) {
-    /* a shadow table may have been dropped (ledger_lifecycle.c) */
+    /* a shadow table may have been dropped, or altered (ledger_lifecycle.c) */
     rc = ledger_usable(p, zFunc, pzErr);
+    if (rc == SQLITE_OK) rc = ledger_lifecycle_tables(p, zFunc, pzErr);
     if (rc) return rc;
   }
   if (p->bChecked && v1 == p->iSchemaVersion && v2 == p->iTempSchemaVersion) {
@@ -2616,6 +2632,10 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
 
   memset(&t, 0, sizeof(t));
   *pzJson = 0;
+  /* a shadow table altered so that the statements do not prepare is not
+  ** repaired here: refused (ledger_lifecycle.c) */
+  rc = ledger_lifecycle_tables(p, zFunc, pzErr);
+  if (rc) return rc;
   for (i = 0; rc == SQLITE_OK && i < 4; i++) {
     rc = sqlite3_prepare_v2(p->db, azTxn[i], -1, &apTxn[i], 0);
   }
@@ -2822,6 +2842,7 @@ int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr) {
     if (zNew == 0) return SQLITE_NOMEM;
     sqlite3_free(p->zBroken);
     p->zBroken = zNew;
+    p->bAltered = 0;
   }
   *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zBroken);
   return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
@@ -2846,6 +2867,7 @@ int ledger_read_file(IdemLedger *p, char **pzErr) {
   }
   sqlite3_free(p->zBroken);
   p->zBroken = 0;
+  p->bAltered = 0;
   if (mMissing) {
     p->zBroken = ledger_shadow_message(p->zName, mMissing);
     if (p->zBroken == 0) return SQLITE_NOMEM;
@@ -2937,6 +2959,46 @@ int storage_own_table(const IdemLedger *p, int iTable, char **pzName, int *peSta
   }
   if (rc == SQLITE_OK) rc = sqlite3_finalize(pS);
   sqlite3_free(zSql);
+  sqlite3_free(zQ);
+  return rc;
+}
+
+int storage_altered_table(const IdemLedger *p, char **pzName) {
+  sqlite3_stmt *pS = 0;
+  char *azName[LEDGER_N_TABLE] = {0}, *zQ = 0;
+  int i, rc = SQLITE_NOMEM;
+  *pzName = 0;
+  for (i = 0; i < LEDGER_N_TABLE; i++) {
+    azName[i] = sqlite3_mprintf("%s_%s", p->zName, ledger_shadow_suffix[i]);
+  }
+  if (azName[0] && azName[1] && azName[2] && azName[3]) {
+    /* one read of the schema for the four (storage_own_table reads one) */
+    zQ = sqlite3_mprintf(
+        "SELECT name, sql FROM \"%w\".sqlite_schema WHERE type='table'"
+        " AND name IN (%Q,%Q,%Q,%Q)",
+        p->zDb, azName[0], azName[1], azName[2], azName[3]);
+  }
+  if (zQ) rc = sqlite3_prepare_v2(p->db, zQ, -1, &pS, 0);
+  while (rc == SQLITE_OK && *pzName == 0 && sqlite3_step(pS) == SQLITE_ROW) {
+    const char *zName = (const char *)sqlite3_column_text(pS, 0);
+    const char *z = (const char *)sqlite3_column_text(pS, 1);
+    for (i = 0; i < LEDGER_N_TABLE; i++) {
+      if (zName && strcmp(zName, azName[i]) == 0) break;
+    }
+    if (i < LEDGER_N_TABLE) {
+      char *zSql = table_sql(i, 0, azName[i]);
+      if (zSql == 0) {
+        rc = SQLITE_NOMEM;
+      } else if (z == 0 || strcmp(z, zSql) != 0) {
+        *pzName = azName[i]; /* handed over */
+        azName[i] = 0;
+      }
+      sqlite3_free(zSql);
+    }
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_finalize(pS);
+  else sqlite3_finalize(pS);
+  for (i = 0; i < LEDGER_N_TABLE; i++) sqlite3_free(azName[i]);
   sqlite3_free(zQ);
   return rc;
 }

@@ -91,7 +91,9 @@ SELECT 'shadow-missing', json_extract(idem_health('M'), '$.verdict', '$.problems
        = json_array('broken', json_array('ledger M is missing its shadow table M_guards; every operation on it is refused until that is restored from a backup and the database reopened, or the ledger is dropped with DROP TABLE'), json_array(), 4);
 
 -- a shadow table altered (a column dropped, added or renamed) is named
--- altered, against the text the ledger creates, and is a problem
+-- altered, against the text the ledger creates, and is a problem: the
+-- ledger's refusal when its statements no longer prepare on it (a column
+-- dropped or renamed), else that operations may fail on it
 CREATE VIRTUAL TABLE A1 USING idempotency;
 CREATE VIRTUAL TABLE A2 USING idempotency;
 CREATE VIRTUAL TABLE A3 USING idempotency;
@@ -101,11 +103,11 @@ ALTER TABLE A2_rows ADD COLUMN note;
 ALTER TABLE A3_rows RENAME COLUMN members TO m;
 ALTER TABLE A4_guards ADD COLUMN note;
 SELECT 'rows-dropped-column', json_extract(idem_health('A1'), '$.verdict', '$.problems', '$.tables')
-       = '["broken",["table A1_rows was altered: its definition is not the one ledger A1 creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"A1_rows","state":"altered"},{"name":"A1_meta","state":"ok"},{"name":"A1_guards","state":"ok"},{"name":"A1_members","state":"ok"}]]';
+       = '["broken",["ledger A1 has its shadow table A1_rows altered: it is not as the extension made it, and the ledger''s statements no longer prepare on it; see what differs with SELECT idem_health(''A1''), then restore the table from a backup (a dropped column''s data is gone; a renamed column can be renamed back); every operation on it is refused until then"],[{"name":"A1_rows","state":"altered"},{"name":"A1_meta","state":"ok"},{"name":"A1_guards","state":"ok"},{"name":"A1_members","state":"ok"}]]';
 SELECT 'rows-added-column', json_extract(idem_health('A2'), '$.verdict', '$.problems', '$.tables')
        = '["broken",["table A2_rows was altered: its definition is not the one ledger A2 creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"A2_rows","state":"altered"},{"name":"A2_meta","state":"ok"},{"name":"A2_guards","state":"ok"},{"name":"A2_members","state":"ok"}]]';
 SELECT 'rows-renamed-column', json_extract(idem_health('A3'), '$.verdict', '$.problems', '$.tables')
-       = '["broken",["table A3_rows was altered: its definition is not the one ledger A3 creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"A3_rows","state":"altered"},{"name":"A3_meta","state":"ok"},{"name":"A3_guards","state":"ok"},{"name":"A3_members","state":"ok"}]]';
+       = '["broken",["ledger A3 has its shadow table A3_rows altered: it is not as the extension made it, and the ledger''s statements no longer prepare on it; see what differs with SELECT idem_health(''A3''), then restore the table from a backup (a dropped column''s data is gone; a renamed column can be renamed back); every operation on it is refused until then"],[{"name":"A3_rows","state":"altered"},{"name":"A3_meta","state":"ok"},{"name":"A3_guards","state":"ok"},{"name":"A3_members","state":"ok"}]]';
 SELECT 'guards-added-column', json_extract(idem_health('A4'), '$.verdict', '$.problems', '$.tables')
        = '["broken",["table A4_guards was altered: its definition is not the one ledger A4 creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"A4_rows","state":"ok"},{"name":"A4_meta","state":"ok"},{"name":"A4_guards","state":"altered"},{"name":"A4_members","state":"ok"}]]';
 -- a missing table is named missing (the problem is the ledger's refusal, above)

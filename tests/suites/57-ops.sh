@@ -204,7 +204,8 @@ idempotency_ledger_expired_claims{ledger=\"ledger\"} 0"
     *"has format 99; this build reads format"*) pass cli:unknown-format-message ;;
     *) fail cli:unknown-format-message "got: $got" ;;
   esac
-  # a shadow table altered (a column dropped): the ledger's problem names it
+  # a shadow table altered (a column dropped): the ledger's problem is its
+  # refusal, which names it
   cp "$F/healthy.db" "$F/altered.db"
   sqlite3 "$F/altered.db" "ALTER TABLE ledger_rows DROP COLUMN members"
   for j in "" --json; do
@@ -212,7 +213,7 @@ idempotency_ledger_expired_claims{ledger=\"ledger\"} 0"
     same 2 status altered.db $j
   done
   got=$(cd "$F" && pycli check altered.db | sed -n 's/^broken *ledger *//p')
-  want="table ledger_rows was altered: its definition is not the one ledger ledger creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"
+  want="ledger ledger has its shadow table ledger_rows altered: it is not as the extension made it, and the ledger's statements no longer prepare on it; see what differs with SELECT idem_health('ledger'), then restore the table from a backup (a dropped column's data is gone; a renamed column can be renamed back); every operation on it is refused until then"
   [ "$got" = "$want" ] && pass cli:altered-table-message || fail cli:altered-table-message "got: $got"
   got=$(cd "$F" && nodecli status altered.db --json | node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>console.log(JSON.stringify(JSON.parse(s).tables)))')
   want='[{"name":"ledger_rows","state":"altered"},{"name":"ledger_meta","state":"ok"},{"name":"ledger_guards","state":"ok"},{"name":"ledger_members","state":"ok"}]'
