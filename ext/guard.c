@@ -28,95 +28,17 @@ static int column_exists(sqlite3 *db, const char *zDb, const char *zTable, const
   return sqlite3_table_column_metadata(db, zDb, zTable, zCol, 0, 0, 0, 0, 0) == SQLITE_OK;
 }
 
-/*
-** A guard function's savepoint. Every command of it is prepared before the
-** savepoint is opened: once an allocation has failed inside a function,
-** SQLite prepares nothing more on the connection until the calling
-** statement ends (its out-of-memory state is cleared only then), so an undo
-** left to be prepared at the end could not run. A prepared statement still
-** runs, and reports SQLITE_NOMEM even when it did its work.
-**
-** On failure the writes are undone and the savepoint is gone: outside a
-** transaction by ROLLBACK. Inside the caller's transaction by ROLLBACK TO
-** and RELEASE, except after an allocation failure, which rolls the whole
-** transaction back (as SQLite does for a statement it cannot undo alone;
-** the caller sees it in sqlite3_get_autocommit): a ROLLBACK TO of a
-** transaction that changed the schema expires every prepared statement,
-** the RELEASE with them, and preparing it again needs the memory that ran
-** out. docs/design.md, "Decisions taken where the contract was silent".
-*/
-typedef struct GuardSave GuardSave;
-struct GuardSave {
-  sqlite3 *db;
-  int bOpen;              /* the savepoint is open */
-  int bOwn;               /* the connection was in autocommit before it */
-  sqlite3_stmt *apCmd[4]; /* GUARD_SAVEPOINT ... GUARD_ROLLBACK */
-};
-#define GUARD_SAVEPOINT 0
-#define GUARD_RELEASE 1
-#define GUARD_ROLLBACK_TO 2
-#define GUARD_ROLLBACK 3
-
-/* Step savepoint command pS once; SQLITE_OK when it is done. */
-static int guard_step(sqlite3_stmt *pS) {
-  int rc = sqlite3_step(pS);
-  sqlite3_reset(pS);
-  return rc == SQLITE_DONE ? SQLITE_OK : rc == SQLITE_ROW ? SQLITE_MISUSE : rc;
-}
-
-/* Prepare the commands of savepoint zName and open it. SQLITE_OK, or the
-** error (nothing was written). guard_save_end ends it in every case. */
-static int guard_save_begin(GuardSave *s, sqlite3 *db, const char *zName) {
-  static const char *const azCmd[4] = {"SAVEPOINT %s", "RELEASE %s", "ROLLBACK TO %s",
-                                       "ROLLBACK%.0s"};
-  int i, rc = SQLITE_OK;
-  memset(s, 0, sizeof(*s));
-  s->db = db;
-  s->bOwn = sqlite3_get_autocommit(db);
-  for (i = 0; rc == SQLITE_OK && i < 4; i++) {
-    char *zSql = sqlite3_mprintf(azCmd[i], zName);
-    rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, &s->apCmd[i], 0) : SQLITE_NOMEM;
-    sqlite3_free(zSql);
-  }
-  if (rc == SQLITE_OK) rc = guard_step(s->apCmd[GUARD_SAVEPOINT]);
-  /* open when it reports success, or when it left autocommit (it did its
-  ** work, and then the out-of-memory state made it report SQLITE_NOMEM) */
-  s->bOpen = rc == SQLITE_OK || (s->bOwn && !sqlite3_get_autocommit(db));
-  return rc;
-}
-
-/* End the savepoint: released when rc is SQLITE_OK, else undone as the
-** header comment says. Returns rc, or the release's error. */
-static int guard_save_end(GuardSave *s, int rc) {
-  int i;
-  if (s->bOpen && rc == SQLITE_OK) {
-    rc = guard_step(s->apCmd[GUARD_RELEASE]);
-    /* released, or the release's commit failed and rolled back */
-    if (rc == SQLITE_OK || (s->bOwn && sqlite3_get_autocommit(s->db))) s->bOpen = 0;
-  }
-  if (s->bOpen) {
-    int rcU = SQLITE_NOMEM;
-    if (!s->bOwn && rc != SQLITE_NOMEM) {
-      rcU = guard_step(s->apCmd[GUARD_ROLLBACK_TO]);
-      if (rcU == SQLITE_OK) rcU = guard_step(s->apCmd[GUARD_RELEASE]);
-    }
-    if (s->bOwn || rcU == SQLITE_NOMEM) (void)guard_step(s->apCmd[GUARD_ROLLBACK]);
-  }
-  for (i = 0; i < 4; i++) sqlite3_finalize(s->apCmd[i]);
-  return rc;
-}
-
 /* The end of idem_guard and idem_unguard: end the savepoint s (when
 ** given), then answer 1, or the error rc with zErr (the connection's
 ** message for rc when zErr is NULL), reported with the code rcShown. */
-static void guard_answer(sqlite3_context *ctx, sqlite3 *db, const char *zFunc, GuardSave *s, int rc,
+static void guard_answer(sqlite3_context *ctx, sqlite3 *db, const char *zFunc, IdemSave *s, int rc,
                          int rcShown, char *zErr) {
   /* the message of the failing statement, before the undo replaces it */
   if (rc && zErr == 0 && rc != SQLITE_NOMEM) {
     zErr = idem_db_error(db, zFunc, rc);
   }
   if (s) {
-    int rcEnd = guard_save_end(s, rc);
+    int rcEnd = idem_save_end(s, rc);
     if (rc == SQLITE_OK && rcEnd != SQLITE_OK) {
       rc = rcShown = rcEnd;
       if (rc != SQLITE_NOMEM) zErr = idem_db_error(db, zFunc, rc);
@@ -137,7 +59,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   const char *azName[4] = {"table", "key_column", "tenant_column", "token_column"};
   char *zErr = 0, *zSql = 0;
   sqlite3_stmt *pS = 0;
-  GuardSave sv, *pSave = 0;
+  IdemSave sv, *pSave = 0;
   int rc = SQLITE_OK, i;
 
   if (p == 0) return;
@@ -234,7 +156,7 @@ static void idem_guard_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   sqlite3_free(zSql);
   zSql = 0;
   pSave = &sv;
-  rc = guard_save_begin(pSave, db, zFunc);
+  rc = idem_save_begin(pSave, db, zFunc);
   if (rc) goto done;
   /* the write lock before the guards table is read: a read first would
   ** not wait for it (its upgrade to a write skips the busy handler) */
@@ -276,7 +198,7 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   const char *zTable = 0;
   char *zErr = 0, *zBase = 0, *zKey = 0;
   sqlite3_int64 iGuard = 0;
-  GuardSave sv;
+  IdemSave sv;
   int rc, bRows = 0;
   (void)argc;
   if (p == 0) return;
@@ -287,7 +209,7 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
     idem_result_error(ctx, SQLITE_ERROR, zErr);
     return;
   }
-  rc = guard_save_begin(&sv, db, zFunc);
+  rc = idem_save_begin(&sv, db, zFunc);
   if (rc) goto done;
   /* it reads the guards before it writes: the write lock first (its
   ** statement writes the rows table, which a broken ledger may lack: then

@@ -386,6 +386,34 @@ int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey);
 int storage_guard_delete(IdemLedger *p, sqlite3_int64 gid);
 
 /* ------------------------------------------------------------------ */
+/* Interface to code in savepoint.c                                   */
+/* ------------------------------------------------------------------ */
+
+/* The savepoint a function writes under (savepoint.c says how it is
+** undone under allocation failure). */
+typedef struct IdemSave IdemSave;
+struct IdemSave {
+  sqlite3 *db;
+  int bOpen;              /* the savepoint is open */
+  int bOwn;               /* the connection was in autocommit before it */
+  sqlite3_stmt *apCmd[4]; /* SAVEPOINT, RELEASE, ROLLBACK TO, ROLLBACK */
+  sqlite3_stmt *pHold;    /* idem_save_hold's started statement, or NULL */
+};
+/* Prepare the commands of savepoint zName and open it. SQLITE_OK, or the
+** error (nothing was written). idem_save_end ends it in every case. */
+int idem_save_begin(IdemSave *s, sqlite3 *db, const char *zName);
+/* Start (again) a statement of schema zDb that is not stopped when a
+** schema change expires the prepared ones, and that rolls the transaction
+** back when it is ended in the out-of-memory state. SQLITE_OK or the
+** error. A DROP fails while it is started: idem_save_pause first. */
+int idem_save_hold(IdemSave *s, const char *zDb);
+void idem_save_pause(IdemSave *s);
+/* End the savepoint: released when rc is SQLITE_OK, else undone. Returns
+** rc, or the release's error (SQLITE_NOMEM when a success lost the
+** caller's transaction to the out-of-memory state). */
+int idem_save_end(IdemSave *s, int rc);
+
+/* ------------------------------------------------------------------ */
 /* Interface to code in ledger_state.c                                */
 /* ------------------------------------------------------------------ */
 

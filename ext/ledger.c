@@ -346,39 +346,7 @@ static void idem_upgrade_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   /* inside a transaction resolving took the write lock first */
   p = idem_ledger_resolve(ctx, 0, argv[0], zFunc);
   if (p == 0) return;
-  if (sqlite3_get_autocommit(p->db)) {
-    /* the upgrade reads the schema before it writes: outside a
-    ** transaction it runs inside a savepoint of its own whose first
-    ** statement takes the write lock (through the busy handler), and the
-    ** savepoint's release commits it */
-    static const char *const azTxn[4] = {"SAVEPOINT idem_upgrade_lock", "RELEASE idem_upgrade_lock",
-                                         "ROLLBACK TO idem_upgrade_lock", "ROLLBACK"};
-    sqlite3_stmt *apTxn[4] = {0, 0, 0, 0};
-    int i, bSave = 0;
-    /* prepared first, so that undoing cannot fail for want of memory */
-    for (i = 0, rc = SQLITE_OK; rc == SQLITE_OK && i < 4; i++) {
-      rc = sqlite3_prepare_v2(p->db, azTxn[i], -1, &apTxn[i], 0);
-    }
-    if (rc == SQLITE_OK) rc = ledger_step_done(apTxn[0]);
-    if (rc == SQLITE_OK) {
-      bSave = 1;
-      rc = ledger_write_first(p, zFunc, &zErr);
-    }
-    if (rc == SQLITE_OK) rc = ledger_upgrade(p, zFunc, &zJson, &zErr);
-    if (rc == SQLITE_OK) {
-      rc = ledger_step_done(apTxn[1]);
-      if (rc == SQLITE_OK) bSave = 0;
-      else zErr = idem_db_error(p->db, zFunc, rc);
-    }
-    if (bSave) {
-      int rcU = ledger_step_done(apTxn[2]);
-      if (rcU == SQLITE_OK) rcU = ledger_step_done(apTxn[1]);
-      if (rcU != SQLITE_OK) ledger_step_done(apTxn[3]); /* the transaction is ours */
-    }
-    for (i = 0; i < 4; i++) sqlite3_finalize(apTxn[i]);
-  } else {
-    rc = ledger_upgrade(p, zFunc, &zJson, &zErr);
-  }
+  rc = ledger_upgrade(p, zFunc, &zJson, &zErr);
   if (rc) {
     sqlite3_free(zJson);
     if (zErr == 0 && (rc & 0xff) != SQLITE_NOMEM) zErr = idem_db_error(p->db, zFunc, rc);

@@ -2567,8 +2567,8 @@ static int upgrade_same_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnR
 ** rows table without its marks column, the indexes; the own triggers and
 ** the guards' triggers of format 4. *pnRow counts rows copied (format 1), *pnMember
 ** the members found. */
-static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_int64 *pnMember,
-                        int *pnTrig, char **pzErr) {
+static int upgrade_from(IdemLedger *p, IdemSave *pSave, int iFrom, sqlite3_int64 *pnRow,
+                        sqlite3_int64 *pnMember, int *pnTrig, char **pzErr) {
   int bSingle = (int)p->aOpt[IDEM_OPT_SINGLE], n = 0, rc;
   char *zNew = 0;
   /* format 3 has its members table and no marks: its triggers go */
@@ -2583,32 +2583,30 @@ static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_
   /* the guards' triggers first: format 3's member trigger names the rows
   ** table, which the rebuild below drops and renames */
   if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
-  if (rc == SQLITE_OK && iFrom == 2) {
-    rc = exec_free(
-        p->db,
-        sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" DROP COLUMN marks", p->zDb, p->zName), 0);
-  }
   if (rc == SQLITE_OK) {
-    /* format 1: the rows converted; formats 2 and 3: the same rows; in a
-    ** table without the grammar CHECKs */
+    /* format 1: the rows converted; formats 2 and 3: the same rows (not
+    ** format 2's marks); in a table without the grammar CHECKs */
     zNew = sqlite3_mprintf("%s_rows_format4", p->zName);
     rc = zNew ? exec_free(p->db, table_sql(LEDGER_TABLE_ROWS, p->zDb, zNew), 0) : SQLITE_NOMEM;
     if (rc == SQLITE_OK) {
       rc = iFrom == 1 ? upgrade_copy_rows(p, zNew, pnRow) : upgrade_same_rows(p, zNew, pnRow);
     }
     if (rc == SQLITE_OK) {
+      /* the savepoint's hold would make the DROPs fail */
+      idem_save_pause(pSave);
       rc = exec_free(p->db,
                      sqlite3_mprintf("DROP TABLE \"%w\".\"%w_rows\";"
-                                     "ALTER TABLE \"%w\".\"%w\" RENAME TO \"%w_rows\";",
-                                     p->zDb, p->zName, p->zDb, zNew, p->zName),
+                                     "DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";",
+                                     p->zDb, p->zName, p->zDb, p->zName),
                      0);
+      if (rc == SQLITE_OK) rc = idem_save_hold(pSave, p->zDb);
     }
   }
   if (rc == SQLITE_OK) {
     rc = exec_free(p->db,
-                   sqlite3_mprintf("DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";"
+                   sqlite3_mprintf("ALTER TABLE \"%w\".\"%w\" RENAME TO \"%w_rows\";"
                                    "UPDATE \"%w\".\"%w_meta\" SET v=%d WHERE k='format';",
-                                   p->zDb, p->zName, p->zDb, p->zName, LEDGER_FORMAT),
+                                   p->zDb, zNew, p->zName, p->zDb, p->zName, LEDGER_FORMAT),
                    0);
   }
   if (rc == SQLITE_OK) rc = create_indexes(p->db, p->zDb, p->zName, p->zId, bSingle, 0);
@@ -2620,13 +2618,8 @@ static int upgrade_from(IdemLedger *p, int iFrom, sqlite3_int64 *pnRow, sqlite3_
 
 int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr) {
   sqlite3_int64 nRow = 0, nMember = 0;
-  int rc = SQLITE_OK, iFrom = p->iFormat, nCreated = 0, i, bSave = 0;
-  int bAuto = sqlite3_get_autocommit(p->db);
-  /* prepared before anything is written, so that undoing cannot fail for
-  ** want of memory to prepare it */
-  static const char *const azTxn[4] = {"SAVEPOINT idem_upgrade", "RELEASE idem_upgrade",
-                                       "ROLLBACK TO idem_upgrade", "ROLLBACK"};
-  sqlite3_stmt *apTxn[4] = {0, 0, 0, 0};
+  int rc, rcBody, iFrom = p->iFormat, nCreated = 0, i;
+  IdemSave sv;
   TriggerScan t;
   IdemJson j;
 
@@ -2636,12 +2629,14 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   ** repaired here: refused (ledger_lifecycle.c) */
   rc = ledger_lifecycle_tables(p, zFunc, pzErr);
   if (rc) return rc;
-  for (i = 0; rc == SQLITE_OK && i < 4; i++) {
-    rc = sqlite3_prepare_v2(p->db, azTxn[i], -1, &apTxn[i], 0);
-  }
-  if (rc == SQLITE_OK) rc = ledger_step_done(apTxn[0]);
+  rc = idem_save_begin(&sv, p->db, zFunc);
+  /* the upgrade reads the schema before it writes: outside a transaction
+  ** the savepoint's first statement takes the write lock (through the busy
+  ** handler); inside one, resolving the ledger took it */
+  if (rc == SQLITE_OK && sv.bOwn) rc = ledger_write_first(p, zFunc, pzErr);
+  /* the undo must outlive the schema changes (savepoint.c) */
+  if (rc == SQLITE_OK) rc = idem_save_hold(&sv, p->zDb);
   if (rc) goto done;
-  bSave = 1;
   /* altered own triggers of this format are dropped (made again below);
   ** an earlier format's altered trigger, or a foreign one, refuses */
   rc = triggers_scan(p, iFrom, iFrom == LEDGER_FORMAT, &t);
@@ -2654,7 +2649,7 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   }
   ledger_finalize_all(p);
   if (iFrom != LEDGER_FORMAT) {
-    rc = upgrade_from(p, iFrom, &nRow, &nMember, &nCreated, pzErr);
+    rc = upgrade_from(p, &sv, iFrom, &nRow, &nMember, &nCreated, pzErr);
   } else {
     /* format 4: the own triggers missing (or dropped above as altered),
     ** and, when a guard trigger is missing or altered, every guard's
@@ -2677,25 +2672,22 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   idem_json_int(&j, "members_found", nMember);
   idem_json_int(&j, "triggers_created", nCreated);
   *pzJson = idem_json_finish(&j, &rc);
-  if (rc) goto done;
-  rc = ledger_step_done(apTxn[1]);
-  if (rc) goto done;
-  bSave = 0;
-  p->iFormat = LEDGER_FORMAT;
-  p->bChecked = 0;
 
 done:
+  /* the message of the failing statement, before the undo replaces it */
   if (rc && *pzErr == 0 && rc != SQLITE_NOMEM) *pzErr = idem_db_error(p->db, zFunc, rc);
+  rcBody = rc;
+  rc = idem_save_end(&sv, rc);
+  if (rcBody == SQLITE_OK && rc != SQLITE_OK && rc != SQLITE_NOMEM) {
+    *pzErr = idem_db_error(p->db, zFunc, rc);
+  }
   if (rc) {
     sqlite3_free(*pzJson);
     *pzJson = 0;
+  } else {
+    p->iFormat = LEDGER_FORMAT;
+    p->bChecked = 0;
   }
-  if (bSave) {
-    int rcU = ledger_step_done(apTxn[2]);
-    if (rcU == SQLITE_OK) rcU = ledger_step_done(apTxn[1]);
-    if (rcU != SQLITE_OK && bAuto) ledger_step_done(apTxn[3]); /* the transaction is ours */
-  }
-  for (i = 0; i < 4; i++) sqlite3_finalize(apTxn[i]);
   sqlite3_free(t.zWhy);
   return rc;
 }

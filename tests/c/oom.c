@@ -15,9 +15,10 @@
 ** past it a stride that keeps the operation within --budget more runs, 200;
 ** --budget 0 tries every N) until the operation runs without reaching its
 ** Nth allocation: a fresh connection (":memory:", or a
-** copy of a file database for the file operations) is set up disarmed (load
-** the extension, create L USING idempotency(lease_seconds=3600), the
-** operation's setup SQL), the state is digested (every row of every real
+** copy of a file database for the file operations, or of a committed file
+** of an earlier format for the upgrades from it) is set up disarmed (load
+** the extension, create L USING idempotency(lease_seconds=3600) but in an
+** earlier format's file, the operation's setup SQL), the state is digested (every row of every real
 ** table and the schema), then armed the operation is prepared and stepped to
 ** the end, then disarmed it is checked:
 **
@@ -97,9 +98,12 @@ static void disarm(void) { bArmed = 0; }
 /* Operations                                                          */
 /* ------------------------------------------------------------------ */
 
-#define K_SQL 0   /* :memory: database, setup, then the SQL */
-#define K_LOAD 1  /* the armed operation is sqlite3_load_extension */
-#define K_FILE 2  /* a copy of the file template; the SQL opens the schema */
+#define K_SQL 0  /* :memory: database, setup, then the SQL */
+#define K_LOAD 1 /* the armed operation is sqlite3_load_extension */
+#define K_FILE 2 /* a copy of the file template; the SQL opens the schema */
+#define K_OLDER \
+  3               /* a copy of the file of an earlier format zSetup names up to its
+                  ** first ';', then the rest of zSetup */
 #define F_TXN 1   /* setup ends inside BEGIN ... (see zTxn) */
 #define F_SLEEP 2 /* sleep 3 ms after setup (purge needs older rows) */
 #define F_DET 4   /* compare the whole result with the unfaulted run */
@@ -124,6 +128,16 @@ struct Op {
 ** created_at: each run makes its rows at the clock's time), so that the
 ** whole answer can be compared with the unfaulted run's (F_DET) */
 #define HEALTH(L) "SELECT json_remove(idem_health('" L "'),'$.now','$.oldest_unknown.created_at')"
+
+/* idem_upgrade of the committed file of format N inside the caller's
+** transaction, which wrote before it */
+#define UPGRADE_IN_TXN(N)                                                 \
+  {                                                                       \
+    "upgrade-format" N "-in-txn", K_OLDER, F_TXN | F_DET,                 \
+        "tests/fixtures/format" N                                         \
+        ".db; CREATE TABLE other(x); BEGIN; INSERT INTO other VALUES(1)", \
+        "SELECT idem_upgrade('L')"                                        \
+  }
 
 static const Op aOp[] = {
     {"load", K_LOAD, 0, "", ""},
@@ -340,6 +354,14 @@ static const Op aOp[] = {
     {"file-insert", K_FILE, 0, "",
      "INSERT INTO L(tenant,conversation,tool,args) VALUES('t1','c1','send','{\"n\":5001}')"},
     {"file-health", K_FILE, F_DET | F_READ, "", HEALTH("L")},
+    /* idem_upgrade of the committed files of earlier formats (the paths
+    ** from the top of the tree, where tests/suites/32-oom.sh runs this) */
+    {"upgrade-format1", K_OLDER, F_DET, "tests/fixtures/format1.db", "SELECT idem_upgrade('L')"},
+    {"upgrade-format2", K_OLDER, F_DET, "tests/fixtures/format2.db", "SELECT idem_upgrade('L')"},
+    {"upgrade-format3", K_OLDER, F_DET, "tests/fixtures/format3.db", "SELECT idem_upgrade('L')"},
+    UPGRADE_IN_TXN("1"),
+    UPGRADE_IN_TXN("2"),
+    UPGRADE_IN_TXN("3"),
 };
 #define N_OP ((int)(sizeof(aOp) / sizeof(aOp[0])))
 
@@ -499,20 +521,29 @@ static int make_template(char *zErr, size_t nErr) {
 ** Fills *r; r->zWhy is non-empty when a check failed.
 */
 static void run_once(const Op *op, long long n, const Run *pRef, Run *r) {
-  static const char *const azSavepoint[] = {"idem_claim",   "idem_guard",        "idem_unguard",
-                                            "idem_upgrade", "idem_upgrade_lock", 0};
+  static const char *const azSavepoint[] = {"idem_claim", "idem_guard", "idem_unguard",
+                                            "idem_upgrade", 0};
   sqlite3 *db = 0;
   sqlite3_stmt *pS = 0;
   char zTok[40] = "", zKey[48] = "", zErr[400] = "";
   long long nBase;
   unsigned long long h0 = 0, h1 = 0, h2;
   int rc, i, nRows0 = 0, nRows1 = 0, nRows2 = 0, bAuto1 = 1;
+  const char *zSetup = op->zSetup;
 
   memset(r, 0, sizeof(*r));
   nBase = nLive;
-  if (op->eKind == K_FILE) {
-    if (copy_file(zTemplate, zWork)) {
-      fmt_str(r->zWhy, sizeof(r->zWhy), "cannot copy the template database");
+  if (op->eKind == K_FILE || op->eKind == K_OLDER) {
+    char zFrom[512];
+    if (op->eKind == K_OLDER) {
+      zSetup = strchr(op->zSetup, ';');
+      zSetup = zSetup ? zSetup + 1 : "";
+      fmt_str(zFrom, sizeof(zFrom), "%.*s", (int)strcspn(op->zSetup, ";"), op->zSetup);
+    } else {
+      fmt_str(zFrom, sizeof(zFrom), "%s", zTemplate);
+    }
+    if (copy_file(zFrom, zWork)) {
+      fmt_str(r->zWhy, sizeof(r->zWhy), "cannot copy the database %s", zFrom);
       return;
     }
     rc = sqlite3_open(zWork, &db);
@@ -534,14 +565,14 @@ static void run_once(const Op *op, long long n, const Run *pRef, Run *r) {
     }
     if (rc == SQLITE_OK && (op->flags & F_TXN)) {
       /* everything up to BEGIN, digest, then the rest */
-      const char *zBegin = strstr(op->zSetup, "BEGIN");
+      const char *zBegin = strstr(zSetup, "BEGIN");
       char zPre[600];
-      fmt_str(zPre, sizeof(zPre), "%.*s", (int)(zBegin - op->zSetup), op->zSetup);
+      fmt_str(zPre, sizeof(zPre), "%.*s", (int)(zBegin - zSetup), zSetup);
       rc = run_script(db, zPre, zTok, zKey, zErr, sizeof(zErr));
       if (rc == SQLITE_OK) h0 = digest(db, &nRows0);
       if (rc == SQLITE_OK) rc = run_script(db, zBegin, zTok, zKey, zErr, sizeof(zErr));
     } else if (rc == SQLITE_OK) {
-      rc = run_script(db, op->zSetup, zTok, zKey, zErr, sizeof(zErr));
+      rc = run_script(db, zSetup, zTok, zKey, zErr, sizeof(zErr));
     }
     if (rc) {
       fmt_str(r->zWhy, sizeof(r->zWhy), "setup: %s", zErr);
@@ -679,7 +710,7 @@ static void run_once(const Op *op, long long n, const Run *pRef, Run *r) {
     fmt_str(r->zWhy, sizeof(r->zWhy), "%lld allocation%s leaked (result %s \"%s\")", nLive - nBase,
             nLive - nBase == 1 ? "" : "s", sqlite3_errstr(r->rc), r->rc ? r->zMsg : r->zRes);
   }
-  if (op->eKind == K_FILE) remove(zWork);
+  if (op->eKind == K_FILE || op->eKind == K_OLDER) remove(zWork);
 }
 
 /*
