@@ -518,8 +518,7 @@ struct IdemLedger {
   unsigned int uDurableVersion; /* the data version iDurable was read at */
   int bChecked, iSchemaVersion, iTempSchemaVersion;
   int bUnread;               /* connected, its file not read yet (ledger_ready) */
-  int iTempNow;              /* temp's schema version as last read ... */
-  unsigned iTempStamp;       /* ... under this idem_conn_call() number; 0 none */
+  int iTempNow;              /* temp's schema version as last read */
   sqlite3_stmt *pGetChecked; /* the row lookup when the triggers were last checked */
   int nGetReprepare;         /* and its SQLITE_STMTSTATUS_REPREPARE count then */
   char *zForeign;            /* why operations are refused, or NULL */
@@ -590,15 +589,12 @@ int ledger_drop_schema(IdemLedger *p);
 */
 int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr);
 /*
-** temp's schema version into *pV. With bReuse, the value this same call
-** read last (ledger resolution reads it first) is used when nothing ran
-** in between that could change temp's schema: temp is private to the
-** connection, its schema changes only by DDL on it, and between the two
-** reads the ledger runs only its own statements on its shadow tables
-** (a read of a guarded table, or any nested ledger or guard function,
-** makes the next read go to the database again).
+** temp's schema version into *pV, read again only when the connection's
+** statements were expired since the last read (storage_probe; a TEMP
+** schema change expires them) or a guarded table's read cleared
+** bTempRead.
 */
-int ledger_temp_version(IdemLedger *p, int *pV, int bReuse);
+int ledger_temp_version(IdemLedger *p, int *pV);
 
 /* Column numbers of the row statements (the cursor statements add created_at). */
 #define RC_ID 0

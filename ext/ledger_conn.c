@@ -254,7 +254,7 @@ int ledger_conn_lookup(IdemConn *pConn, sqlite3 *db, const char *zName, int nNam
       }
       if (sqlite3_stricmp(c->p->zDb, "main") == 0) {
         int v = -1;
-        if (ledger_temp_version(c->p, &v, 0) == SQLITE_OK && v == c->iTempVersion) {
+        if (ledger_temp_version(c->p, &v) == SQLITE_OK && v == c->iTempVersion) {
           *pp = c->p;
           return SQLITE_OK;
         }
@@ -307,7 +307,7 @@ int ledger_conn_lookup(IdemConn *pConn, sqlite3 *db, const char *zName, int nNam
     ConnCache *c = &pConn->aCache[pConn->iNext];
     char *zCopy = sqlite3_mprintf("%s", zName);
     int v = -1;
-    if (zCopy && ledger_temp_version(p, &v, 0) == SQLITE_OK) {
+    if (zCopy && ledger_temp_version(p, &v) == SQLITE_OK) {
       cache_clear(c);
       c->zName = zCopy;
       c->p = p;

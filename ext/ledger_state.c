@@ -52,8 +52,7 @@ static int ledger_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt
   *pnMember = 0;
   rc = storage_members_scan(p, id, attempt, &pM, &pG);
   if (rc) return rc;
-  p->iTempStamp = 0; /* sqlite_schema is read: temp's version is read again */
-  p->bTempRead = 0;
+  p->bTempRead = 0; /* sqlite_schema is read: temp's version is read again */
   idem_json_begin_array(&j);
   while (rc == SQLITE_OK && sqlite3_step(pM) == SQLITE_ROW) {
     sqlite3_int64 g = sqlite3_column_int64(pM, 0);

@@ -1300,7 +1300,7 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   if (sqlite3_step(pV) == SQLITE_ROW) v1 = sqlite3_column_int(pV, 0);
   rc = sqlite3_reset(pV);
   if (rc) return rc;
-  rc = ledger_temp_version(p, &v2, 1);
+  rc = ledger_temp_version(p, &v2);
   if (rc) return rc;
   if (p->zBroken || !p->bChecked || v1 != p->iSchemaVersion || v2 != p->iTempSchemaVersion) {
     /* a shadow table may have been dropped, or altered (ledger_lifecycle.c) */
@@ -1416,21 +1416,15 @@ static int storage_probe(IdemLedger *p, int *pn) {
   return SQLITE_OK;
 }
 
-int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
+int ledger_temp_version(IdemLedger *p, int *pV) {
   sqlite3_stmt *pT = 0;
-  unsigned iCall = p->pCalls->nDepth > 0 ? p->pCalls->iCall : 0;
   int rc, n = 0;
-  if (bReuse && iCall != 0 && p->iTempStamp == iCall) {
-    *pV = p->iTempNow;
-    return SQLITE_OK;
-  }
-  p->iTempStamp = 0;
-  /* unchanged while no statement was expired (storage_probe) */
+  /* unchanged while no statement was expired (storage_probe, stepped once
+  ** a call) */
   rc = storage_probe(p, &n);
   if (rc) return rc;
   if (p->bTempRead && n == p->nTempProbe) {
     *pV = p->iTempNow;
-    p->iTempStamp = iCall;
     return SQLITE_OK;
   }
   rc = ledger_stmt(p, ST_TEMP_SCHEMA_VERSION, &pT);
@@ -1439,7 +1433,6 @@ int ledger_temp_version(IdemLedger *p, int *pV, int bReuse) {
   rc = sqlite3_reset(pT);
   if (rc == SQLITE_OK) {
     p->iTempNow = *pV;
-    p->iTempStamp = iCall; /* 0 outside a call: never reused */
     p->nTempProbe = n;
     p->bTempRead = 1;
   }
@@ -1457,7 +1450,7 @@ int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr) {
   }
   /* main's schema is as it was checked (the lookup just ran on it without
   ** being prepared again); a TEMP trigger changes temp's version only */
-  rc = ledger_temp_version(p, &v2, 1);
+  rc = ledger_temp_version(p, &v2);
   if (rc) return rc;
   if (v2 != p->iTempSchemaVersion) return ledger_check_triggers(p, zFunc, pzErr);
   if (p->zForeign == 0) return SQLITE_OK;
