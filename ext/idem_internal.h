@@ -40,6 +40,8 @@ typedef int (*IdemSink)(void *ctx, const char *p, size_t n);
 #define IDEM_JCS_MAX_DEPTH 256                  /* arrays+objects nested */
 #define IDEM_JCS_MAX_BYTES (16u << 20)          /* input size cap, bytes  */
 #define IDEM_SAFE_INT_DIGITS "9007199254740991" /* 2^53-1 */
+#define IDEM_TARGETS_MAX 16                     /* targets a claim may name */
+#define IDEM_TARGET_MAX_BYTES 256               /* bytes of UTF-8 in one target */
 
 /* Why the input was refused: a lowercase sentence that names what and
 ** where (byte offset into the input), without the function prefix. */
@@ -295,7 +297,8 @@ int idem_utf8_invalid_at(const char *z);
 #define IDEM_OPT_SINGLE 3
 #define IDEM_OPT_RETENTION 4   /* retention_seconds (ledger_retention.c) */
 #define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
-#define IDEM_N_OPT 6
+#define IDEM_OPT_TARGET_WINDOW 6 /* target_window_seconds (ledger_targets.c) */
+#define IDEM_N_OPT 7
 
 /* A ledger: opaque outside the ledger's files (IDEM_LEDGER_INTERNAL). */
 typedef struct IdemLedger IdemLedger;
@@ -349,8 +352,11 @@ int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const 
 #define LEDGER_TABLE_META 1
 #define LEDGER_TABLE_GUARDS 2
 #define LEDGER_TABLE_MEMBERS 3
-#define LEDGER_N_TABLE 4
-/* Is zTable (any case) one of ledger zLedger's four tables? */
+#define LEDGER_TABLE_TARGETS 4 /* format 5 on */
+#define LEDGER_N_TABLE 5
+/* How many of the tables above a ledger of format iFormat has (4 or 5). */
+int ledger_format_tables(int iFormat);
+/* Is zTable (any case) one of ledger zLedger's tables? */
 int storage_is_own_table(const char *zLedger, const char *zTable);
 /* Does table LEDGER_TABLE_<iTable> of p exist (*pbExists)? SQLITE_OK, or
 ** the error (SQLITE_NOMEM) that kept the schema from answering. */
@@ -509,9 +515,9 @@ struct IdemLedger {
   int bDead;                      /* disconnected; statements finalized */
   IdemLedger *pNext;              /* registry list */
   sqlite3_int64 aOpt[IDEM_N_OPT]; /* IDEM_OPT_* */
-  sqlite3_stmt *aStmt[32];
-  unsigned mBusy; /* aStmt slots lent to an open cursor */
-  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT */
+  sqlite3_stmt *aStmt[40];
+  unsigned mBusy; /* aStmt slots lent to an open cursor (the cursor slots are below 32) */
+  int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT (or 4) */
   int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
   int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
   sqlite3_vfs *pClockVfs;       /* the VFS ledger_now() reads; NULL until first read */
@@ -543,7 +549,10 @@ struct IdemLedger {
 /* Interface to code in ledger_storage.c: the shadow-table format     */
 /* ------------------------------------------------------------------ */
 
-#define LEDGER_FORMAT 4
+#define LEDGER_FORMAT 5
+/* The formats every operation works on: format 4 lacks only the targets
+** table (a claim that names targets is refused, naming idem_upgrade). */
+#define LEDGER_FORMAT_WORKS(f) ((f) >= 4)
 
 /* One option: its name, the range CREATE accepts (and connect checks),
 ** its default, and whether a file may lack it (an option added later:
@@ -708,6 +717,17 @@ int storage_row_settle(IdemLedger *p, const LedgerRow *r, const char *zStatus, c
 ** *pbRenewed, and *pLease its lease_until when renewed. */
 int storage_row_renew(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 rnd, sqlite3_int64 until,
                       sqlite3_int64 now, sqlite3_int64 *pLease, int *pbRenewed);
+/* Targets (format 5, <name>_targets): the row of a call of tenant zTenant,
+** other than row selfId, that holds target zTarget: claimed or unknown
+** (any age), or succeeded and updated after cutoff (*pbFound). */
+int storage_target_holder(IdemLedger *p, const char *zTenant, const char *zTarget,
+                          sqlite3_int64 selfId, sqlite3_int64 cutoff, LedgerRow *r, int *pbFound);
+/* Record target zTarget of claim id (zAllowedBy, allowedAt and zOverrode
+** when a second write to a held target was allowed, else NULL and 0). */
+int storage_target_add(IdemLedger *p, sqlite3_int64 id, const char *zTenant, const char *zTarget,
+                       const char *zAllowedBy, sqlite3_int64 allowedAt, const char *zOverrode);
+/* Forget the targets of claim id (a new attempt names its own). */
+int storage_targets_clear(IdemLedger *p, sqlite3_int64 id);
 /* Delete row pId when terminal (the virtual table's DELETE). */
 int storage_row_delete_terminal(IdemLedger *p, sqlite3_value *pId);
 /* Delete the terminal rows updated before cutoff (idem_purge). */
@@ -890,6 +910,15 @@ struct LedgerReq {
   int bArgsTerm; /* args holds no NUL of its own: it is bound as NUL-terminated */
   char *zTaken;  /* why a first INSERT was refused (the key is held), or NULL */
   int bNoWhy;    /* the caller does not use LedgerDecision.zWhy: it is not built */
+  /* the claim's options (idem_claim's eighth argument, ledger_targets.c):
+  ** its targets, each NUL-terminated, in the order given; the window a
+  ** succeeded holder keeps them (ms); who allowed a second write to a
+  ** held target (NULL: nobody) */
+  int nTarget;
+  const char *azTarget[IDEM_TARGETS_MAX];
+  sqlite3_int64 targetWindowMs;
+  const char *zAllowedBy;
+  char *pTargetBuf; /* owns the text above (sqlite3_malloc) */
 };
 int ledger_req_parse(IdemLedger *p, const char *zFunc, sqlite3_value *pTenant, sqlite3_value *pConv,
                      sqlite3_value *pTool, sqlite3_value *pArgs, sqlite3_value *pEffect,
@@ -901,6 +930,7 @@ void ledger_req_free(LedgerReq *q);
 #define DEC_IN_PROGRESS 3
 #define DEC_UNKNOWN 4
 #define DEC_MISMATCH 5
+#define DEC_CONFLICT 6
 
 /* The outcome of one decision, built in full before anything commits. */
 typedef struct LedgerDecision LedgerDecision;
@@ -920,6 +950,33 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
                         int bCommitted, LedgerDecision *d, char **pzErr);
 /* idem_claim: the read pass, the savepoint and the write pass. */
 int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision *d, char **pzErr);
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_targets.c: what a write touches         */
+/* ------------------------------------------------------------------ */
+/* idem_claim's options, its eighth argument v: a JSON object (targets,
+** target_window_seconds, allowed_by) or NULL (none), into q; an error
+** names the value and the rule. A claim with targets on a format-4
+** ledger is refused, naming idem_upgrade. */
+int ledger_claim_options(IdemLedger *p, const char *zFunc, sqlite3_value *v, LedgerReq *q,
+                         char **pzErr);
+/* Before q is admitted (a new key, or row selfId again; 0: none): the
+** first of its targets held by another call of the tenant. Unless q says
+** who allows a second write, *piTarget is its index and r the holder (the
+** caller frees it); else *piTarget is -1, and with allowed_by azOver[i]
+** gets the key of the call target i overrides (sqlite3_malloc; NULL when
+** free), freed with ledger_targets_free. */
+int ledger_targets_holder(IdemLedger *p, const LedgerReq *q, sqlite3_int64 selfId,
+                          sqlite3_int64 now, LedgerRow *r, int *piTarget, char **azOver);
+/* Append to the array open in j the top-level member names (JSON
+** strings) whose values differ between canonical objects zA and zB (one
+** only in either counts); nothing unless both are objects. */
+int ledger_args_differ(IdemJson *j, const char *zA, size_t nA, const char *zB, size_t nB);
+/* After q was admitted as row id: its targets recorded, those of an
+** earlier attempt of the row (bAgain) forgotten first. */
+int ledger_targets_record(IdemLedger *p, const LedgerReq *q, sqlite3_int64 id, sqlite3_int64 now,
+                          char *const *azOver, int bAgain);
+void ledger_targets_free(char **azOver);
+
 /* idem_settle (pToken) or idem_resolve (pTenant, pKey): *pzJson answer. */
 int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqlite3_value *pTenant,
                    sqlite3_value *pKey, sqlite3_value *pStatus, sqlite3_value *pDetail,

@@ -5,7 +5,7 @@
 **   CREATE VIRTUAL TABLE L USING idempotency[(lease_seconds=N, max_attempts=N,
 **                                              max_args_bytes=N, single_tenant=0|1,
 **                                              retention_seconds=N, require_transaction=0|1)]
-**   idem_claim(ledger, tenant, conversation, tool, args [, effect [, operation_id]])
+**   idem_claim(ledger, tenant, conversation, tool, args [, effect [, operation_id [, options]]])
 **   idem_settle(ledger, token, status, detail)
 **   idem_resolve(ledger, tenant, key, status, detail)
 **   idem_purge(ledger, older_than_seconds)
@@ -257,10 +257,15 @@ static void idem_claim_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
   }
   rc = claim_transaction_check(p, argv[0], &zErr);
   if (rc == SQLITE_OK) {
-    rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], argc > 5 ? argv[5] : 0,
-                          argc > 6 ? argv[6] : 0, &q, &zErr);
+    /* the eight-argument form (with options) takes NULL for an effect or
+    ** operation id not given: its caller must spell every position */
+    sqlite3_value *pEffect = argc > 5 ? argv[5] : 0, *pOpId = argc > 6 ? argv[6] : 0;
+    if (argc > 7 && sqlite3_value_type(pEffect) == SQLITE_NULL) pEffect = 0;
+    if (argc > 7 && sqlite3_value_type(pOpId) == SQLITE_NULL) pOpId = 0;
+    rc = ledger_req_parse(p, zFunc, argv[1], argv[2], argv[3], argv[4], pEffect, pOpId, &q, &zErr);
     q.bNoWhy = 1; /* the answer says why; zWhy is for the INSERT path */
   }
+  if (rc == SQLITE_OK) rc = ledger_claim_options(p, zFunc, argc > 7 ? argv[7] : 0, &q, &zErr);
   if (rc == SQLITE_OK && bParseFirst) rc = ledger_write_first(p, zFunc, &zErr);
   /* outside a transaction the claim checks the triggers after its read pass */
   if (rc == SQLITE_OK && !sqlite3_get_autocommit(p->db)) {
@@ -994,6 +999,7 @@ static const struct {
     {"idem_claim", 5, idem_claim_func_guarded},
     {"idem_claim", 6, idem_claim_func_guarded},
     {"idem_claim", 7, idem_claim_func_guarded},
+    {"idem_claim", 8, idem_claim_func_guarded},
     {"idem_settle", 4, outcome_func_guarded},
     {"idem_resolve", 5, outcome_func_guarded},
     {"idem_purge", 2, idem_purge_func_guarded},

@@ -196,7 +196,7 @@ static int health_tables(IdemLedger *p, char **azName, int *aState, char **pzAlt
   int i, rc = SQLITE_OK;
   sqlite3_str *s = 0;
   *pzAltered = 0;
-  for (i = 0; rc == SQLITE_OK && i < LEDGER_N_TABLE; i++) {
+  for (i = 0; rc == SQLITE_OK && i < ledger_format_tables(p->iFormat); i++) {
     const char *zName;
     rc = storage_own_table(p, i, &azName[i], &aState[i]);
     zName = azName[i];
@@ -278,7 +278,7 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
   if (rc == SQLITE_OK) rc = storage_table_exists(p, LEDGER_TABLE_ROWS, &bRows);
   /* the tables against this format's text (an earlier format's are made
   ** again by idem_upgrade) */
-  if (rc == SQLITE_OK && p->iFormat == LEDGER_FORMAT)
+  if (rc == SQLITE_OK && LEDGER_FORMAT_WORKS(p->iFormat))
     rc = health_tables(p, azTable, aTable, &zAltered);
   if (zProblem && p->zBroken && p->bAltered) {
     /* the refusal names the altered table ("tables" names every one) */
@@ -325,9 +325,9 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
   if (h.nExpired)
     json_count_text(&j, h.nExpired, "expired claim", ": their holders stopped before settling");
   idem_json_close(&j);
-  if (p->iFormat == LEDGER_FORMAT) {
+  if (LEDGER_FORMAT_WORKS(p->iFormat)) {
     idem_json_open(&j, "tables", '[');
-    for (i = 0; i < LEDGER_N_TABLE; i++) {
+    for (i = 0; i < ledger_format_tables(p->iFormat); i++) {
       idem_json_open(&j, 0, '{');
       idem_json_text(&j, "name", azTable[i]);
       idem_json_text(&j, "state", azTriggerState[aTable[i]]);

@@ -135,7 +135,7 @@ int ledger_lifecycle_altered(IdemLedger *p, int rc, const char *zSql) {
   int rcT;
   /* an error naming what the statement reads, on a ledger not refused
   ** already (an earlier format's tables are not this format's) */
-  if ((rc & 0xff) != SQLITE_ERROR || p->zBroken || p->iFormat != LEDGER_FORMAT) return rc;
+  if ((rc & 0xff) != SQLITE_ERROR || p->zBroken || !LEDGER_FORMAT_WORKS(p->iFormat)) return rc;
   rcT = storage_altered_table(p, &zTable);
   if (rcT == SQLITE_OK && zTable) {
     p->zBroken = sqlite3_mprintf(
@@ -165,7 +165,7 @@ int ledger_lifecycle_tables(IdemLedger *p, const char *zFunc, char **pzErr) {
     *pzErr = sqlite3_mprintf("%s: %s", zFunc, p->zBroken); /* found already */
     return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
   }
-  if (p->zBroken || p->iFormat != LEDGER_FORMAT) return SQLITE_OK;
+  if (p->zBroken || !LEDGER_FORMAT_WORKS(p->iFormat)) return SQLITE_OK;
   rc = storage_altered_table(p, &zTable);
   /* altered: a column added leaves every statement preparing, a column
   ** dropped or renamed does not (ledger_lifecycle_altered) */

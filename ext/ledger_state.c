@@ -27,6 +27,9 @@ SQLITE_EXTENSION_INIT3
 #define UNKNOWN_MSG                                                         \
   "that request may have reached the target system, the outcome is theirs " \
   "to report, and nothing is retried here"
+#define CONFLICT_MSG                                                                  \
+  "another call of this tenant already touched this target (held_by says which and " \
+  "what became of it); this call was not run"
 
 /* ------------------------------------------------------------------ */
 /* Members (recorded by the guards' triggers in <name>_members)         */
@@ -349,6 +352,54 @@ static int build_simple(IdemLedger *p, const LedgerRow *r, int eDec, const char 
   return rc;
 }
 
+/*
+** conflict: target iTarget of q is held by call h (ledger_targets.c). The
+** answer names h: key, tool, effective status, attempt, when it last
+** changed, its result when it succeeded, and the top-level argument names
+** whose values differ from q's. h's stored args are checked first, as a
+** mismatch's are: a row changed outside the ledger is not compared.
+*/
+static int build_conflict(IdemLedger *p, const char *zFunc, const LedgerReq *q, int iTarget,
+                          const LedgerRow *h, sqlite3_int64 now, LedgerDecision *d, char **pzErr) {
+  IdemJson j;
+  int rc, eEff = 0, ok, rcJ;
+  rc = ledger_effective(p, h->zStatus, h->zEffect, h->leaseUntil, h->id, h->attempt, now, &eEff, 0,
+                        0);
+  if (rc == SQLITE_OK) rc = ledger_args_check(p, zFunc, h->zKey, h->zArgs, (size_t)h->nArgs, pzErr);
+  if (rc) return rc;
+  ok = eEff == EFF_SUCCEEDED;
+  d->eDec = DEC_CONFLICT;
+  idem_json_begin(&j);
+  idem_json_literal(&j, "decision", "\"conflict\"");
+  idem_json_text(&j, "key", q->zKey);
+  idem_json_text(&j, "target", q->azTarget[iTarget]);
+  idem_json_open(&j, "held_by", '{');
+  idem_json_text(&j, "key", h->zKey);
+  idem_json_text(&j, "tool", h->zTool);
+  idem_json_text(&j, "status", ledger_effective_name(eEff));
+  idem_json_int(&j, "attempt", h->attempt);
+  idem_json_int(&j, "updated_at", h->updatedAt);
+  if (ok) {
+    if (h->mNulJson & LEDGER_NUL_RESULT) idem_json_refuse(&j, "result");
+    idem_json_stored(&j, "result", h->zResult, "null", IDEM_JSON_ANY, &p->aSeen[IDEM_JSON_ANY]);
+  }
+  idem_json_close(&j);
+  idem_json_open(&j, "differs", '[');
+  rc = ledger_args_differ(&j, q->args.z, q->args.n, h->zArgs, (size_t)h->nArgs);
+  idem_json_close(&j);
+  idem_json_literal(&j, "message", "\"" CONFLICT_MSG "\"");
+  if (rc) {
+    sqlite3_free(idem_json_finish(&j, &rcJ));
+    return rc;
+  }
+  rc = answer_finish(&j, p, zFunc, h->zKey, &d->zJson, pzErr);
+  if (rc == SQLITE_OK && !q->bNoWhy) {
+    d->zWhy = sqlite3_mprintf("its target %s is held by key %s", q->azTarget[iTarget], h->zKey);
+    if (d->zWhy == 0) rc = SQLITE_NOMEM;
+  }
+  return rc;
+}
+
 /* Bind the same-row compare-and-set arguments. */
 
 /*
@@ -478,6 +529,41 @@ static int claim_again(IdemLedger *p, const char *zFunc, const LedgerReq *q, con
   return rc;
 }
 
+/*
+** A claim with targets, in the write pass (the write lock held): when one
+** of them is held by another call (ledger_targets_holder), the answer is
+** conflict and nothing is written; else q is admitted, a new key (r NULL)
+** or row r again, and its targets recorded.
+*/
+static int claim_with_targets(IdemLedger *p, const char *zFunc, const LedgerReq *q,
+                              const LedgerRow *r, sqlite3_int64 now, sqlite3_int64 lease,
+                              int bCommitted, LedgerDecision *d, char **pzErr) {
+  char *azOver[IDEM_TARGETS_MAX] = {0}, *zTaken = 0;
+  LedgerRow h;
+  int rc, iTarget = -1;
+  memset(&h, 0, sizeof(h));
+  rc = ledger_targets_holder(p, q, r ? r->id : 0, now, &h, &iTarget, azOver);
+  if (rc == SQLITE_OK && iTarget >= 0) {
+    rc = build_conflict(p, zFunc, q, iTarget, &h, now, d, pzErr);
+  } else if (rc == SQLITE_OK && r) {
+    rc = claim_again(p, zFunc, q, r, now, lease, bCommitted, d, pzErr);
+    if (rc == SQLITE_OK) rc = ledger_targets_record(p, q, r->id, now, azOver, 1);
+  } else if (rc == SQLITE_OK) {
+    rc = claim_insert(p, q, now, lease, bCommitted, d, &zTaken);
+    if (rc == SQLITE_OK && zTaken) {
+      /* the write lock is held and no row held the key just now */
+      *pzErr = sqlite3_mprintf("%s: the ledger's claim insert into %s_rows was refused (%s)", zFunc,
+                               p->zName, zTaken);
+      rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    }
+    if (rc == SQLITE_OK) rc = ledger_targets_record(p, q, d->id, now, azOver, 0);
+  }
+  ledger_row_free(&h);
+  ledger_targets_free(azOver);
+  sqlite3_free(zTaken);
+  return rc;
+}
+
 int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, int bWrite,
                         int bCommitted, LedgerDecision *d, char **pzErr) {
   sqlite3_int64 now = ledger_now(p);
@@ -489,8 +575,13 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
 
   memset(d, 0, sizeof(*d));
   memset(&r, 0, sizeof(r));
-  /* 1. the write pass of a new key: the insert is the first statement */
-  if (bWrite == 1 || bWrite == 3) {
+  /* 1. the write pass of a new key: the insert is the first statement;
+  ** with targets, the write lock (through the busy handler), and the
+  ** targets decide before anything is written */
+  if ((bWrite == 1 || bWrite == 3) && q->nTarget) {
+    rc = storage_write_lock(p);
+    if (rc) goto done;
+  } else if (bWrite == 1 || bWrite == 3) {
     rc = claim_insert(p, q, now, lease, bCommitted, d, &zTaken);
     if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
   }
@@ -498,7 +589,9 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
   rc = claim_find_row(p, zFunc, q, &r, &bFound, d, &bDecided, pzErr);
   if (rc || bDecided) goto done;
   if (!bFound) {
-    if (bWrite) {
+    if (bWrite && q->nTarget && q->zTaken == 0) {
+      rc = claim_with_targets(p, zFunc, q, 0, now, lease, bCommitted, d, pzErr);
+    } else if (bWrite) {
       /* the insert was refused, yet no row holds the key */
       *pzErr = sqlite3_mprintf("%s: the ledger's claim insert into %s_rows was refused (%s)", zFunc,
                                p->zName,
@@ -535,6 +628,9 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     d->eDec = DEC_ADMITTED; /* needs the write pass */
   } else if (strcmp(r.zStatus, "claimed") == 0 && r.expirations + 1 >= p->aOpt[IDEM_OPT_ATTEMPTS]) {
     rc = claim_poison(p, zFunc, q, bWrite, &r, now, d, pzErr); /* stop retrying it */
+  } else if (q->nTarget || p->iFormat >= 5) {
+    /* (an attempt's targets replace the earlier attempt's, none too) */
+    rc = claim_with_targets(p, zFunc, q, &r, now, lease, bCommitted, d, pzErr);
   } else {
     rc = claim_again(p, zFunc, q, &r, now, lease, bCommitted, d, pzErr);
   }
@@ -554,6 +650,9 @@ void ledger_req_free(LedgerReq *q) {
   idem_buf_free(&q->args);
   sqlite3_free(q->zTaken);
   q->zTaken = 0;
+  sqlite3_free(q->pTargetBuf);
+  q->pTargetBuf = 0;
+  q->nTarget = 0;
 }
 
 /*
@@ -727,7 +826,7 @@ int ledger_claim(IdemLedger *p, const char *zFunc, LedgerReq *q, LedgerDecision 
   int rc = SQLITE_OK, bAuto = sqlite3_get_autocommit(db), bSave = 0;
   /* with retention_seconds a claim of a new key also purges, so it takes
   ** the savepoint pass: the purge commits, or is undone, with the claim */
-  int bOneInsert = p->aOpt[IDEM_OPT_RETENTION] == 0;
+  int bOneInsert = p->aOpt[IDEM_OPT_RETENTION] == 0 && q->nTarget == 0;
 
   memset(d, 0, sizeof(*d));
   ledger_durable_forget(p); /* a claim that starts a write transaction reads synchronous again */
@@ -1209,7 +1308,7 @@ int ledger_live_claim(IdemLedger *p, sqlite3_value *pTenant, sqlite3_value *pKey
   *pzWhy = 0;
   /* a shadow table is missing: refused, saying so (ledger_lifecycle.c) */
   if (p->zBroken) return ledger_lifecycle_broken_why(p, SQLITE_OK, pzWhy);
-  if (p->iFormat != LEDGER_FORMAT) {
+  if (!LEDGER_FORMAT_WORKS(p->iFormat)) {
     /* an earlier format's guard triggers record no members */
     *pzWhy = sqlite3_mprintf(
         "ledger %s has format %d, made by an earlier release; upgrade it once with SELECT "

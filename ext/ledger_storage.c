@@ -35,6 +35,7 @@ const LedgerOption ledger_options[IDEM_N_OPT] = {
     {"single_tenant", 0, 1, 0, 0},
     {"retention_seconds", 0, 315360000, 0, 1},
     {"require_transaction", 0, 1, 0, 1},
+    {"target_window_seconds", 0, 315360000, 86400, 1},
 };
 
 /*
@@ -172,7 +173,7 @@ int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_in
         zName, zName, LEDGER_FORMAT);
     return *pzErr ? SQLITE_CORRUPT_VTAB : SQLITE_NOMEM;
   }
-  if (iFormat != LEDGER_FORMAT && (iFormat < 1 || iFormat > 3)) {
+  if (iFormat < 1 || iFormat > LEDGER_FORMAT) {
     *pzErr = sqlite3_mprintf("idempotency: ledger %s has format %lld; this build reads format %d",
                              zName, iFormat, LEDGER_FORMAT);
     return SQLITE_CORRUPT_VTAB;
@@ -291,8 +292,14 @@ enum {
   ST_QUERY_ONLY,
   ST_MEMBER_ADD,
   ST_MEMBER_ADD_KEY,
+  ST_TGT_HOLDER, /* format 5: <name>_targets */
+  ST_TGT_ADD,
+  ST_TGT_CLEAR,
   N_STMT
 };
+/* The statements every ledger of format 4 prepares (the targets' need
+** format 5). */
+#define N_STMT_V4 ST_TGT_HOLDER
 /* The columns every row query selects, in RC_* order. */
 #define ROW_COLUMNS_WITH(zTenantKey)                                                \
   "id,conversation,tool,args,effect,status,result,error,attempt,token,lease_until," \
@@ -395,6 +402,19 @@ static const char *const azStmtSql[N_STMT] = {
     "INSERT INTO \"%w\".\"%w_members\"(claim,attempt,guard,rid) SELECT id,attempt,?3,?4"
     " FROM \"%w\".\"%w_rows\" WHERE ?1 IS NULL AND \"key\"=?2 AND status='claimed'"
     " AND effect='local' ON CONFLICT DO NOTHING",
+    /* ST_TGT_HOLDER: a call of tenant ?1 other than row ?3 that holds
+    ** target ?2: claimed or unknown whatever its age, or succeeded and
+    ** updated after ?4; the open ones first, then the latest */
+    "SELECT " ROW_COLUMNS_WITH("r.tenant,r.\"key\"") " FROM \"%w\".\"%w_targets\" AS t"
+    " JOIN \"%w\".\"%w_rows\" AS r ON r.id=t.claim"
+    " WHERE t.tenant=?1 AND t.target=?2 AND r.id<>?3"
+    " AND (r.status='claimed' OR r.status='unknown' OR (r.status='succeeded' AND r.updated_at>?4))"
+    " ORDER BY r.status='succeeded', r.updated_at DESC LIMIT 1",
+    /* ST_TGT_ADD */
+    "INSERT INTO \"%w\".\"%w_targets\"(claim,target,tenant,allowed_by,allowed_at,overrode)"
+    " VALUES(?1,?2,?3,?4,?5,?6)",
+    /* ST_TGT_CLEAR */
+    "DELETE FROM \"%w\".\"%w_targets\" WHERE claim=?1",
 };
 
 /* The statement i of ledger p, prepared on first use. */
@@ -427,8 +447,9 @@ int ledger_stmt_new(IdemLedger *p, int i, sqlite3_stmt **ppStmt) {
 int storage_prepare_all(IdemLedger *p, const char *zFunc, char **pzErr) {
   sqlite3_stmt *pS;
   int i, rc = SQLITE_OK;
-  if (p->iFormat != LEDGER_FORMAT) return SQLITE_OK; /* an earlier format's tables differ */
-  for (i = 0; rc == SQLITE_OK && i < N_STMT; i++) rc = ledger_stmt(p, i, &pS);
+  int n = p->iFormat == LEDGER_FORMAT ? N_STMT : N_STMT_V4;
+  if (!LEDGER_FORMAT_WORKS(p->iFormat)) return SQLITE_OK; /* an earlier format's tables differ */
+  for (i = 0; rc == SQLITE_OK && i < n; i++) rc = ledger_stmt(p, i, &pS);
   if (rc == SQLITE_OK || (rc & 0xff) == SQLITE_NOMEM) return rc;
   /* the refusal, when an altered table is why (ledger_lifecycle_altered) */
   *pzErr =
@@ -438,7 +459,7 @@ int storage_prepare_all(IdemLedger *p, const char *zFunc, char **pzErr) {
 
 typedef char
     assert_stmt_slots[(N_STMT <= (int)(sizeof(((IdemLedger *)0)->aStmt) / sizeof(sqlite3_stmt *)) &&
-                       N_STMT <= 32)
+                       ST_CUR_OPEN < 32)
                           ? 1
                           : -1];
 
@@ -447,7 +468,7 @@ typedef char
 void ledger_finalize_all(IdemLedger *p) {
   int i;
   for (i = 0; i < N_STMT; i++) {
-    if ((p->mBusy & (1u << i)) == 0) sqlite3_finalize(p->aStmt[i]);
+    if (i >= 32 || (p->mBusy & (1u << i)) == 0) sqlite3_finalize(p->aStmt[i]);
     p->aStmt[i] = 0;
   }
   p->mBusy = 0;
@@ -684,8 +705,12 @@ static const OwnTrigger aOwnV3[] = {
 ** SQL writes nothing in either case. The state machine is not repeated
 ** here: it is ledger_state.c's. The options in <name>_meta are refused to
 ** every writer (fixed at creation; idem_upgrade drops and recreates the
-** triggers). The forget trigger is the one cascade: a deleted local row's
-** members go with it (purge, retention), inside the extension's delete.
+** triggers). The forget triggers are the cascades: a deleted local row's
+** members go with it (purge, retention), inside the extension's delete,
+** and so do a deleted row's targets (format 5).
+**
+** Format 5 adds the targets table and its four triggers, last in the list:
+** the first N_OWN_V4 are format 4's, unchanged.
 */
 #define OWN_WRITE "idem_own_write()"
 #define MSG_ONE_WRITER(what, api)                                             \
@@ -698,6 +723,7 @@ static const OwnTrigger aOwnV3[] = {
                  "or INSERT INTO and DELETE FROM the ledger table")
 #define MSG_GUARDS4 MSG_ONE_WRITER("the guards", "idem_guard and idem_unguard")
 #define MSG_MEMBERS4 MSG_ONE_WRITER("the members", "the triggers idem_guard installs")
+#define MSG_TARGETS MSG_ONE_WRITER("the targets", "idem_claim")
 #define REFUSE(tbl, kind, when, msg)                                         \
   {                                                                          \
     tbl, kind,                                                               \
@@ -714,8 +740,16 @@ static const OwnTrigger aOwn[] = {
     REFUSE("members", "insert", "INSERT", MSG_MEMBERS4),
     REFUSE("members", "update", "UPDATE", MSG_MEMBERS4),
     REFUSE("members", "delete", "DELETE", MSG_MEMBERS4),
+    /* format 5 */
+    {"rows", "targets",
+     "CREATE TRIGGER \"$_rows_targets\" AFTER DELETE ON \"$_rows\""
+     " BEGIN DELETE FROM \"$_targets\" WHERE claim=OLD.id; END"},
+    REFUSE("targets", "insert", "INSERT", MSG_TARGETS),
+    REFUSE("targets", "update", "UPDATE", MSG_TARGETS),
+    REFUSE("targets", "delete", "DELETE", MSG_TARGETS),
 };
 #define N_OWN ((int)(sizeof(aOwn) / sizeof(aOwn[0])))
+#define N_OWN_V4 (N_OWN - 4)
 
 /* The triggers of format 2 and format 1, for idem_upgrade: what such a
 ** file holds ($ and # as above). */
@@ -787,7 +821,11 @@ static const OwnTrigger aOwnV1[] = {
 };
 
 #define N_OWN_V3 ((int)(sizeof(aOwnV3) / sizeof(aOwnV3[0])))
-typedef char assert_own_lists[N_OWN <= N_OWN_V3 && N_OWN_V3 <= 32 ? 1 : -1];
+/* the longest list (the scan's arrays), at most 32 (TriggerScan.mOwn) */
+#define N_OWN_MAX (N_OWN > N_OWN_V3 ? N_OWN : N_OWN_V3)
+typedef char assert_own_lists[N_OWN_MAX <= 32 ? 1 : -1];
+
+int ledger_format_tables(int iFormat) { return iFormat >= 5 ? LEDGER_N_TABLE : LEDGER_N_TABLE - 1; }
 
 /* The own triggers of format iFormat, and their count. */
 static const OwnTrigger *own_triggers(int iFormat, int *pn) {
@@ -803,7 +841,7 @@ static const OwnTrigger *own_triggers(int iFormat, int *pn) {
     *pn = N_OWN_V3;
     return aOwnV3;
   }
-  *pn = N_OWN;
+  *pn = iFormat == 4 ? N_OWN_V4 : N_OWN;
   return aOwn;
 }
 
@@ -852,11 +890,12 @@ static int create_trigger(sqlite3 *db, const char *zDb, const char *zName, int b
   return rc;
 }
 
-/* Create every own trigger of format 4 whose bit is clear in mSkip. */
+/* Create every own trigger of format iFormat (4 or 5) whose bit is clear
+** in mSkip. */
 static int create_triggers(sqlite3 *db, const char *zDb, const char *zName, int bSingle,
-                           unsigned mSkip, char **pzErr) {
-  int rc = SQLITE_OK, i;
-  for (i = 0; rc == SQLITE_OK && i < N_OWN; i++) {
+                           int iFormat, unsigned mSkip, char **pzErr) {
+  int rc = SQLITE_OK, i, n = iFormat == 4 ? N_OWN_V4 : N_OWN;
+  for (i = 0; rc == SQLITE_OK && i < n; i++) {
     if ((mSkip & (1u << i)) == 0) rc = create_trigger(db, zDb, zName, bSingle, i, pzErr);
   }
   return rc;
@@ -912,6 +951,9 @@ static const char *const azTableSql[LEDGER_N_TABLE] = {
     "CREATE TABLE %s\"%w\"(claim INTEGER NOT NULL, attempt INTEGER NOT NULL,"
     " guard INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(claim,attempt,guard,rid))"
     " WITHOUT ROWID",
+    /* format 5: what each claim touches (docs/ledger.md, "Targets") */
+    "CREATE TABLE %s\"%w\"(claim INTEGER NOT NULL, target TEXT NOT NULL, tenant NOT NULL,"
+    " allowed_by TEXT, allowed_at INTEGER, overrode TEXT, PRIMARY KEY(claim,target)) WITHOUT ROWID",
 };
 
 /* CREATE TABLE of table iTable of a ledger, named zTable, in schema zDb
@@ -964,6 +1006,24 @@ static int create_members(sqlite3 *db, const char *zDb, const char *zName, char 
   return rc;
 }
 
+/* The targets table (format 5) and its index by (tenant, target), named
+** after the ledger's identity as the rows table's indexes are. */
+static int create_targets(sqlite3 *db, const char *zDb, const char *zName, const char *zId,
+                          char **pzErr) {
+  char *zTable = sqlite3_mprintf("%s_targets", zName);
+  int rc =
+      zTable ? exec_free(db, table_sql(LEDGER_TABLE_TARGETS, zDb, zTable), pzErr) : SQLITE_NOMEM;
+  sqlite3_free(zTable);
+  if (rc == SQLITE_OK) {
+    rc = exec_free(db,
+                   sqlite3_mprintf("CREATE INDEX \"%w\".\"idem_%w_targets\" ON \"%w_targets\"("
+                                   "tenant,target)",
+                                   zDb, zId, zName),
+                   pzErr);
+  }
+  return rc;
+}
+
 /* Create the shadow tables, meta rows, indexes and triggers of ledger zName. */
 int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const sqlite3_int64 *aVal,
                          const char *zId, char **pzErr) {
@@ -983,8 +1043,11 @@ int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const 
   }
   rc = exec_free(db, sqlite3_str_finish(s), pzErr);
   if (rc == SQLITE_OK) rc = create_members(db, zDb, zName, pzErr);
+  if (rc == SQLITE_OK) rc = create_targets(db, zDb, zName, zId, pzErr);
   if (rc == SQLITE_OK) rc = create_indexes(db, zDb, zName, zId, (int)aVal[IDEM_OPT_SINGLE], pzErr);
-  if (rc == SQLITE_OK) rc = create_triggers(db, zDb, zName, (int)aVal[IDEM_OPT_SINGLE], 0, pzErr);
+  if (rc == SQLITE_OK) {
+    rc = create_triggers(db, zDb, zName, (int)aVal[IDEM_OPT_SINGLE], LEDGER_FORMAT, 0, pzErr);
+  }
   return rc;
 }
 
@@ -996,7 +1059,16 @@ int ledger_rename_schema(IdemLedger *p, const char *zNew) {
   int bSingle = (int)p->aOpt[IDEM_OPT_SINGLE];
   /* the own triggers name the ledger (in their names and in literals):
   ** dropped first, made again under the new name */
-  rc = drop_triggers(p->db, p->zDb, p->zName, LEDGER_FORMAT);
+  /* (an earlier format's file is renamed as before format 5: format 4's
+  ** triggers dropped and made) */
+  int iFormat = p->iFormat >= 5 ? 5 : 4;
+  rc = drop_triggers(p->db, p->zDb, p->zName, iFormat);
+  if (rc == SQLITE_OK && iFormat >= 5) {
+    rc = exec_free(p->db,
+                   sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_targets\" RENAME TO \"%w_targets\"",
+                                   p->zDb, p->zName, zNew),
+                   0);
+  }
   if (rc == SQLITE_OK) {
     rc = exec_free(p->db,
                    sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" RENAME TO \"%w_rows\";"
@@ -1007,7 +1079,7 @@ int ledger_rename_schema(IdemLedger *p, const char *zNew) {
                                    zNew, p->zDb, p->zName, zNew),
                    0);
   }
-  if (rc == SQLITE_OK) rc = create_triggers(p->db, p->zDb, zNew, bSingle, 0, 0);
+  if (rc == SQLITE_OK) rc = create_triggers(p->db, p->zDb, zNew, bSingle, iFormat, 0, 0);
   /* the guards' triggers name the ledger too */
   if (rc == SQLITE_OK) rc = guards_rebuild(p->db, p->zDb, p->zName, zNew, p->zId, &n);
   return rc;
@@ -1019,8 +1091,10 @@ int ledger_drop_schema(IdemLedger *p) {
       sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_rows\";"
                       "DROP TABLE IF EXISTS \"%w\".\"%w_meta\";"
                       "DROP TABLE IF EXISTS \"%w\".\"%w_guards\";"
-                      "DROP TABLE IF EXISTS \"%w\".\"%w_members\";",
-                      p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName),
+                      "DROP TABLE IF EXISTS \"%w\".\"%w_members\";"
+                      "DROP TABLE IF EXISTS \"%w\".\"%w_targets\";",
+                      p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName,
+                      p->zDb, p->zName),
       0);
 }
 
@@ -1202,7 +1276,7 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
 static int triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) {
   int nOwn, i, rc;
   const OwnTrigger *aT = own_triggers(iFormat, &nOwn);
-  char *azExpect[N_OWN_V3], *azName[N_OWN_V3]; /* the longest list */
+  char *azExpect[N_OWN_MAX], *azName[N_OWN_MAX];
   char *zSql;
   sqlite3_stmt *pQ = 0;
   memset(t, 0, sizeof(*t));
@@ -1218,11 +1292,12 @@ static int triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) 
   }
   zSql = sqlite3_mprintf(
       "SELECT name, sql, 0 FROM \"%w\".sqlite_schema WHERE type='trigger' AND tbl_name"
-      " COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards','%q_members')"
+      " COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards','%q_members','%q_targets')"
       " UNION ALL SELECT name, sql, 1 FROM temp.sqlite_schema WHERE type='trigger'"
-      " AND %d AND tbl_name COLLATE NOCASE IN ('%q_rows','%q_meta','%q_guards','%q_members')",
-      p->zDb, p->zName, p->zName, p->zName, p->zName, sqlite3_stricmp(p->zDb, "temp") != 0,
-      p->zName, p->zName, p->zName, p->zName);
+      " AND %d AND tbl_name COLLATE NOCASE IN"
+      " ('%q_rows','%q_meta','%q_guards','%q_members','%q_targets')",
+      p->zDb, p->zName, p->zName, p->zName, p->zName, p->zName,
+      sqlite3_stricmp(p->zDb, "temp") != 0, p->zName, p->zName, p->zName, p->zName, p->zName);
   rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pQ, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
   while (rc == SQLITE_OK && t->zWhy == 0 && sqlite3_step(pQ) == SQLITE_ROW) {
@@ -1266,7 +1341,7 @@ static int triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) 
       rc = scan_note(t, sqlite3_mprintf("is missing its trigger \"%s\"", azName[i]), 1);
     }
   }
-  if (rc == SQLITE_OK && iFormat == LEDGER_FORMAT && t->zWhy == 0) {
+  if (rc == SQLITE_OK && LEDGER_FORMAT_WORKS(iFormat) && t->zWhy == 0) {
     rc = scan_guards(p, t);
     t->bGuard = t->zWhy != 0;
   }
@@ -1315,25 +1390,33 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
   }
   sqlite3_free(p->zForeign);
   p->zForeign = 0;
-  if (p->iFormat != LEDGER_FORMAT) {
+  if (!LEDGER_FORMAT_WORKS(p->iFormat)) {
     p->zForeign = sqlite3_mprintf(
         "ledger %s has format %d, made by an earlier release; upgrade it once with "
         "SELECT idem_upgrade('%q')",
         p->zName, p->iFormat, p->zName);
     rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
   } else {
-    char *zMembers = sqlite3_mprintf("%s_members", p->zName);
-    rc = zMembers ? SQLITE_OK : SQLITE_NOMEM;
-    if (rc == SQLITE_OK && sqlite3_table_column_metadata(p->db, p->zDb, zMembers, "claim", 0, 0, 0,
-                                                         0, 0) != SQLITE_OK) {
-      /* its members are lost: idem_upgrade cannot know them again */
-      p->zForeign = sqlite3_mprintf(
-          "ledger %s is missing its table %s; restore it from a backup, or drop the ledger",
-          p->zName, zMembers);
-      rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
+    /* the tables past the three every ledger needs: members (their loss
+    ** cannot be undone by idem_upgrade, which cannot know them again) and,
+    ** from format 5, targets */
+    int iTable;
+    rc = SQLITE_OK;
+    for (iTable = LEDGER_TABLE_MEMBERS; rc == SQLITE_OK && p->zForeign == 0 &&
+                                        iTable < ledger_format_tables(p->iFormat);
+         iTable++) {
+      char *zTable = sqlite3_mprintf("%s_%s", p->zName, ledger_shadow_suffix[iTable]);
+      rc = zTable ? SQLITE_OK : SQLITE_NOMEM;
+      if (rc == SQLITE_OK && sqlite3_table_column_metadata(p->db, p->zDb, zTable, "claim", 0, 0,
+                                                           0, 0, 0) != SQLITE_OK) {
+        p->zForeign = sqlite3_mprintf(
+            "ledger %s is missing its table %s; restore it from a backup, or drop the ledger",
+            p->zName, zTable);
+        rc = p->zForeign ? SQLITE_ERROR : SQLITE_NOMEM;
+      }
+      sqlite3_free(zTable);
     }
-    sqlite3_free(zMembers);
-    if (rc == SQLITE_OK) rc = triggers_scan(p, LEDGER_FORMAT, 0, &t);
+    if (rc == SQLITE_OK) rc = triggers_scan(p, p->iFormat, 0, &t);
     if (rc == SQLITE_OK && t.zWhy) {
       /* the remedy must work in this state: the ledger refuses reads now,
       ** its rows table does not */
@@ -2002,6 +2085,48 @@ int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt,
 }
 
 /* ------------------------------------------------------------------ */
+/* Targets (format 5)                                                  */
+/* ------------------------------------------------------------------ */
+
+int storage_target_holder(IdemLedger *p, const char *zTenant, const char *zTarget,
+                          sqlite3_int64 selfId, sqlite3_int64 cutoff, LedgerRow *r, int *pbFound) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_TGT_HOLDER, &pS);
+  if (rc) return rc;
+  sqlite3_bind_text(pS, 1, zTenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pS, 2, zTarget, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(pS, 3, selfId);
+  sqlite3_bind_int64(pS, 4, cutoff);
+  return ledger_row_fetch(pS, r, pbFound);
+}
+
+int storage_target_add(IdemLedger *p, sqlite3_int64 id, const char *zTenant, const char *zTarget,
+                       const char *zAllowedBy, sqlite3_int64 allowedAt, const char *zOverrode) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_TGT_ADD, &pS);
+  if (rc) return rc;
+  sqlite3_bind_int64(pS, 1, id);
+  sqlite3_bind_text(pS, 2, zTarget, -1, SQLITE_STATIC);
+  sqlite3_bind_text(pS, 3, zTenant, -1, SQLITE_STATIC);
+  if (zOverrode) {
+    sqlite3_bind_text(pS, 4, zAllowedBy, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(pS, 5, allowedAt);
+    sqlite3_bind_text(pS, 6, zOverrode, -1, SQLITE_STATIC);
+  }
+  rc = own_step_done(p, pS);
+  sqlite3_clear_bindings(pS);
+  return rc;
+}
+
+int storage_targets_clear(IdemLedger *p, sqlite3_int64 id) {
+  sqlite3_stmt *pS = 0;
+  int rc = ledger_stmt(p, ST_TGT_CLEAR, &pS);
+  if (rc) return rc;
+  sqlite3_bind_int64(pS, 1, id);
+  return own_step_done(p, pS);
+}
+
+/* ------------------------------------------------------------------ */
 /* Guard triggers                                                      */
 /* ------------------------------------------------------------------ */
 
@@ -2603,9 +2728,35 @@ static int upgrade_from(IdemLedger *p, IdemSave *pSave, int iFrom, sqlite3_int64
                    0);
   }
   if (rc == SQLITE_OK) rc = create_indexes(p->db, p->zDb, p->zName, p->zId, bSingle, 0);
-  if (rc == SQLITE_OK) rc = create_triggers(p->db, p->zDb, p->zName, bSingle, 0, 0);
+  if (rc == SQLITE_OK) rc = create_targets(p->db, p->zDb, p->zName, p->zId, 0);
+  if (rc == SQLITE_OK) rc = create_triggers(p->db, p->zDb, p->zName, bSingle, LEDGER_FORMAT, 0, 0);
   *pnTrig = N_OWN + n;
   sqlite3_free(zNew);
+  return rc;
+}
+
+/* Format 4 to format 5: the targets table, its index and triggers (format
+** 4's own triggers are dropped, the options' ones with them, so that the
+** format can be written, and made again; those t found missing or
+** altered count as created), and the guards' triggers again when t found
+** one missing or altered. The rows are not touched. */
+static int upgrade_from_4(IdemLedger *p, const TriggerScan *t, int *pnTrig) {
+  int n = 0, i, rc;
+  rc = drop_triggers(p->db, p->zDb, p->zName, 4);
+  if (rc == SQLITE_OK) rc = create_targets(p->db, p->zDb, p->zName, p->zId, 0);
+  if (rc == SQLITE_OK) {
+    rc = exec_free(p->db,
+                   sqlite3_mprintf("UPDATE \"%w\".\"%w_meta\" SET v=%d WHERE k='format'", p->zDb,
+                                   p->zName, LEDGER_FORMAT),
+                   0);
+  }
+  if (rc == SQLITE_OK) {
+    rc = create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE], LEDGER_FORMAT, 0,
+                         0);
+  }
+  if (rc == SQLITE_OK && t->zWhy) rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
+  *pnTrig = n;
+  for (i = 0; i < N_OWN; i++) *pnTrig += i >= N_OWN_V4 || (t->mOwn & (1u << i)) == 0;
   return rc;
 }
 
@@ -2632,23 +2783,26 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
   if (rc) goto done;
   /* altered own triggers of this format are dropped (made again below);
   ** an earlier format's altered trigger, or a foreign one, refuses */
-  rc = triggers_scan(p, iFrom, iFrom == LEDGER_FORMAT, &t);
+  rc = triggers_scan(p, iFrom, LEDGER_FORMAT_WORKS(iFrom), &t);
   if (rc) goto done;
-  if (t.zWhy && (iFrom != LEDGER_FORMAT || !t.bRepair)) {
+  if (t.zWhy && (!LEDGER_FORMAT_WORKS(iFrom) || !t.bRepair)) {
     *pzErr = sqlite3_mprintf("%s: ledger %s %s; drop it first (nothing was changed)", zFunc,
                              p->zName, t.zWhy);
     rc = *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
     goto done;
   }
   ledger_finalize_all(p);
-  if (iFrom != LEDGER_FORMAT) {
+  if (!LEDGER_FORMAT_WORKS(iFrom)) {
     rc = upgrade_from(p, &sv, iFrom, &nRow, &nMember, &nCreated, pzErr);
+  } else if (iFrom == 4) {
+    rc = upgrade_from_4(p, &t, &nCreated);
   } else {
-    /* format 4: the own triggers missing (or dropped above as altered),
+    /* format 5: the own triggers missing (or dropped above as altered),
     ** and, when a guard trigger is missing or altered, every guard's
     ** triggers made again */
     int n = 0;
-    rc = create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE], t.mOwn, 0);
+    rc = create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE], LEDGER_FORMAT,
+                         t.mOwn, 0);
     for (i = 0; i < N_OWN; i++) nCreated += (t.mOwn & (1u << i)) == 0;
     if (rc == SQLITE_OK && t.zWhy) {
       rc = guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
@@ -2762,7 +2916,8 @@ int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sq
 /* The suffixes of a ledger's tables: first the shadow tables SQLite is
 ** told of (xShadowName) and that every ledger needs, in LEDGER_SHADOW_*
 ** bit order, then <name>_members. */
-const char *const ledger_shadow_suffix[LEDGER_N_TABLE] = {"rows", "meta", "guards", "members"};
+const char *const ledger_shadow_suffix[LEDGER_N_TABLE] = {"rows", "meta", "guards", "members",
+                                                          "targets"};
 
 int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing) {
   sqlite3_stmt *pS = 0;
@@ -2951,26 +3106,27 @@ int storage_own_table(const IdemLedger *p, int iTable, char **pzName, int *peSta
 int storage_altered_table(const IdemLedger *p, char **pzName) {
   sqlite3_stmt *pS = 0;
   char *azName[LEDGER_N_TABLE] = {0}, *zQ = 0;
-  int i, rc = SQLITE_NOMEM;
+  int i, rc = SQLITE_NOMEM, nTable = ledger_format_tables(p->iFormat);
   *pzName = 0;
   for (i = 0; i < LEDGER_N_TABLE; i++) {
     azName[i] = sqlite3_mprintf("%s_%s", p->zName, ledger_shadow_suffix[i]);
   }
-  if (azName[0] && azName[1] && azName[2] && azName[3]) {
-    /* one read of the schema for the four (storage_own_table reads one) */
+  if (azName[0] && azName[1] && azName[2] && azName[3] && azName[4]) {
+    /* one read of the schema for them all (storage_own_table reads one);
+    ** format 4 has no targets table: its name stands for the members' */
     zQ = sqlite3_mprintf(
         "SELECT name, sql FROM \"%w\".sqlite_schema WHERE type='table'"
-        " AND name IN (%Q,%Q,%Q,%Q)",
-        p->zDb, azName[0], azName[1], azName[2], azName[3]);
+        " AND name IN (%Q,%Q,%Q,%Q,%Q)",
+        p->zDb, azName[0], azName[1], azName[2], azName[3], azName[nTable - 1]);
   }
   if (zQ) rc = sqlite3_prepare_v2(p->db, zQ, -1, &pS, 0);
   while (rc == SQLITE_OK && *pzName == 0 && sqlite3_step(pS) == SQLITE_ROW) {
     const char *zName = (const char *)sqlite3_column_text(pS, 0);
     const char *z = (const char *)sqlite3_column_text(pS, 1);
-    for (i = 0; i < LEDGER_N_TABLE; i++) {
+    for (i = 0; i < nTable; i++) {
       if (zName && strcmp(zName, azName[i]) == 0) break;
     }
-    if (i < LEDGER_N_TABLE) {
+    if (i < nTable) {
       char *zSql = table_sql(i, 0, azName[i]);
       if (zSql == 0) {
         rc = SQLITE_NOMEM;

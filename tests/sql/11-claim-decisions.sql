@@ -281,7 +281,7 @@ SELECT 'args-over-cap', errmsg('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'',
 SELECT 'args-over-cap-code', errcode('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'', ''"'' || printf(''%.1048575c'', ''a'') || ''"'')') = 18;
 -- arity
 SELECT 'arity-4', errmsg('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'')') = 'wrong number of arguments to function idem_claim()';
-SELECT 'arity-8', errmsg('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'', ''{}'', ''local'', ''op'', 1)') = 'wrong number of arguments to function idem_claim()';
+SELECT 'arity-9', errmsg('SELECT idem_claim(''G'', ''t'', ''c'', ''tool'', ''{}'', ''local'', ''op'', NULL, 1)') = 'wrong number of arguments to function idem_claim()';
 -- unknown ledger: missing, a plain table, a view, a shadow table, a non-text name
 CREATE TABLE plain(x);
 CREATE VIEW plainv AS SELECT 1 AS x;

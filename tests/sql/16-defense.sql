@@ -182,13 +182,13 @@ SELECT 'missing-trigger-claim', errmsg('SELECT idem_claim(''L'', ''f'', ''c'', '
        = 'idem_claim: ledger L is missing its trigger "L_rows_delete"; rows may have been changed without it: check them (SELECT * FROM "L_rows") against what the application and the targets know, then restore it with SELECT idem_upgrade(''L''); every ledger operation is refused until then';
 SELECT 'missing-trigger-select', errmsg('SELECT count(*) FROM L') GLOB 'idempotency: ledger L is missing its trigger "L_rows_delete"; *';
 -- idem_upgrade restores it, and the ledger works again
-SELECT 'restore-trigger', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":1}';
+SELECT 'restore-trigger', idem_upgrade('L') = '{"ledger":"L","from_format":5,"format":5,"rows_copied":0,"members_found":0,"triggers_created":1}';
 SELECT 'restored-after-missing', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f6'), '$.decision') = 'admitted';
-SELECT 'restore-nothing-to-do', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
+SELECT 'restore-nothing-to-do', idem_upgrade('L') = '{"ledger":"L","from_format":5,"format":5,"rows_copied":0,"members_found":0,"triggers_created":0}';
 -- an altered own trigger is dropped and recreated by idem_upgrade
 DROP TRIGGER L_rows_insert;
 CREATE TRIGGER L_rows_insert BEFORE INSERT ON L_rows BEGIN SELECT 1; END;
-SELECT 'restore-altered', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":1}';
+SELECT 'restore-altered', idem_upgrade('L') = '{"ledger":"L","from_format":5,"format":5,"rows_copied":0,"members_found":0,"triggers_created":1}';
 SELECT 'restore-altered-works', json_extract(idem_claim('L', 'f', 'c', 'x', '{}', 'external', 'f8'), '$.decision') = 'admitted';
 -- a foreign trigger is not dropped for the user: idem_upgrade refuses
 CREATE TRIGGER sneaky BEFORE UPDATE ON L_rows BEGIN SELECT 1; END;

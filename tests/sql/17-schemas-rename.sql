@@ -89,7 +89,7 @@ SELECT 'rename-vtab', (SELECT count(*) FROM sqlite_schema WHERE name = 'R2' AND 
 SELECT 'rename-shadows', (SELECT count(*) FROM sqlite_schema WHERE name IN ('R2_rows', 'R2_meta', 'R2_guards')) = 3;
 SELECT 'rename-old-shadows-gone', (SELECT count(*) FROM sqlite_schema WHERE name IN ('R_rows', 'R_meta', 'R_guards')) = 0;
 SELECT 'rename-triggers', (SELECT group_concat(name || '@' || tbl_name, ',') FROM (SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name LIKE 'R%' ORDER BY name))
-       = 'R2_guards_delete@R2_guards,R2_guards_insert@R2_guards,R2_guards_update@R2_guards,R2_members_delete@R2_members,R2_members_insert@R2_members,R2_members_update@R2_members,R2_meta_delete@R2_meta,R2_meta_insert@R2_meta,R2_meta_update@R2_meta,R2_rows_delete@R2_rows,R2_rows_forget@R2_rows,R2_rows_insert@R2_rows,R2_rows_update@R2_rows';
+       = 'R2_guards_delete@R2_guards,R2_guards_insert@R2_guards,R2_guards_update@R2_guards,R2_members_delete@R2_members,R2_members_insert@R2_members,R2_members_update@R2_members,R2_meta_delete@R2_meta,R2_meta_insert@R2_meta,R2_meta_update@R2_meta,R2_rows_delete@R2_rows,R2_rows_forget@R2_rows,R2_rows_insert@R2_rows,R2_rows_targets@R2_rows,R2_rows_update@R2_rows,R2_targets_delete@R2_targets,R2_targets_insert@R2_targets,R2_targets_update@R2_targets';
 SELECT 'rename-rows-kept', (SELECT count(*) FROM R2) = 2 AND (SELECT count(*) FROM R2_rows) = 2;
 SELECT 'rename-meta-kept', (SELECT v FROM R2_meta WHERE k = 'max_attempts') = 7;
 SELECT 'rename-old-name-unknown', errmsg('SELECT idem_claim(''R'', ''t'', ''c'', ''x'', ''{}'', ''external'', ''r1'')') = 'idem_claim: unknown ledger "R": no table USING idempotency by that name';

@@ -28,7 +28,7 @@ SELECT 'writers-not-deterministic', (SELECT count(*) FROM pragma_function_list
        WHERE name IN ('idem_claim', 'idem_settle', 'idem_resolve', 'idem_purge', 'idem_last_claim', 'idem_guard', 'idem_unguard') AND flags & 0x800 <> 0) = 0;
 SELECT 'writers-registered', (SELECT count(DISTINCT name) FROM pragma_function_list
        WHERE name IN ('idem_claim', 'idem_settle', 'idem_resolve', 'idem_purge', 'idem_last_claim', 'idem_guard', 'idem_unguard')) = 7;
-SELECT 'claim-arities', (SELECT group_concat(narg, ',') FROM (SELECT narg FROM pragma_function_list WHERE name = 'idem_claim' ORDER BY narg)) = '5,6,7';
+SELECT 'claim-arities', (SELECT group_concat(narg, ',') FROM (SELECT narg FROM pragma_function_list WHERE name = 'idem_claim' ORDER BY narg)) = '5,6,7,8';
 SELECT 'pure-innocuous-deterministic', (SELECT count(*) FROM pragma_function_list
        WHERE name IN ('idem_version', 'idem_valid_key', 'idem_check_key', 'idem_canonical', 'idem_fingerprint', 'idem_key', 'idem_guard_check')
          AND flags & 0x200800 = 0x200800 AND flags & 0x80000 = 0) = (SELECT count(*) FROM pragma_function_list

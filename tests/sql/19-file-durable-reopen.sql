@@ -52,7 +52,7 @@ DETACH again;
 -- main reads the file's new schema and connects the ledger (format checked, options read back)
 SELECT 'reconnect-rows', (SELECT count(*) FROM X) = 2;
 SELECT 'reconnect-meta', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM X_meta WHERE k <> 'id' ORDER BY k))
-       = 'format=4,lease_seconds=7,max_args_bytes=1048576,max_attempts=2,require_transaction=0,retention_seconds=0,single_tenant=0';
+       = 'format=5,lease_seconds=7,max_args_bytes=1048576,max_attempts=2,require_transaction=0,retention_seconds=0,single_tenant=0,target_window_seconds=86400';
 SELECT 'reconnect-in-progress', json_extract(idem_claim('X', 't', 'c', 'x', '{}', 'external', 'x1'), '$.decision') = 'in_progress';
 SELECT 'reconnect-lease-option', json_extract(idem_claim('X', 't', 'c', 'x', '{}', 'external', 'x3'), '$.lease_until') = 1700000007000;
 SELECT 'reconnect-settle', json_extract(idem_settle('X', (SELECT token FROM X WHERE key = 'x1'), 'succeeded', '{"r":1}'), '$.status') = 'succeeded';

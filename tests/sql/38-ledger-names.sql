@@ -62,9 +62,9 @@ SELECT 'unguard-aux', idem_unguard('aux.L', 'orders') = 1
 
 -- idem_upgrade restores aux.L's own trigger, not main's
 DROP TRIGGER aux.L_rows_delete;
-SELECT 'upgrade-aux', idem_upgrade('aux.L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":1}'
+SELECT 'upgrade-aux', idem_upgrade('aux.L') = '{"ledger":"L","from_format":5,"format":5,"rows_copied":0,"members_found":0,"triggers_created":1}'
        AND (SELECT count(*) FROM aux.sqlite_schema WHERE name = 'L_rows_delete') = 1;
-SELECT 'upgrade-main-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
+SELECT 'upgrade-main-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":5,"format":5,"rows_copied":0,"members_found":0,"triggers_created":0}';
 
 -- ---------------------------------------------------------------- odd names: a schema holding '.', a ledger holding a space and a quote
 ATTACH ':memory:' AS "a.b";

@@ -44,7 +44,7 @@ SELECT 'adopt-refused-unchanged', (SELECT count(*) FROM main.sqlite_schema WHERE
 CREATE VIRTUAL TABLE main.L USING idempotency(max_attempts=3, lease_seconds = 60);
 SELECT 'adopted', (SELECT count(*) FROM main.sqlite_schema WHERE name = 'L' AND sql LIKE 'CREATE VIRTUAL TABLE%') = 1;
 SELECT 'adopted-meta-kept', (SELECT group_concat(k || '=' || v, ',') FROM (SELECT k, v FROM main.L_meta ORDER BY k))
-       = 'format=4,id=' || (SELECT v FROM keep WHERE name = 'id') || ',lease_seconds=60,max_args_bytes=1048576,max_attempts=3,require_transaction=0,retention_seconds=3600,single_tenant=0';
+       = 'format=5,id=' || (SELECT v FROM keep WHERE name = 'id') || ',lease_seconds=60,max_args_bytes=1048576,max_attempts=3,require_transaction=0,retention_seconds=3600,single_tenant=0,target_window_seconds=86400';
 SELECT 'adopted-rows', (SELECT group_concat(key || ':' || status, ',') FROM (SELECT key, status FROM main.L ORDER BY key)) = 'k1:succeeded,k2:claimed';
 SELECT 'adopted-replay', json(json_extract(idem_claim('main.L', 't', 'c', 'order', '{"n":1}', 'local', 'k1'), '$.result')) = '{"id":1}';
 SELECT 'adopted-in-progress', json_extract(idem_claim('main.L', 't', 'c', 'send', '{}', 'external', 'k2'), '$.decision') = 'in_progress';
@@ -63,7 +63,7 @@ CREATE TABLE bad_rows(x);
 CREATE TABLE bad_meta(k TEXT PRIMARY KEY NOT NULL, v NOT NULL) WITHOUT ROWID;
 CREATE TABLE bad_guards(id INTEGER PRIMARY KEY);
 INSERT INTO bad_meta VALUES ('format', 99), ('id', '0123456789abcdef');
-SELECT 'adopt-format-refused', errmsg('CREATE VIRTUAL TABLE bad USING idempotency') = 'idempotency: ledger bad has format 99; this build reads format 4';
+SELECT 'adopt-format-refused', errmsg('CREATE VIRTUAL TABLE bad USING idempotency') = 'idempotency: ledger bad has format 99; this build reads format 5';
 UPDATE bad_meta SET v = 1 WHERE k = 'format';
 SELECT 'adopt-incomplete-refused', errmsg('CREATE VIRTUAL TABLE bad USING idempotency') = 'idempotency: ledger bad has no lease_seconds in bad_meta; it must be an integer from 0 to 31536000';
 INSERT INTO bad_meta VALUES ('lease_seconds', 40000000), ('max_attempts', 5), ('max_args_bytes', 1000), ('single_tenant', 0);

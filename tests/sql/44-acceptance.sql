@@ -60,8 +60,8 @@ UPDATE O_meta SET v = '0123456789abcdef' WHERE k = 'id';
 UPDATE O_meta SET v = '2' WHERE k = 'format';
 PRAGMA writable_schema = RESET;
 SELECT 'meta-format-text', errmsg('SELECT count(*) FROM O')
-       = 'idempotency: ledger O has no integer format in O_meta; this build reads format 4';
-UPDATE O_meta SET v = 4 WHERE k = 'format';
+       = 'idempotency: ledger O has no integer format in O_meta; this build reads format 5';
+UPDATE O_meta SET v = 5 WHERE k = 'format';
 PRAGMA writable_schema = RESET;
 SELECT 'meta-restored', json_extract(idem_upgrade('O'), '$.triggers_created') = 3
        AND (SELECT count(*) FROM O) = 0;

@@ -11,7 +11,7 @@
 SELECT sqltest_clock(1700000000000);
 CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=60);
 
-SELECT 'empty', idem_health('L') = '{"ledger":"L","schema":"main","format":4,"verdict":"healthy","problems":[],"attention":[],"tables":[{"name":"L_rows","state":"ok"},{"name":"L_meta","state":"ok"},{"name":"L_guards","state":"ok"},{"name":"L_members","state":"ok"}],"triggers":[{"name":"L_rows_insert","state":"ok"},{"name":"L_rows_update","state":"ok"},{"name":"L_rows_delete","state":"ok"},{"name":"L_rows_forget","state":"ok"},{"name":"L_meta_insert","state":"ok"},{"name":"L_meta_update","state":"ok"},{"name":"L_meta_delete","state":"ok"},{"name":"L_guards_insert","state":"ok"},{"name":"L_guards_update","state":"ok"},{"name":"L_guards_delete","state":"ok"},{"name":"L_members_insert","state":"ok"},{"name":"L_members_update","state":"ok"},{"name":"L_members_delete","state":"ok"}],"guards":[],"options":{"lease_seconds":60,"max_attempts":5,"max_args_bytes":1048576,"single_tenant":0,"retention_seconds":0,"require_transaction":0},"now":1700000000000,"live_claims":0,"unknown":0,"expired_claims":0,"oldest_unknown":null,"counts":[]}';
+SELECT 'empty', idem_health('L') = '{"ledger":"L","schema":"main","format":5,"verdict":"healthy","problems":[],"attention":[],"tables":[{"name":"L_rows","state":"ok"},{"name":"L_meta","state":"ok"},{"name":"L_guards","state":"ok"},{"name":"L_members","state":"ok"},{"name":"L_targets","state":"ok"}],"triggers":[{"name":"L_rows_insert","state":"ok"},{"name":"L_rows_update","state":"ok"},{"name":"L_rows_delete","state":"ok"},{"name":"L_rows_forget","state":"ok"},{"name":"L_meta_insert","state":"ok"},{"name":"L_meta_update","state":"ok"},{"name":"L_meta_delete","state":"ok"},{"name":"L_guards_insert","state":"ok"},{"name":"L_guards_update","state":"ok"},{"name":"L_guards_delete","state":"ok"},{"name":"L_members_insert","state":"ok"},{"name":"L_members_update","state":"ok"},{"name":"L_members_delete","state":"ok"},{"name":"L_rows_targets","state":"ok"},{"name":"L_targets_insert","state":"ok"},{"name":"L_targets_update","state":"ok"},{"name":"L_targets_delete","state":"ok"}],"guards":[],"options":{"lease_seconds":60,"max_attempts":5,"max_args_bytes":1048576,"single_tenant":0,"retention_seconds":0,"require_transaction":0,"target_window_seconds":86400},"now":1700000000000,"live_claims":0,"unknown":0,"expired_claims":0,"oldest_unknown":null,"counts":[]}';
 
 -- settled rows, a live claim, two unknown rows (one settled unknown, one
 -- an external claim whose lease passed) and an expired local claim
@@ -66,7 +66,7 @@ SELECT 'member-restored', json_extract(idem_health('L'), '$.verdict', '$.problem
 -- a ledger trigger dropped
 DROP TRIGGER L_rows_update;
 SELECT 'own-dropped-trigger', (SELECT json_extract(value, '$.state') FROM json_each(idem_health('L'), '$.triggers') WHERE json_extract(value, '$.name') = 'L_rows_update') = 'missing';
-SELECT 'own-dropped-others-ok', (SELECT count(*) FROM json_each(idem_health('L'), '$.triggers') WHERE json_extract(value, '$.state') = 'ok') = 12;
+SELECT 'own-dropped-others-ok', (SELECT count(*) FROM json_each(idem_health('L'), '$.triggers') WHERE json_extract(value, '$.state') = 'ok') = 16;
 SELECT 'own-dropped-problem', json_extract(idem_health('L'), '$.problems')
        = json_array('ledger L is missing its trigger "L_rows_update"; rows may have been changed without it: check them (SELECT * FROM "L_rows") against what the application and the targets know, then restore it with SELECT idem_upgrade(''L''); every ledger operation is refused until then');
 SELECT 'own-dropped-verdict', json_extract(idem_health('L'), '$.verdict') = 'broken';
@@ -88,7 +88,7 @@ SELECT 'changes-nothing', (SELECT total_changes()) = (SELECT total_changes() FRO
 CREATE VIRTUAL TABLE M USING idempotency;
 DROP TABLE M_guards;
 SELECT 'shadow-missing', json_extract(idem_health('M'), '$.verdict', '$.problems', '$.guards', '$.format')
-       = json_array('broken', json_array('ledger M is missing its shadow table M_guards; every operation on it is refused until that is restored from a backup and the database reopened, or the ledger is dropped with DROP TABLE'), json_array(), 4);
+       = json_array('broken', json_array('ledger M is missing its shadow table M_guards; every operation on it is refused until that is restored from a backup and the database reopened, or the ledger is dropped with DROP TABLE'), json_array(), 5);
 
 -- a shadow table altered (a column dropped, added or renamed) is named
 -- altered, against the text the ledger creates, and is a problem: the
@@ -103,13 +103,13 @@ ALTER TABLE A2_rows ADD COLUMN note;
 ALTER TABLE A3_rows RENAME COLUMN members TO m;
 ALTER TABLE A4_guards ADD COLUMN note;
 SELECT 'rows-dropped-column', json_extract(idem_health('A1'), '$.verdict', '$.problems', '$.tables')
-       = '["broken",["ledger A1 has its shadow table A1_rows altered: it is not as the extension made it, and the ledger''s statements no longer prepare on it; see what differs with SELECT idem_health(''A1''), then restore the table from a backup (a dropped column''s data is gone; a renamed column can be renamed back); every operation on it is refused until then"],[{"name":"A1_rows","state":"altered"},{"name":"A1_meta","state":"ok"},{"name":"A1_guards","state":"ok"},{"name":"A1_members","state":"ok"}]]';
+       = '["broken",["ledger A1 has its shadow table A1_rows altered: it is not as the extension made it, and the ledger''s statements no longer prepare on it; see what differs with SELECT idem_health(''A1''), then restore the table from a backup (a dropped column''s data is gone; a renamed column can be renamed back); every operation on it is refused until then"],[{"name":"A1_rows","state":"altered"},{"name":"A1_meta","state":"ok"},{"name":"A1_guards","state":"ok"},{"name":"A1_members","state":"ok"},{"name":"A1_targets","state":"ok"}]]';
 SELECT 'rows-added-column', json_extract(idem_health('A2'), '$.verdict', '$.problems', '$.tables')
-       = '["broken",["table A2_rows was altered: its definition is not the one ledger A2 creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"A2_rows","state":"altered"},{"name":"A2_meta","state":"ok"},{"name":"A2_guards","state":"ok"},{"name":"A2_members","state":"ok"}]]';
+       = '["broken",["table A2_rows was altered: its definition is not the one ledger A2 creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"A2_rows","state":"altered"},{"name":"A2_meta","state":"ok"},{"name":"A2_guards","state":"ok"},{"name":"A2_members","state":"ok"},{"name":"A2_targets","state":"ok"}]]';
 SELECT 'rows-renamed-column', json_extract(idem_health('A3'), '$.verdict', '$.problems', '$.tables')
-       = '["broken",["ledger A3 has its shadow table A3_rows altered: it is not as the extension made it, and the ledger''s statements no longer prepare on it; see what differs with SELECT idem_health(''A3''), then restore the table from a backup (a dropped column''s data is gone; a renamed column can be renamed back); every operation on it is refused until then"],[{"name":"A3_rows","state":"altered"},{"name":"A3_meta","state":"ok"},{"name":"A3_guards","state":"ok"},{"name":"A3_members","state":"ok"}]]';
+       = '["broken",["ledger A3 has its shadow table A3_rows altered: it is not as the extension made it, and the ledger''s statements no longer prepare on it; see what differs with SELECT idem_health(''A3''), then restore the table from a backup (a dropped column''s data is gone; a renamed column can be renamed back); every operation on it is refused until then"],[{"name":"A3_rows","state":"altered"},{"name":"A3_meta","state":"ok"},{"name":"A3_guards","state":"ok"},{"name":"A3_members","state":"ok"},{"name":"A3_targets","state":"ok"}]]';
 SELECT 'guards-added-column', json_extract(idem_health('A4'), '$.verdict', '$.problems', '$.tables')
-       = '["broken",["table A4_guards was altered: its definition is not the one ledger A4 creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"A4_rows","state":"ok"},{"name":"A4_meta","state":"ok"},{"name":"A4_guards","state":"altered"},{"name":"A4_members","state":"ok"}]]';
+       = '["broken",["table A4_guards was altered: its definition is not the one ledger A4 creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"A4_rows","state":"ok"},{"name":"A4_meta","state":"ok"},{"name":"A4_guards","state":"altered"},{"name":"A4_members","state":"ok"},{"name":"A4_targets","state":"ok"}]]';
 -- a missing table is named missing (the problem is the ledger's refusal, above)
 SELECT 'table-missing', json_extract(idem_health('M'), '$.tables[2]') = '{"name":"M_guards","state":"missing"}';
 -- not altered: a ledger renamed (SQLite rewrites the names in the tables'
@@ -119,9 +119,9 @@ ALTER TABLE R RENAME TO "R ""odd"" 2";
 ATTACH ':memory:' AS aux;
 CREATE VIRTUAL TABLE aux.X USING idempotency;
 SELECT 'renamed-ok', json_extract(idem_health('R "odd" 2'), '$.verdict', '$.tables')
-       = '["healthy",[{"name":"R \"odd\" 2_rows","state":"ok"},{"name":"R \"odd\" 2_meta","state":"ok"},{"name":"R \"odd\" 2_guards","state":"ok"},{"name":"R \"odd\" 2_members","state":"ok"}]]';
+       = '["healthy",[{"name":"R \"odd\" 2_rows","state":"ok"},{"name":"R \"odd\" 2_meta","state":"ok"},{"name":"R \"odd\" 2_guards","state":"ok"},{"name":"R \"odd\" 2_members","state":"ok"},{"name":"R \"odd\" 2_targets","state":"ok"}]]';
 SELECT 'attached-ok', json_extract(idem_health('aux.X'), '$.verdict', '$.tables')
-       = '["healthy",[{"name":"X_rows","state":"ok"},{"name":"X_meta","state":"ok"},{"name":"X_guards","state":"ok"},{"name":"X_members","state":"ok"}]]';
+       = '["healthy",[{"name":"X_rows","state":"ok"},{"name":"X_meta","state":"ok"},{"name":"X_guards","state":"ok"},{"name":"X_members","state":"ok"},{"name":"X_targets","state":"ok"}]]';
 
 -- errors
 SELECT 'not-a-ledger', errmsg('SELECT idem_health(''nope'')') = 'idem_health: unknown ledger "nope": no table USING idempotency by that name';

@@ -49,7 +49,7 @@ CREATE VIRTUAL TABLE R USING idempotency;
 SELECT 'rename-refused', errmsg('ALTER TABLE R RENAME TO "R' || CAST(x'c0' AS TEXT) || '"')
        = 'idempotency: cannot rename a ledger to "R' || char(65533) || '": the name is not valid UTF-8 (byte 0xc0 at offset 1); a ledger''s name must be UTF-8 text';
 SELECT 'rename-refused-kept', (SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema WHERE type = 'table' AND name GLOB 'R*' ORDER BY name))
-       = 'R R_guards R_members R_meta R_rows';
+       = 'R R_guards R_members R_meta R_rows R_targets';
 SELECT 'rename-refused-works', json_extract(idem_claim('R', 't', 'c', 'x', '{}'), '$.decision') = 'admitted';
 ALTER TABLE R RENAME TO "Rü";
 SELECT 'rename-utf8', json_extract(idem_claim('Rü', 't', 'c', 'x', '{}'), '$.decision') = 'in_progress'

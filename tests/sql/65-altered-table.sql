@@ -187,8 +187,8 @@ SELECT 'added-resolve', json_extract(idem_resolve('added', 'acme', 'k1', 'succee
 INSERT INTO added(tenant, conversation, tool, args, key) VALUES ('acme', 'c', 'send', '{}', 'k2');
 SELECT 'added-insert', (SELECT status FROM added WHERE key = 'k2') = 'claimed';
 SELECT 'added-guard', idem_guard('added', 'orders', 'op', 'tenant') = 1;
-SELECT 'added-upgrade', idem_upgrade('added') = '{"ledger":"added","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
+SELECT 'added-upgrade', idem_upgrade('added') = '{"ledger":"added","from_format":5,"format":5,"rows_copied":0,"members_found":0,"triggers_created":0}';
 SELECT sqltest_clock(1700000001000);
 SELECT 'added-purge', idem_purge('added', 0) = 1;
 SELECT 'added-health', json_extract(idem_health('added'), '$.verdict', '$.problems', '$.tables')
-       = '["broken",["table added_rows was altered: its definition is not the one ledger added creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it); table added_guards was altered: its definition is not the one ledger added creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"added_rows","state":"altered"},{"name":"added_meta","state":"ok"},{"name":"added_guards","state":"altered"},{"name":"added_members","state":"ok"}]]';
+       = '["broken",["table added_rows was altered: its definition is not the one ledger added creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it); table added_guards was altered: its definition is not the one ledger added creates, and operations on the ledger may fail on it; restore it from a backup (idem_upgrade does not rebuild it)"],[{"name":"added_rows","state":"altered"},{"name":"added_meta","state":"ok"},{"name":"added_guards","state":"altered"},{"name":"added_members","state":"ok"},{"name":"added_targets","state":"ok"}]]';

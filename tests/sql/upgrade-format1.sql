@@ -17,17 +17,17 @@ SELECT 'format1-nothing-written', (SELECT count(*) FROM f1.L_rows) = 7 AND (SELE
 -- the upgrade
 -- idem_health compares the tables with this format's text only
 SELECT 'health-tables-earlier-format', json_type(idem_health('L'), '$.tables') = 'null';
-SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":1,"format":4,"rows_copied":7,"members_found":0,"triggers_created":16}';
-SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":1,"format":4,"rows_copied":1,"members_found":0,"triggers_created":13}';
+SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":1,"format":5,"rows_copied":7,"members_found":0,"triggers_created":20}';
+SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":1,"format":5,"rows_copied":1,"members_found":0,"triggers_created":17}';
 -- the upgraded file's tables are the ones this format creates
 SELECT 'health-tables-upgraded', json_extract(idem_health('L'), '$.tables')
-       = '[{"name":"L_rows","state":"ok"},{"name":"L_meta","state":"ok"},{"name":"L_guards","state":"ok"},{"name":"L_members","state":"ok"}]';
-SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
-SELECT 'meta-format-4', (SELECT v FROM f1.L_meta WHERE k = 'format') = 4 AND (SELECT v FROM f1.S_meta WHERE k = 'format') = 4;
+       = '[{"name":"L_rows","state":"ok"},{"name":"L_meta","state":"ok"},{"name":"L_guards","state":"ok"},{"name":"L_members","state":"ok"},{"name":"L_targets","state":"ok"}]';
+SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":5,"format":5,"rows_copied":0,"members_found":0,"triggers_created":0}';
+SELECT 'meta-format-5', (SELECT v FROM f1.L_meta WHERE k = 'format') = 5 AND (SELECT v FROM f1.S_meta WHERE k = 'format') = 5;
 SELECT 'rows-kept', (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT tenant, "key", conversation, tool, args, effect, status, result, error, attempt, created_at, updated_at, lease_until, members, expirations FROM f1.L_rows)) = 0
        AND (SELECT count(*) FROM f1.L_rows) = 7;
 SELECT 'triggers', (SELECT group_concat(name, ',') FROM (SELECT name FROM f1.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'L_rows' ORDER BY name))
-       = 'L_rows_delete,L_rows_forget,L_rows_insert,L_rows_update';
+       = 'L_rows_delete,L_rows_forget,L_rows_insert,L_rows_targets,L_rows_update';
 SELECT 'guard-triggers', (SELECT group_concat(name, ',') FROM (SELECT name FROM f1.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders' ORDER BY name))
        = 'orders_idem_L_insert,orders_idem_L_member,orders_idem_L_update';
 -- no token index: the unique (tenant, key) index and the partial index of open rows

@@ -1,6 +1,6 @@
 -- A format-2 file (tests/fixtures/format2.db, made by the format-2 build)
 -- opened by this build: refused until SELECT idem_upgrade('L'); after it the
--- file is format 4 in place (ids and tokens kept, marks gone), the open
+-- file is format 5 in place (ids and tokens kept, marks gone), the open
 -- local claim's members found the old way are recorded, and every guard has
 -- its four triggers. Run by tests/suites/65-upgrade.sh on a fresh copy.
 ATTACH 'build/upgrade/format2.db' AS f2;
@@ -11,10 +11,10 @@ SELECT 'format2-claim', errmsg('SELECT idem_claim(''L'', ''t1'', ''c1'', ''send'
        = 'idem_claim: ledger L has format 2, made by an earlier release; upgrade it once with SELECT idem_upgrade(''L'')';
 SELECT 'format2-insert-guarded', errmsg('INSERT INTO f2.orders(tenant, k, item) VALUES (''t1'', ''op-open'', ''x'')')
        GLOB 'idem_guard: insert into "orders" refused: *format 2*';
-SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":2,"format":4,"rows_copied":6,"members_found":1,"triggers_created":16}';
-SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":2,"format":4,"rows_copied":1,"members_found":0,"triggers_created":13}';
-SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
-SELECT 'meta-format-4', (SELECT v FROM f2.L_meta WHERE k = 'format') = 4 AND (SELECT v FROM f2.S_meta WHERE k = 'format') = 4;
+SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":2,"format":5,"rows_copied":6,"members_found":1,"triggers_created":20}';
+SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":2,"format":5,"rows_copied":1,"members_found":0,"triggers_created":17}';
+SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":5,"format":5,"rows_copied":0,"members_found":0,"triggers_created":0}';
+SELECT 'meta-format-5', (SELECT v FROM f2.L_meta WHERE k = 'format') = 5 AND (SELECT v FROM f2.S_meta WHERE k = 'format') = 5;
 SELECT 'rows-kept', (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT id, tenant, "key", conversation, tool, args, effect, status, result, error, attempt, token, created_at, updated_at, lease_until, members, expirations FROM f2.L_rows)) = 0
        AND (SELECT count(*) FROM f2.L_rows) = 6;
 SELECT 'marks-gone', (SELECT count(*) FROM pragma_table_info('L_rows', 'f2') WHERE name = 'marks') = 0;

@@ -1,6 +1,6 @@
 -- A format-3 file (tests/fixtures/format3.db, made by the format-3 build)
 -- opened by this build: refused until SELECT idem_upgrade('L'); after it the
--- file is format 4 in place (ids, tokens and members kept, the rows table
+-- file is format 5 in place (ids, tokens and members kept, the rows table
 -- rebuilt without the grammar CHECKs), its triggers
 -- refuse every write but the extension's, and every guard has its three
 -- triggers of format 4. Run by tests/suites/65-upgrade.sh on a fresh copy.
@@ -16,13 +16,13 @@ SELECT 'format3-insert-guarded', errmsg('INSERT INTO f3.orders(tenant, k, item) 
        GLOB 'idem_guard: insert into "orders" refused: *format 3*';
 -- idem_health compares the tables with this format's text only
 SELECT 'health-tables-earlier-format', json_type(idem_health('L'), '$.tables') = 'null';
-SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":4,"rows_copied":6,"members_found":0,"triggers_created":16}';
-SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":3,"format":4,"rows_copied":1,"members_found":0,"triggers_created":13}';
+SELECT 'upgrade-L', idem_upgrade('L') = '{"ledger":"L","from_format":3,"format":5,"rows_copied":6,"members_found":0,"triggers_created":20}';
+SELECT 'upgrade-S', idem_upgrade('S') = '{"ledger":"S","from_format":3,"format":5,"rows_copied":1,"members_found":0,"triggers_created":17}';
 -- the upgraded file's tables are the ones this format creates
 SELECT 'health-tables-upgraded', json_extract(idem_health('L'), '$.tables')
-       = '[{"name":"L_rows","state":"ok"},{"name":"L_meta","state":"ok"},{"name":"L_guards","state":"ok"},{"name":"L_members","state":"ok"}]';
-SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":4,"format":4,"rows_copied":0,"members_found":0,"triggers_created":0}';
-SELECT 'meta-format-4', (SELECT v FROM f3.L_meta WHERE k = 'format') = 4 AND (SELECT v FROM f3.S_meta WHERE k = 'format') = 4;
+       = '[{"name":"L_rows","state":"ok"},{"name":"L_meta","state":"ok"},{"name":"L_guards","state":"ok"},{"name":"L_members","state":"ok"},{"name":"L_targets","state":"ok"}]';
+SELECT 'upgrade-again-nothing', idem_upgrade('L') = '{"ledger":"L","from_format":5,"format":5,"rows_copied":0,"members_found":0,"triggers_created":0}';
+SELECT 'meta-format-5', (SELECT v FROM f3.L_meta WHERE k = 'format') = 5 AND (SELECT v FROM f3.S_meta WHERE k = 'format') = 5;
 SELECT 'rows-kept', (SELECT count(*) FROM (SELECT * FROM before EXCEPT SELECT * FROM f3.L_rows)) = 0
        AND (SELECT count(*) FROM f3.L_rows) = 6;
 SELECT 'members-kept', (SELECT count(*) FROM (SELECT * FROM members_before EXCEPT SELECT * FROM f3.L_members)) = 0
@@ -36,7 +36,7 @@ SELECT 'open-index', (SELECT count(*) FROM f3.sqlite_schema WHERE type = 'index'
 SELECT 'no-leftover-table', (SELECT count(*) FROM f3.sqlite_schema WHERE name GLOB '*_format4') = 0;
 -- the triggers of format 4: no rule of the states table is repeated in them
 SELECT 'rows-triggers', (SELECT group_concat(name, ',') FROM (SELECT name FROM f3.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'L_rows' ORDER BY name))
-       = 'L_rows_delete,L_rows_forget,L_rows_insert,L_rows_update';
+       = 'L_rows_delete,L_rows_forget,L_rows_insert,L_rows_targets,L_rows_update';
 SELECT 'rows-update-one-writer', (SELECT sql FROM f3.sqlite_schema WHERE name = 'L_rows_update')
        GLOB 'CREATE TRIGGER "L_rows_update" BEFORE UPDATE ON "L_rows" WHEN NOT idem_own_write() BEGIN *';
 SELECT 'guard-triggers', (SELECT group_concat(name, ',') FROM (SELECT name FROM f3.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'orders' ORDER BY name))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ledger files of formats 1, 2 and 3 (tests/fixtures/formatN.db, made by those
+# Ledger files of formats 1, 2, 3 and 4 (tests/fixtures/formatN.db, made by those
 # builds with tests/fixtures/formatN.sql) upgraded by this build with
 # SELECT idem_upgrade(...): tests/sql/upgrade-formatN.sql (and each
 # upgrade-formatN-<case>.sql) on a fresh copy, on the system SQLite and, when
@@ -29,7 +29,7 @@ run() {
   local out f t n status runner ext root=$PWD
   runner=$(runner_path "$2")
   ext=$(runner_path "$3")
-  for f in format1 format2 format3; do
+  for f in format1 format2 format3 format4; do
     for t in tests/sql/upgrade-"$f".sql tests/sql/upgrade-"$f"-*.sql; do
       [ -f "$t" ] || continue
       n=$(basename "$t" .sql)
