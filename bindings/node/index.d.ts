@@ -123,7 +123,20 @@ export interface Mismatch {
   message: string;
 }
 
-export type Decision = Admitted | Replay | InProgress | Unknown | Mismatch;
+/** One of the claim's targets is held by another call of the tenant (docs/ledger.md, "Targets"); nothing was admitted. */
+export interface Conflict {
+  decision: 'conflict';
+  key: string;
+  /** the target that is held */
+  target: string;
+  /** the call that holds it: its key, tool, effective status, attempt, when it last changed, and its result when it succeeded */
+  held_by: { key: string; tool: string; status: 'claimed' | 'unknown' | 'succeeded'; attempt: number; updated_at: number; result?: Json };
+  /** the top-level argument names whose values differ from the holder's (empty unless both are objects) */
+  differs: string[];
+  message: string;
+}
+
+export type Decision = Admitted | Replay | InProgress | Unknown | Mismatch | Conflict;
 
 /** What idem_settle and idem_resolve return. */
 export interface Settled {
@@ -183,12 +196,22 @@ export interface OpenOptions {
   heartbeatSeconds?: number | null;
 }
 
-export interface ClaimOptions {
+/** What a write touches (docs/ledger.md, "Targets"). */
+export interface TargetOptions {
+  /** up to 16 strings (1 to 256 bytes of UTF-8 each) derived from the arguments that identify the effect, e.g. 'mailto:bob@example.com/invoice-42' */
+  targets?: string[];
+  /** hold a succeeded call's targets this long for this claim (at most the ledger's target_window_seconds) */
+  targetWindowSeconds?: number;
+  /** the application's (never the model's) name for who allows a deliberate second write to a held target; recorded with it */
+  allowedBy?: string;
+}
+
+export interface ClaimOptions extends TargetOptions {
   effect?: Effect;
   operationId?: string;
 }
 
-export interface CallOptions {
+export interface CallOptions extends TargetOptions {
   operationId?: string;
   /** wait up to this long while another caller holds the key (default 0: do not wait) */
   waitMs?: number;
@@ -231,7 +254,8 @@ export class Ledger {
    *
    * A replay resolves to the first outcome (idempotent: true); in_progress
    * (after waitMs) throws ClaimInProgress; unknown throws OutcomeUnknown;
-   * mismatch throws ClaimMismatch. An admitted claim that is not committed
+   * mismatch throws ClaimMismatch; conflict (a target held by another
+   * call of the tenant) throws TargetConflict. An admitted claim that is not committed
    * is released and NotCommitted thrown. The lease is renewed right before
    * the action (LeaseLost: nothing sent), and while the action runs a
    * heartbeat renews it (heartbeatSeconds), stopped as the action ends.
@@ -307,6 +331,13 @@ export class ClaimMismatch extends IdempotencyError {
   key: string;
   decision: Mismatch;
   constructor(decision: Mismatch);
+}
+
+/** Another call of the tenant already touched one of this call's targets; nothing was run. */
+export class TargetConflict extends IdempotencyError {
+  key: string;
+  decision: Conflict;
+  constructor(decision: Conflict);
 }
 
 /** The request may have reached the target; never resent here. An action may throw it to choose the stored detail. */

@@ -102,6 +102,19 @@ class ClaimMismatch extends IdempotencyError {
   }
 }
 
+// Another call of the tenant already touched one of this call's targets
+// (decision.held_by: its key, tool, status, attempt, updated_at and, when
+// it succeeded, result; decision.differs: the argument names whose values
+// differ); nothing was run.
+class TargetConflict extends IdempotencyError {
+  constructor(decision) {
+    const held = decision.held_by || {};
+    super(`${decision.key}: target ${decision.target} is held by ${held.key} (${held.tool}, ${held.status}); this call was not run`);
+    this.key = decision.key;
+    this.decision = decision;
+  }
+}
+
 // The request may have reached the target: the claim is unknown, never
 // resent here. An action may throw it to choose the stored detail.
 class OutcomeUnknown extends IdempotencyError {
@@ -212,6 +225,17 @@ function headerValue(key) {
 
 // JSON text to be written as it is, e.g. a target's response body, whose
 // numbers then keep their digits: rawJson('{"id":1234567890123456789}').
+// idem_claim's options argument (JSON text), or undefined when none is
+// given; the extension checks each value and names the rule it breaks.
+function claimOptions(targets, window, allowedBy) {
+  if (targets === undefined && window === undefined && allowedBy === undefined) return undefined;
+  const o = {};
+  if (targets !== undefined) o.targets = targets;
+  if (window !== undefined) o.target_window_seconds = window;
+  if (allowedBy !== undefined) o.allowed_by = allowedBy;
+  return jsonText(o, "the claim's options");
+}
+
 class RawJson {
   constructor(text) {
     if (typeof text !== 'string') {
@@ -534,17 +558,18 @@ class Ledger {
   // reported committed once that COMMIT succeeded.
   // conversation may be a function that chooses it under the write lock
   // (claimChosen).
-  claimCommitted(tenant, conversation, tool, args, operationId) {
-    if (typeof conversation === 'function') return this.claimChosen(tenant, conversation, tool, args, operationId);
+  // targets: { targets, targetWindowSeconds, allowedBy } (claim()).
+  claimCommitted(tenant, conversation, tool, args, operationId, targets = {}) {
+    if (typeof conversation === 'function') return this.claimChosen(tenant, conversation, tool, args, operationId, targets);
     if (!(this.transactional && this.inTransaction() === false)) {
       try {
-        return this.claim(tenant, conversation, tool, args, { operationId });
+        return this.claim(tenant, conversation, tool, args, { operationId, ...targets });
       } catch (e) {
         if (!(e instanceof LedgerError) || !e.message.includes(REQUIRES_TRANSACTION) || this.inTransaction() === true) throw e;
         this.transactional = true;
       }
     }
-    return this.claimLocked(() => this.claim(tenant, conversation, tool, args, { operationId }));
+    return this.claimLocked(() => this.claim(tenant, conversation, tool, args, { operationId, ...targets }));
   }
 
   // The claim of call() when the conversation depends on what the ledger
@@ -555,8 +580,8 @@ class Ledger {
   // choose alike (the second sees the first's claim). Inside a transaction
   // of the caller's, the claim is the caller's and not committed (call()
   // then releases it: NotCommitted).
-  claimChosen(tenant, choose, tool, args, operationId) {
-    const claim = () => this.claim(tenant, choose(Number(this.value(`SELECT ${NOW_MS_SQL} AS v`, []))), tool, args, { operationId });
+  claimChosen(tenant, choose, tool, args, operationId, targets = {}) {
+    const claim = () => this.claim(tenant, choose(Number(this.value(`SELECT ${NOW_MS_SQL} AS v`, []))), tool, args, { operationId, ...targets });
     return this.inTransaction() === true ? claim() : this.claimLocked(claim);
   }
 
@@ -675,10 +700,16 @@ class Ledger {
     }
   }
 
-  claim(tenant, conversation, tool, args, { effect, operationId } = {}) {
+  // targets (what the write touches), targetWindowSeconds and allowedBy:
+  // docs/ledger.md, "Targets"; the extension checks each value.
+  claim(tenant, conversation, tool, args, { effect, operationId, targets, targetWindowSeconds, allowedBy } = {}) {
     const text = jsonText(args, 'args');
+    const options = claimOptions(targets, targetWindowSeconds, allowedBy);
     let raw;
-    if (operationId !== undefined) {
+    if (options !== undefined) {
+      raw = this.value('SELECT idem_claim(?, ?, ?, ?, ?, ?, ?, ?) AS v', [this.name, tenant, conversation, tool, text,
+        effect === undefined ? 'external' : effect, operationId === undefined ? null : operationId, options]);
+    } else if (operationId !== undefined) {
       raw = this.value('SELECT idem_claim(?, ?, ?, ?, ?, ?, ?) AS v', [this.name, tenant, conversation, tool, text, effect === undefined ? 'external' : effect, operationId]);
     } else if (effect !== undefined) {
       raw = this.value('SELECT idem_claim(?, ?, ?, ?, ?, ?) AS v', [this.name, tenant, conversation, tool, text, effect]);
@@ -686,7 +717,7 @@ class Ledger {
       raw = this.value('SELECT idem_claim(?, ?, ?, ?, ?) AS v', [this.name, tenant, conversation, tool, text]);
     }
     const d = parseJson(raw);
-    if (!['admitted', 'replay', 'in_progress', 'unknown', 'mismatch'].includes(d.decision)) {
+    if (!['admitted', 'replay', 'in_progress', 'unknown', 'mismatch', 'conflict'].includes(d.decision)) {
       throw new IdempotencyError(`idem_claim returned an unexpected decision ${JSON.stringify(d.decision)}: ${raw}`);
     }
     return d;
@@ -756,15 +787,16 @@ class Ledger {
 
   // Claims, and claims again with backoff (10 ms doubling to 500 ms, with
   // jitter, never past the deadline) while the decision is in_progress.
-  async wait(tenant, conversation, tool, args, { timeoutMs, effect, operationId } = {}) {
-    return waitFor(() => this.claim(tenant, conversation, tool, args, { effect, operationId }), timeoutMs, 'Ledger.wait: timeoutMs');
+  async wait(tenant, conversation, tool, args, { timeoutMs, effect, operationId, targets, targetWindowSeconds, allowedBy } = {}) {
+    return waitFor(() => this.claim(tenant, conversation, tool, args, { effect, operationId, targets, targetWindowSeconds, allowedBy }), timeoutMs, 'Ledger.wait: timeoutMs');
   }
 
   // Runs one external tool call at most once; action(attempt) resolves to its
   // result. See index.d.ts for the rules.
-  async call(tenant, conversation, tool, args, action, { operationId, waitMs = 0, renewSeconds, heartbeatSeconds } = {}) {
+  async call(tenant, conversation, tool, args, action, { operationId, waitMs = 0, renewSeconds, heartbeatSeconds, targets, targetWindowSeconds, allowedBy } = {}) {
     const beat = heartbeatSeconds === undefined ? this.heartbeatSeconds : heartbeatArg(heartbeatSeconds, 'Ledger.call: heartbeatSeconds');
-    const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId), waitMs, 'Ledger.call: waitMs');
+    const t = { targets, targetWindowSeconds, allowedBy };
+    const d = await waitFor(() => this.claimCommitted(tenant, conversation, tool, args, operationId, t), waitMs, 'Ledger.call: waitMs');
     switch (d.decision) {
       case 'replay':
         return outcome(d.key, d.status, d.attempt, d.result, d.error, d.members, true, d.settled_at);
@@ -774,6 +806,8 @@ class Ledger {
         throw new OutcomeUnknown('an earlier attempt may have reached the target', { key: d.key, decision: d });
       case 'mismatch':
         throw new ClaimMismatch(d);
+      case 'conflict':
+        throw new TargetConflict(d);
       default:
     }
     if (d.committed !== true) {
@@ -920,6 +954,7 @@ module.exports = {
   NotCommitted,
   ClaimInProgress,
   ClaimMismatch,
+  TargetConflict,
   OutcomeUnknown,
   NotSent,
   ToolFailed,

@@ -334,19 +334,35 @@ static char *run_step(Seq *s, const char *zStep, Answer *a) {
     a->zJson = sqlite3_mprintf("null");
   } else if (strcmp(zOp, "claim") == 0) {
     int bOp = has_member(zStep, "operation_id"), bEff = has_member(zStep, "effect");
+    /* the claim's options (targets, target_window_seconds, allowed_by):
+    ** the eight-argument form, the options object made of those given */
+    int bTgt = has_member(zStep, "targets") || has_member(zStep, "target_window_seconds") ||
+               has_member(zStep, "allowed_by");
     char *zArgs = member_json(zStep, "args");
     sqlite3_prepare_v2(
         db,
-        bOp    ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, coalesce(?5, 'external'), ?6)"
+        bTgt ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, coalesce(?5, 'external'), ?6,"
+               " json_remove(json_object('targets', json(?7), 'target_window_seconds', ?8,"
+               " 'allowed_by', ?9), CASE WHEN ?7 IS NULL THEN '$.targets' ELSE '$.-' END,"
+               " CASE WHEN ?8 IS NULL THEN '$.target_window_seconds' ELSE '$.-' END,"
+               " CASE WHEN ?9 IS NULL THEN '$.allowed_by' ELSE '$.-' END))"
+        : bOp  ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, coalesce(?5, 'external'), ?6)"
         : bEff ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, ?5)"
                : "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4)",
         -1, &p, 0);
+    if (bTgt) {
+      char *zTargets = member_json(zStep, "targets");
+      sqlite3_bind_text(p, 7, zTargets, -1, SQLITE_TRANSIENT);
+      sqlite3_free(zTargets);
+      bind_member(p, 8, zStep, "target_window_seconds");
+      bind_member(p, 9, zStep, "allowed_by");
+    }
     bind_member(p, 1, zStep, "tenant");
     bind_member(p, 2, zStep, "conversation");
     bind_member(p, 3, zStep, "tool");
     sqlite3_bind_text(p, 4, zArgs, -1, SQLITE_TRANSIENT);
-    if (bOp || bEff) bind_member(p, 5, zStep, "effect");
-    if (bOp) bind_member(p, 6, zStep, "operation_id");
+    if (bOp || bEff || bTgt) bind_member(p, 5, zStep, "effect");
+    if (bOp || bTgt) bind_member(p, 6, zStep, "operation_id");
     answer_of(db, p, 0, a);
     sqlite3_free(zArgs);
     if (a->zJson) {

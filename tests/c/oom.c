@@ -179,6 +179,25 @@ static const Op aOp[] = {
      "CREATE VIRTUAL TABLE L0 USING idempotency(lease_seconds=0, max_attempts=1);"
      "SELECT idem_claim('L0','t1','c1','send','{\"n\":1}','local')",
      "SELECT idem_claim('L0','t1','c1','send','{\"n\":1}','local')"},
+    {"claim-targets-new", K_SQL, 0, "",
+     "SELECT idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"x\"}','external',NULL,"
+     "'{\"targets\":[\"mailto:bob\",\"mailto:ann\"],\"target_window_seconds\":60}')"},
+    {"claim-targets-conflict", K_SQL, F_DET,
+     "SELECT idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"x\"}','external',NULL,"
+     "'{\"targets\":[\"mailto:bob\"]}')",
+     "SELECT json_remove(idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"y\",\"cc\":1}',"
+     "'external',NULL,'{\"targets\":[\"mailto:ann\",\"mailto:bob\"]}'),'$.held_by.updated_at')"},
+    {"claim-targets-allowed", K_SQL, 0,
+     "SELECT idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"x\"}','external',NULL,"
+     "'{\"targets\":[\"mailto:bob\"]}')",
+     "SELECT idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"y\"}','external',NULL,"
+     "'{\"targets\":[\"mailto:bob\"],\"allowed_by\":\"ops\"}')"},
+    {"claim-targets-again", K_SQL, 0,
+     "SELECT idem_settle('L',json_extract(idem_claim('L','t1','c1','send','{\"n\":1}','external',NULL,"
+     "'{\"targets\":[\"a\"]}'),'$.token'),'released','{\"sent\":false}')",
+     "SELECT idem_claim('L','t1','c1','send','{\"n\":1}','external',NULL,'{\"targets\":[\"b\"]}')"},
+    {"claim-targets-refused", K_SQL, F_DET, "",
+     "SELECT idem_claim('L','t1','c1','send','{}','external',NULL,'{\"targets\":[\"a\",\"a\"]}')"},
     {"claim-in-txn", K_SQL, F_TXN, "CREATE TABLE other(x); BEGIN; INSERT INTO other VALUES(1)",
      "SELECT idem_claim('L','t1','c1','send','{\"n\":3000}')"},
     {"insert-new", K_SQL, 0, "",

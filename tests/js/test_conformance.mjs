@@ -169,7 +169,8 @@ class Sequence {
         this.setClock(step.set !== undefined ? step.set : this.now + step.advance);
         return null;
       case 'claim': {
-        const d = led.claim(step.tenant, step.conversation, step.tool, step.args, { effect: step.effect, operationId: step.operation_id });
+        const d = led.claim(step.tenant, step.conversation, step.tool, step.args, { effect: step.effect, operationId: step.operation_id,
+          targets: step.targets, targetWindowSeconds: step.target_window_seconds, allowedBy: step.allowed_by });
         if (step.as !== undefined && d.token !== undefined) this.saved.set(step.as, d.token);
         return d;
       }

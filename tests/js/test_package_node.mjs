@@ -204,6 +204,33 @@ async function run(tmp) {
   e = await rejected(ledger.call(T, C, 'refund', { amount: 7 }, counter(), { operationId: 'op-1' }));
   report(e instanceof idem.ClaimMismatch && e.decision.differs === 'args', 'call-mismatch', desc(e));
 
+  // targets: a reworded retry of a call that touched the same target is a
+  // conflict, and its action never runs; allowedBy lets a deliberate one through
+  {
+    const targets = ['mailto:bob@example.com/invoice-42'];
+    const first = counter({ result: { message_id: 'm-1' } });
+    const out = await ledger.call(T, C, 'send_email', { to: 'bob', body: 'Invoice 42' }, first, { targets });
+    const again = counter({ result: { message_id: 'm-2' } });
+    e = await rejected(ledger.call(T, C, 'send_email', { to: 'bob', body: 'Here is invoice 42' }, again, { targets }));
+    report(out.status === 'succeeded' && first.runs === 1 && e instanceof idem.TargetConflict && again.runs === 0 &&
+           e.decision.decision === 'conflict' && e.decision.target === targets[0] && e.decision.held_by.key === out.key &&
+           same(e.decision.held_by.result, { message_id: 'm-1' }) && j(e.decision.differs) === '["body"]' &&
+           e.message.endsWith('this call was not run'),
+           'call-target-conflict', `${j(out)}; ${desc(e)}; runs ${again.runs}`);
+    let d = ledger.claim(T, C, 'send_email', { to: 'bob', body: 'Invoice 42, once more' }, { targets, targetWindowSeconds: 0 });
+    report(d.decision === 'admitted', 'claim-target-window-zero', j(d));
+    ledger.settle(d.token, 'succeeded', { message_id: 'm-3' });
+    d = ledger.claim(T, C, 'send_email', { to: 'bob', body: 'Invoice 42, twice more' }, { targets });
+    report(d.decision === 'conflict' && d.held_by.status === 'succeeded', 'claim-target-conflict', j(d));
+    const ok = counter({ result: { message_id: 'm-4' } });
+    const out2 = await ledger.call(T, C, 'send_email', { to: 'bob', body: 'a copy, as asked' }, ok, { targets, allowedBy: 'support:alice' });
+    const row = ledger.db.prepare('SELECT allowed_by FROM ledger_targets WHERE claim = (SELECT id FROM ledger_rows WHERE key = ?)').get(out2.key);
+    report(ok.runs === 1 && out2.status === 'succeeded' && row?.allowed_by === 'support:alice', 'call-target-allowed', `${j(out2)}; ${j(row)}`);
+    e = raised(() => ledger.claim(T, C, 'send_email', { to: 'x' }, { targets: ['a', 'a'] }));
+    report(e instanceof idem.LedgerError && e.message === 'idem_claim: targets names "a" twice; name each target once',
+           'claim-targets-refused', desc(e));
+  }
+
   // --- the commit check --------------------------------------------------------
   act = counter({ result: { ok: true } });
   ledger.db.exec('BEGIN');
@@ -425,7 +452,7 @@ async function run(tmp) {
   const mainL = idem.Ledger.open(qdb);
   const auxL = idem.Ledger.open(qdb, { name: 'aux.ledger', options: { lease_seconds: 60 } });
   const tables = qdb.prepare("SELECT schema || '.' || name AS t FROM pragma_table_list WHERE name LIKE '%ledger%' AND schema IN ('main', 'aux') ORDER BY 1").all().map((r) => r.t);
-  report(j(tables) === j(['aux.ledger', 'aux.ledger_guards', 'aux.ledger_members', 'aux.ledger_meta', 'aux.ledger_rows', 'main.ledger', 'main.ledger_guards', 'main.ledger_members', 'main.ledger_meta', 'main.ledger_rows']),
+  report(j(tables) === j(['aux.ledger', 'aux.ledger_guards', 'aux.ledger_members', 'aux.ledger_meta', 'aux.ledger_rows', 'aux.ledger_targets', 'main.ledger', 'main.ledger_guards', 'main.ledger_members', 'main.ledger_meta', 'main.ledger_rows', 'main.ledger_targets']),
          'qualified-name-created-in-schema', j(tables));
   // the second Ledger.open loaded the extension into qdb again: the first ledger still works
   const md = mainL.claim(T, C, 'q', { n: 0 });

@@ -99,7 +99,9 @@ class Sequence:
             return None
         if op == "claim":
             d = led.claim(step["tenant"], step["conversation"], step["tool"], step["args"],
-                          effect=step.get("effect"), operation_id=step.get("operation_id"))
+                          effect=step.get("effect"), operation_id=step.get("operation_id"),
+                          targets=step.get("targets"), target_window_seconds=step.get("target_window_seconds"),
+                          allowed_by=step.get("allowed_by"))
             if "as" in step and "token" in d.raw:
                 self.saved[step["as"]] = d.raw["token"]
             return d.raw

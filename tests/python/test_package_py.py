@@ -211,6 +211,36 @@ def run(tmp):
     m = raised(lambda: ledger.call(T, C, "refund", {"amount": 7}, Counter(), operation_id="op-1"))
     report(isinstance(m, idem.ClaimMismatch) and m.decision.differs == "args", "call-mismatch", f"got {m!r}")
 
+    # targets: a reworded retry of a call that touched the same target is a
+    # conflict, and its action never runs; allowed_by lets a deliberate one through
+    to = ["mailto:bob@example.com/invoice-42"]
+    first = Counter({"message_id": "m-1"})
+    out = ledger.call(T, C, "send_email", {"to": "bob", "body": "Invoice 42"}, first, targets=to)
+    again = Counter({"message_id": "m-2"})
+    e = raised(lambda: ledger.call(T, C, "send_email", {"to": "bob", "body": "Here is invoice 42"}, again, targets=to))
+    report(out.status == "succeeded" and first.runs == 1 and isinstance(e, idem.TargetConflict) and again.runs == 0
+           and isinstance(e.decision, idem.Conflict) and e.decision.target == to[0]
+           and e.decision.held_by["key"] == out.key and e.decision.held_by["result"] == {"message_id": "m-1"}
+           and e.decision.differs == ["body"] and str(e).endswith("this call was not run"),
+           "call-target-conflict", f"{out!r}; {e!r}; runs {again.runs}")
+    d = ledger.claim(T, C, "send_email", {"to": "bob", "body": "Invoice 42, once more"}, targets=to)
+    report(isinstance(d, idem.Conflict) and d.decision == "conflict" and d.held_by["status"] == "succeeded",
+           "claim-target-conflict", f"got {d!r}")
+    d = ledger.claim(T, C, "send_email", {"to": "bob", "body": "Invoice 42, once more"}, targets=to,
+                     target_window_seconds=0)
+    report(isinstance(d, idem.Admitted), "claim-target-window-zero", f"got {d!r}")
+    ledger.settle(d.token, "succeeded", {"message_id": "m-3"})
+    ok = Counter({"message_id": "m-4"})
+    out = ledger.call(T, C, "send_email", {"to": "bob", "body": "a copy, as asked"}, ok, targets=to,
+                      allowed_by="support:alice")
+    row = ledger.conn.execute("SELECT allowed_by, overrode FROM ledger_targets "
+                              "WHERE claim = (SELECT id FROM ledger_rows WHERE key = ?)", (out.key,)).fetchone()
+    report(ok.runs == 1 and out.status == "succeeded" and row is not None and row[0] == "support:alice",
+           "call-target-allowed", f"{out!r}; row {row}")
+    e = raised(lambda: ledger.claim(T, C, "send_email", {"to": "x"}, targets=["a"] * 2))
+    report(isinstance(e, idem.LedgerError) and str(e) == 'idem_claim: targets names "a" twice; name each target once',
+           "claim-targets-refused", f"got {e!r}")
+
     # KeyboardInterrupt and SystemExit inside an action: the call may have
     # sent, so the claim is settled unknown; the exception itself propagates
     # (not wrapped in OutcomeUnknown), and a retry sends nothing.
@@ -474,8 +504,8 @@ def run(tmp):
     aux_l = idem.Ledger.open(conn, "aux.ledger", options={"lease_seconds": 60})
     tables = conn.execute("SELECT schema, name FROM pragma_table_list WHERE name LIKE '%ledger%' "
                           "AND schema IN ('main', 'aux') ORDER BY 1, 2").fetchall()
-    report(tables == [("aux", "ledger"), ("aux", "ledger_guards"), ("aux", "ledger_members"), ("aux", "ledger_meta"), ("aux", "ledger_rows"),
-                      ("main", "ledger"), ("main", "ledger_guards"), ("main", "ledger_members"), ("main", "ledger_meta"), ("main", "ledger_rows")],
+    report(tables == [("aux", "ledger"), ("aux", "ledger_guards"), ("aux", "ledger_members"), ("aux", "ledger_meta"), ("aux", "ledger_rows"), ("aux", "ledger_targets"),
+                      ("main", "ledger"), ("main", "ledger_guards"), ("main", "ledger_members"), ("main", "ledger_meta"), ("main", "ledger_rows"), ("main", "ledger_targets")],
            "qualified-name-created-in-schema", f"tables {tables}")
     # the second Ledger.open loaded the extension into conn again: the first ledger still works
     md = main_l.claim(T, C, "q", {"n": 0})

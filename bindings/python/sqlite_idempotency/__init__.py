@@ -33,7 +33,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Coroutine, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Coroutine, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import words as _words
 from .words import say
@@ -42,9 +42,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__", "loadable_path", "load", "header_value", "Ledger", "Attempt",
-    "Decision", "Admitted", "Replay", "InProgress", "Unknown", "Mismatch", "Outcome",
+    "Decision", "Admitted", "Replay", "InProgress", "Unknown", "Mismatch", "Conflict", "Outcome",
     "IdempotencyError", "LedgerError", "LeaseLost", "NotCommitted", "ClaimInProgress",
-    "ClaimMismatch", "OutcomeUnknown", "NotSent", "ToolFailed",
+    "ClaimMismatch", "TargetConflict", "OutcomeUnknown", "NotSent", "ToolFailed",
     "Answer", "ReconcileCall", "ReconcileReport", "Metrics", "say",
 ]
 
@@ -206,6 +206,22 @@ class ClaimMismatch(IdempotencyError):
         self.decision = decision
 
 
+class TargetConflict(IdempotencyError):
+    """Another call of the tenant already touched one of this call's targets; nothing was run.
+
+    ``decision`` is the `Conflict` (``held_by``: the other call's key, tool,
+    status, attempt, ``updated_at`` and, when it succeeded, ``result``;
+    ``differs``: the top-level argument names whose values differ).
+    """
+
+    def __init__(self, decision: "Conflict"):
+        held = decision.held_by
+        super().__init__(f"{decision.key}: target {decision.target} is held by {held.get('key')} "
+                         f"({held.get('tool')}, {held.get('status')}); this call was not run")
+        self.key = decision.key
+        self.decision = decision
+
+
 class OutcomeUnknown(IdempotencyError):
     """The request may have reached the target: the claim is unknown, never resent here.
 
@@ -325,10 +341,24 @@ class Mismatch:
     decision = "mismatch"
 
 
-Decision = Union[Admitted, Replay, InProgress, Unknown, Mismatch]
+@dataclass(frozen=True)
+class Conflict:
+    """One of the claim's targets is held by another call of the tenant (docs/ledger.md,
+    "Targets"): ``target``, the call that holds it (``held_by``), the argument names whose
+    values differ (``differs``). Nothing was admitted."""
+    key: str
+    target: str
+    held_by: Dict[str, Any]
+    differs: List[str]
+    message: str
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    decision = "conflict"
 
 
-_DECISIONS = {cls.decision: cls for cls in (Admitted, Replay, InProgress, Unknown, Mismatch)}
+Decision = Union[Admitted, Replay, InProgress, Unknown, Mismatch, Conflict]
+
+
+_DECISIONS = {cls.decision: cls for cls in (Admitted, Replay, InProgress, Unknown, Mismatch, Conflict)}
 
 
 def _decision(raw: Dict[str, Any]) -> Decision:
@@ -526,6 +556,26 @@ def _json_text(value: Any, what: str) -> str:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as e:
         raise type(e)(f"sqlite_idempotency: {what} is not JSON: {e}") from None
+
+
+def _claim_options(targets: Any, window: Any, allowed_by: Any) -> Optional[str]:
+    """idem_claim's options argument (JSON text), or None when none is given; the extension
+    checks each value and names the rule it breaks."""
+    if targets is None and window is None and allowed_by is None:
+        return None
+    options: Dict[str, Any] = {}
+    if targets is not None:
+        options["targets"] = list(targets) if isinstance(targets, (list, tuple)) else targets
+    if window is not None:
+        options["target_window_seconds"] = window
+    if allowed_by is not None:
+        options["allowed_by"] = allowed_by
+    return _json_text(options, "the claim's options")
+
+
+def _targets_kw(targets: Any, window: Any, allowed_by: Any) -> Dict[str, Any]:
+    """The target options of `Ledger.call` and `acall`, as `Ledger.claim` takes them."""
+    return {"targets": targets, "target_window_seconds": window, "allowed_by": allowed_by}
 
 
 def _quote(name: str) -> str:
@@ -739,16 +789,29 @@ class Ledger:
     # --- the functions ---------------------------------------------------------
 
     def claim(self, tenant: str, conversation: str, tool: str, args: Any, *,
-              effect: Optional[str] = None, operation_id: Optional[str] = None) -> Decision:
+              effect: Optional[str] = None, operation_id: Optional[str] = None,
+              targets: Optional[Sequence[str]] = None, target_window_seconds: Optional[int] = None,
+              allowed_by: Optional[str] = None) -> Decision:
         """``idem_claim``: takes or reports the claim of this call; returns its decision.
 
         ``args`` is a JSON value (a dict, usually), serialised here; the key
         is derived from tenant, conversation, tool and canonical args, or is
         ``operation_id`` when given. ``effect`` is ``"external"`` (default)
-        or ``"local"``.
+        or ``"local"``. ``targets`` names what the write touches (up to 16
+        strings derived from the arguments that identify the effect, such as
+        ``"mailto:bob@example.com/invoice-42"``): one held by another call of
+        the tenant makes the decision `Conflict`. ``target_window_seconds``
+        shortens the ledger's window for this claim; ``allowed_by`` (the
+        application's, never the model's) admits a deliberate second write to
+        a held target and is recorded with it (docs/ledger.md, "Targets").
         """
         text = _json_text(args, "args")
-        if operation_id is not None:
+        options = _claim_options(targets, target_window_seconds, allowed_by)
+        if options is not None:
+            raw = self._one("SELECT idem_claim(?, ?, ?, ?, ?, ?, ?, ?)",
+                            (self.name, tenant, conversation, tool, text, effect or "external", operation_id,
+                             options))
+        elif operation_id is not None:
             raw = self._one("SELECT idem_claim(?, ?, ?, ?, ?, ?, ?)",
                             (self.name, tenant, conversation, tool, text, effect or "external", operation_id))
         elif effect is not None:
@@ -856,7 +919,7 @@ class Ledger:
     # --- waiting and calling ---------------------------------------------------
 
     def _claim_committed(self, tenant: str, conversation: str, tool: str, args: Any,
-                         operation_id: Optional[str]) -> Decision:
+                         operation_id: Optional[str], **targets: Any) -> Decision:
         """The claim of `call`: committed as it returns unless the caller has a transaction open.
 
         A ledger created with ``require_transaction=1`` refuses a claim made
@@ -866,7 +929,7 @@ class Ledger:
         """
         if not (self._transactional and not self.conn.in_transaction):
             try:
-                return self.claim(tenant, conversation, tool, args, operation_id=operation_id)
+                return self.claim(tenant, conversation, tool, args, operation_id=operation_id, **targets)
             except LedgerError as e:
                 if _REQUIRES_TRANSACTION not in str(e) or self.conn.in_transaction:
                     raise
@@ -874,7 +937,7 @@ class Ledger:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                d = self.claim(tenant, conversation, tool, args, operation_id=operation_id)
+                d = self.claim(tenant, conversation, tool, args, operation_id=operation_id, **targets)
                 self.conn.execute("COMMIT")
             finally:
                 if self.conn.in_transaction:
@@ -886,7 +949,9 @@ class Ledger:
         return d
 
     def wait(self, tenant: str, conversation: str, tool: str, args: Any, *, timeout: float,
-             effect: Optional[str] = None, operation_id: Optional[str] = None) -> Decision:
+             effect: Optional[str] = None, operation_id: Optional[str] = None,
+             targets: Optional[Sequence[str]] = None, target_window_seconds: Optional[int] = None,
+             allowed_by: Optional[str] = None) -> Decision:
         """Claims, and claims again with backoff while the decision is in_progress.
 
         Returns the first decision that is not `InProgress`, or the last
@@ -896,7 +961,9 @@ class Ledger:
         released), which the caller then owns.
         """
         return self._wait(lambda: self.claim(tenant, conversation, tool, args, effect=effect,
-                                             operation_id=operation_id), timeout, "Ledger.wait: timeout")
+                                             operation_id=operation_id, targets=targets,
+                                             target_window_seconds=target_window_seconds,
+                                             allowed_by=allowed_by), timeout, "Ledger.wait: timeout")
 
     @staticmethod
     def _wait(claim: Callable[[], Decision], timeout: float, what: str) -> Decision:
@@ -921,6 +988,8 @@ class Ledger:
             raise OutcomeUnknown("an earlier attempt may have reached the target", key=d.key, decision=d)
         if isinstance(d, Mismatch):
             raise ClaimMismatch(d)
+        if isinstance(d, Conflict):
+            raise TargetConflict(d)
         if not d.committed:
             self.settle(d.token, "released", {"sent": False, "reason": "claim not committed"})
             raise NotCommitted(d.key)
@@ -966,13 +1035,16 @@ class Ledger:
     def call(self, tenant: str, conversation: str, tool: str, args: Any,
              action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
              wait: float = 0.0, renew_seconds: Optional[int] = None,
-             heartbeat_seconds: Optional[int] = None) -> Outcome:
+             heartbeat_seconds: Optional[int] = None, targets: Optional[Sequence[str]] = None,
+             target_window_seconds: Optional[int] = None, allowed_by: Optional[str] = None) -> Outcome:
         """Runs one external tool call at most once: ``action(attempt)`` returns its result.
 
         1. Claims (waiting up to ``wait`` seconds while another caller holds
            the key). A replay returns the first `Outcome` (``idempotent``
            True); in_progress at the deadline raises `ClaimInProgress`;
-           unknown raises `OutcomeUnknown`; mismatch raises `ClaimMismatch`.
+           unknown raises `OutcomeUnknown`; mismatch raises `ClaimMismatch`;
+           conflict (one of ``targets`` is held by another call of the
+           tenant, see `claim`) raises `TargetConflict`.
         2. The claim is committed before anything is sent: a bare claim
            commits itself; a ``require_transaction=1`` ledger is claimed
            inside ``BEGIN IMMEDIATE ... COMMIT``. Admitted but not committed
@@ -1001,7 +1073,8 @@ class Ledger:
         beat = self._beat_seconds(heartbeat_seconds, "Ledger.call: heartbeat_seconds")
         if beat and not self._beat_file():
             beat = 0  # in memory: no file for the beats' connection, and no other process to see the holder
-        d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id), wait,
+        kw = _targets_kw(targets, target_window_seconds, allowed_by)
+        d = self._wait(lambda: self._claim_committed(tenant, conversation, tool, args, operation_id, **kw), wait,
                        "Ledger.call: wait")
         attempt = self._admit(d, renew_seconds)
         if isinstance(attempt, Outcome):
@@ -1024,7 +1097,8 @@ class Ledger:
     async def acall(self, tenant: str, conversation: str, tool: str, args: Any,
                     action: Callable[[Attempt], Any], *, operation_id: Optional[str] = None,
                     wait: float = 0.0, renew_seconds: Optional[int] = None,
-                    heartbeat_seconds: Optional[int] = None) -> Outcome:
+                    heartbeat_seconds: Optional[int] = None, targets: Optional[Sequence[str]] = None,
+                    target_window_seconds: Optional[int] = None, allowed_by: Optional[str] = None) -> Outcome:
         """`call` for asyncio: ``action(attempt)`` may return an awaitable, which is awaited.
 
         The same decisions and settles as `call`; waiting for an in-progress
@@ -1040,10 +1114,11 @@ class Ledger:
         """
         beat = self._beat_seconds(heartbeat_seconds, "Ledger.acall: heartbeat_seconds")
         backoff = _Backoff(wait, "Ledger.acall: wait", asyncio.get_running_loop().time)
-        d = self._claim_committed(tenant, conversation, tool, args, operation_id)
+        kw = _targets_kw(targets, target_window_seconds, allowed_by)
+        d = self._claim_committed(tenant, conversation, tool, args, operation_id, **kw)
         while (pause := backoff.pause(d)) is not None:
             await asyncio.sleep(pause)
-            d = self._claim_committed(tenant, conversation, tool, args, operation_id)
+            d = self._claim_committed(tenant, conversation, tool, args, operation_id, **kw)
         attempt = self._admit(d, renew_seconds)
         if isinstance(attempt, Outcome):
             return attempt
