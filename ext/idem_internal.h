@@ -799,10 +799,12 @@ int storage_guard_triggers(const IdemLedger *p, sqlite3_int64 gid, const char *z
 ** by tool and stored status (tool, status, count); HEALTH_SCAN_OPEN, the
 ** open rows (id, tenant, key, tool, effect, status, attempt, lease_until,
 ** created_at); HEALTH_SCAN_GUARDS, the guards by id (id, tbl, key_column,
-** tenant_column, token_column). */
+** tenant_column, token_column); HEALTH_SCAN_TARGETS (format 5), the
+** targets (count, count of those allowed over another call). */
 #define HEALTH_SCAN_COUNTS 0
 #define HEALTH_SCAN_OPEN 1
 #define HEALTH_SCAN_GUARDS 2
+#define HEALTH_SCAN_TARGETS 3 /* the targets recorded, and those allowed over another call */
 int storage_health_scan(const IdemLedger *p, int iScan, sqlite3_stmt **ppS);
 
 /* The suffixes of a ledger's tables (LEDGER_TABLE_* order); the first

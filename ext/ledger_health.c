@@ -361,6 +361,26 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
   } else {
     idem_json_literal(&j, "oldest_unknown", "null");
   }
+  /* what the calls' targets hold (format 5) */
+  if (p->iFormat >= 5 && bRows) {
+    sqlite3_stmt *pT = 0;
+    int bTargets = 0;
+    rc = storage_table_exists(p, LEDGER_TABLE_TARGETS, &bTargets);
+    if (rc == SQLITE_OK && bTargets) rc = storage_health_scan(p, HEALTH_SCAN_TARGETS, &pT);
+    if (rc == SQLITE_OK && pT && sqlite3_step(pT) == SQLITE_ROW) {
+      idem_json_open(&j, "targets", '{');
+      idem_json_int(&j, "recorded", sqlite3_column_int64(pT, 0));
+      idem_json_int(&j, "allowed_over_another", sqlite3_column_int64(pT, 1));
+      idem_json_close(&j);
+    } else if (rc == SQLITE_OK) {
+      idem_json_literal(&j, "targets", "null");
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_finalize(pT);
+    else sqlite3_finalize(pT);
+    if (rc) goto done;
+  } else {
+    idem_json_literal(&j, "targets", "null");
+  }
   idem_json_open(&j, "counts", '[');
   for (i = 0; i < h.n; i++) {
     if (h.a[i].n == 0) continue;

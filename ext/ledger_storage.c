@@ -409,7 +409,7 @@ static const char *const azStmtSql[N_STMT] = {
     " JOIN \"%w\".\"%w_rows\" AS r ON r.id=t.claim"
     " WHERE t.tenant=?1 AND t.target=?2 AND r.id<>?3"
     " AND (r.status='claimed' OR r.status='unknown' OR (r.status='succeeded' AND r.updated_at>?4))"
-    " ORDER BY r.status='succeeded', r.updated_at DESC LIMIT 1",
+    " ORDER BY r.status='succeeded', r.updated_at DESC, r.id DESC LIMIT 1",
     /* ST_TGT_ADD */
     "INSERT INTO \"%w\".\"%w_targets\"(claim,target,tenant,allowed_by,allowed_at,overrode)"
     " VALUES(?1,?2,?3,?4,?5,?6)",
@@ -3174,6 +3174,8 @@ int storage_health_scan(const IdemLedger *p, int iScan, sqlite3_stmt **ppS) {
       /* HEALTH_SCAN_GUARDS */
       "SELECT id, tbl, key_column, tenant_column, token_column FROM \"%w\".\"%w_guards\""
       " ORDER BY id",
+      /* HEALTH_SCAN_TARGETS */
+      "SELECT count(*), count(allowed_by) FROM \"%w\".\"%w_targets\"",
   };
   char *zSql = sqlite3_mprintf(azScan[iScan], p->zDb, p->zName);
   int rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, ppS, 0) : SQLITE_NOMEM;

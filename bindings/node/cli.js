@@ -18,9 +18,9 @@ const USAGE = `usage: sqlite-idempotency COMMAND FILE [ARGUMENTS] [--ledger NAME
 commands:
   status FILE          counts by status and tool, the oldest unknown, expired claims, health
   list FILE            rows: --status S (open, all, claimed, unknown, succeeded, failed,
-                       released; default open), --tool T, --tenant T, --older-than AGE,
-                       --limit N (default 100)
-  show FILE KEY        one row (--tenant T when several tenants hold the key)
+                       released; default open), --tool T, --tenant T, --target T,
+                       --older-than AGE, --limit N (default 100)
+  show FILE KEY        one row and its targets (--tenant T when several tenants hold the key)
   resolve FILE KEY STATUS [--detail JSON] [--tenant T]
                        settles an unknown row: succeeded, failed or released
   purge FILE --older-than AGE
@@ -36,7 +36,7 @@ exit status: 0 healthy or done, 1 needs attention, 2 broken or failed, 64 usage 
 // command: [positional arguments, options that take a value]
 const COMMANDS = {
   status: [['FILE'], []],
-  list: [['FILE'], ['--status', '--tool', '--tenant', '--older-than', '--limit']],
+  list: [['FILE'], ['--status', '--tool', '--tenant', '--target', '--older-than', '--limit']],
   show: [['FILE', 'KEY'], ['--tenant']],
   resolve: [['FILE', 'KEY', 'STATUS'], ['--detail', '--tenant']],
   purge: [['FILE'], ['--older-than']],
@@ -227,17 +227,25 @@ function cmdList(a, out) {
     where.push('updated_at <= ?');
     params.push(ageNow(now) - older * 1000);
   }
+  let targetsSql = null;
+  if (has(a.opts, '--target')) {
+    if (!targetsKept(db, name)) {
+      throw new CommandError(`sqlite-idempotency: ledger ${name} keeps no targets (format 4); upgrade it once with SELECT idem_upgrade('${name}')`);
+    }
+    targetsSql = `SELECT claim FROM ${q(`${name}_targets`)} WHERE target = ?`;
+    params.push(a.opts['--target']);
+  }
   const statuses = status === 'all' ? [...STATUSES] : status === 'open' ? ['claimed', 'unknown'] : [status];
   let rows = [];
   try {
     if (refused === null) {
       for (const s of statuses) {
-        const sql = `SELECT rowid, ${ROW_COLS} FROM ${q(name)} WHERE status = ?${where.map((w) => ` AND ${w}`).join('')} ORDER BY rowid LIMIT ?`;
+        const sql = `SELECT rowid, ${ROW_COLS} FROM ${q(name)} WHERE status = ?${where.map((w) => ` AND ${w}`).join('')}${targetsSql ? ` AND rowid IN (${targetsSql})` : ''} ORDER BY rowid LIMIT ?`;
         rows.push(...db.prepare(sql).raw().all(s, ...params, limit + 1));
       }
     } else {
       // the stored statuses: the ledger, which sees them at its clock, refuses
-      const sql = `SELECT id, ${ROW_COLS} FROM ${q(`${name}_rows`)} WHERE status IN (${statuses.map(() => '?').join(', ')})${where.map((w) => ` AND ${w}`).join('')} ORDER BY id LIMIT ?`;
+      const sql = `SELECT id, ${ROW_COLS} FROM ${q(`${name}_rows`)} WHERE status IN (${statuses.map(() => '?').join(', ')})${where.map((w) => ` AND ${w}`).join('')}${targetsSql ? ` AND id IN (${targetsSql})` : ''} ORDER BY id LIMIT ?`;
       rows = db.prepare(sql).raw().all(...statuses, ...params, limit + 1);
     }
   } catch (e) {
@@ -258,6 +266,32 @@ function cmdList(a, out) {
   if (refused !== null) text += `${storedNote(name, refused)}\n`;
   out.push(text);
   return code;
+}
+
+// Whether the ledger keeps targets (format 5 on).
+function targetsKept(db, name) {
+  try {
+    return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(`${name}_targets`) !== undefined;
+  } catch (e) {
+    throw new CommandError(`sqlite-idempotency: ${name} cannot be read: ${e.message}`);
+  }
+}
+
+// A row's targets (docs/ledger.md, "Targets"), by target; none on a ledger that keeps none.
+function targetsOf(db, name, tenant, key) {
+  if (!targetsKept(db, name)) return [];
+  try {
+    return db.prepare(`SELECT target, allowed_by, allowed_at, overrode FROM ${q(`${name}_targets`)} WHERE claim = (SELECT id FROM ${q(`${name}_rows`)} WHERE tenant = ? AND key = ?) ORDER BY target`)
+      .all(tenant, key).map((r) => ({ target: r.target, allowed_by: r.allowed_by, allowed_at: r.allowed_at, overrode: r.overrode }));
+  } catch (e) {
+    throw new CommandError(`sqlite-idempotency: ${name}_targets cannot be read: ${e.message}`);
+  }
+}
+
+function targetsText(targets) {
+  if (!targets.length) return 'none';
+  return targets.map((t) => (t.allowed_by === null ? t.target
+    : `${t.target} (allowed by ${t.allowed_by} at ${iso(t.allowed_at)}, over ${t.overrode})`)).join(', ');
 }
 
 function tenantOf(db, name, key, tenant) {
@@ -295,9 +329,10 @@ function cmdShow(a, out) {
   }
   if (r === undefined) throw new CommandError(`sqlite-idempotency: ledger ${name} has no key "${key}" of tenant "${tenant}"`);
   const d = Object.fromEntries(SHOW.map((k, i) => [k, r[i]]));
+  const targets = targetsOf(db, name, tenant, key);
   const code = refused !== null ? 2 : 0;
   if (a.json) {
-    out.push(`${jdump(Object.fromEntries(SHOW.map((k) => [k, JSON_COLS.includes(k) ? new Raw(d[k]) : d[k]])))}\n`);
+    out.push(`${jdump({ ...Object.fromEntries(SHOW.map((k) => [k, JSON_COLS.includes(k) ? new Raw(d[k]) : d[k]])), targets })}\n`);
     if (refused !== null) out.push(`[${storedNote(name, refused)}]\n`);
     return code;
   }
@@ -307,6 +342,7 @@ function cmdShow(a, out) {
     if (JSON_COLS.includes(k)) return [k, v === null ? 'null' : v];
     return [k, String(v)];
   });
+  items.push(['targets', targetsText(targets)]);
   if (refused !== null) items.push(['read from', storedNote(name, refused)]);
   out.push(pairs(items));
   return code;

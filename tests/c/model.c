@@ -11,7 +11,9 @@
 **
 **   claims      idem_claim and INSERT [OR IGNORE] INTO L, external and local,
 **               op-id keys and derived keys, other spellings of the same
-**               arguments, requests that differ in one field (mismatch)
+**               arguments, requests that differ in one field (mismatch);
+**               idem_claim naming targets (x0, x1, x2 of the tenant) that
+**               other keys hold: conflict (docs/ledger.md "Targets")
 **   guarded     inserts into g1 (token column) and g2 (AUTOINCREMENT, no
 **               token column), with stale tokens, explicit rowids below the
 **               table's largest, updates of value, key and rowid, deletes of
@@ -75,7 +77,10 @@
 **   - a renewal sets updated_at (it writes the row), even when it keeps
 **     lease_until;
 **   - members are NULL until a settle or resolve, then a JSON array ([] for
-**     an external claim).
+**     an external claim);
+**   - of several calls holding a target, the conflict names an open one
+**     (claimed or unknown) before a succeeded one, then the one updated
+**     last, then the one made last.
 **
 ** Prints "PASS model.<mode>:<check>" / "FAIL ..."; exit 1 on a failure.
 */
@@ -129,6 +134,7 @@ struct MRow {
   int attempt, expirations;
   char token[33]; /* "" while unknown (an admission made by a killed child) */
   i64 created, updated, lease;
+  int tgt; /* the targets its current attempt named: bit k is "xk" */
 };
 
 typedef struct GRow GRow;
@@ -193,6 +199,12 @@ static int nSteps = 2000, shrinkSeconds = 60, bTrace = 0;
 static int avoidBigint = 0, avoidInsertPoison = 0;
 static int avoidLowRowid = 0, avoidRowidUpdate = 0, avoidSentOrder = 0;
 static int leaseS = 2, maxAtt = 3, retentionS = 0;
+static const int targetS = 3; /* target_window_seconds */
+static int nConflicts = 0, nTargeted = 0; /* answered as predicted */
+#define NTGT 3
+static const char *CONFLICT_MSG =
+    "another call of this tenant already touched this target (held_by says which and what "
+    "became of it); this call was not run";
 static const i64 CLOCK0 = 1800000000000LL;
 
 static FaultVfs vfs;
@@ -429,12 +441,12 @@ static int setup(char *zWhy, size_t nWhy) {
   fmt_str(zSql, sizeof(zSql),
           "PRAGMA journal_mode=%s;"
           "CREATE VIRTUAL TABLE L USING idempotency(lease_seconds=%d, max_attempts=%d, "
-          "retention_seconds=%d);"
+          "retention_seconds=%d, target_window_seconds=%d);"
           "CREATE TABLE g1(tenant, k, tok, v);"
           "CREATE TABLE g2(id INTEGER PRIMARY KEY AUTOINCREMENT, tenant, k, v);"
           "SELECT idem_guard('L', 'g1', 'k', 'tenant', 'tok');"
           "SELECT idem_guard('L', 'g2', 'k', 'tenant');",
-          zMode, leaseS, maxAtt, retentionS);
+          zMode, leaseS, maxAtt, retentionS, targetS);
   if (exec_ok(aDb[0], zSql, zWhy, nWhy)) return 1;
   for (i = 0; i <= NCONN; i++) sqlite3_busy_timeout(aDb[i], 0);
   for (t = 0; t < NTEN; t++) {
@@ -508,10 +520,86 @@ static int token_taken(const State *s, const char *zTok, int ten, int slot) {
 ** token goes) and applies the write to s. Returns 1 when the decision
 ** writes (admitted, a poison failure), 0 when it only answers.
 */
-enum { D_ADMITTED, D_REPLAY, D_IN_PROGRESS, D_UNKNOWN, D_MISMATCH };
+enum { D_ADMITTED, D_REPLAY, D_IN_PROGRESS, D_UNKNOWN, D_MISMATCH, D_CONFLICT };
+
+/* The top-level names whose values differ between the model's flat
+** canonical objects a and b ({"n":1,"x":1}: no nesting, no commas in a
+** value), as a JSON array sorted by bytes. */
+static void differs_of(const char *a, const char *b, char *zOut, size_t nOut) {
+  char az[2][4][2][16];
+  int an[2] = {0, 0}, k, i, j, n = 0;
+  const char *src[2];
+  char zNames[8][16];
+  src[0] = a;
+  src[1] = b;
+  for (k = 0; k < 2; k++) {
+    const char *z = src[k] + 1;
+    while (*z && *z != '}' && an[k] < 4) {
+      const char *zColon = strchr(z, ':'), *zEnd = zColon ? strpbrk(zColon, ",}") : 0;
+      if (!zColon || !zEnd) break;
+      fmt_str(az[k][an[k]][0], 16, "%.*s", (int)(zColon - z), z);
+      fmt_str(az[k][an[k]][1], 16, "%.*s", (int)(zEnd - zColon - 1), zColon + 1);
+      an[k]++;
+      z = *zEnd == ',' ? zEnd + 1 : zEnd;
+    }
+  }
+  for (k = 0; k < 2; k++) {
+    for (i = 0; i < an[k]; i++) {
+      int bSame = 0, bDup = 0;
+      for (j = 0; j < an[!k]; j++) {
+        if (!strcmp(az[k][i][0], az[!k][j][0])) bSame = !strcmp(az[k][i][1], az[!k][j][1]) ? 1 : -1;
+      }
+      for (j = 0; j < n; j++) bDup |= !strcmp(zNames[j], az[k][i][0]);
+      if (bSame != 1 && !bDup && n < 8) fmt_str(zNames[n++], 16, "%s", az[k][i][0]);
+    }
+  }
+  for (i = 1; i < n; i++) { /* insertion sort by bytes */
+    for (j = i; j > 0 && strcmp(zNames[j - 1], zNames[j]) > 0; j--) {
+      char t[16];
+      memcpy(t, zNames[j], 16);
+      memcpy(zNames[j], zNames[j - 1], 16);
+      memcpy(zNames[j - 1], t, 16);
+    }
+  }
+  fmt_str(zOut, nOut, "[");
+  for (i = 0; i < n; i++) {
+    size_t len = strlen(zOut);
+    fmt_str(zOut + len, nOut - len, "%s%s", i ? "," : "", zNames[i]);
+  }
+  {
+    size_t len = strlen(zOut);
+    fmt_str(zOut + len, nOut - len, "]");
+  }
+}
+
+/* The call of tenant ten other than slot that holds target k at time now
+** (claimed or unknown, or succeeded within the window), the one the
+** ledger names (see the readings above); -1 when none. */
+static int target_holder(const State *s, int ten, int slot, int k, i64 now) {
+  int i, best = -1;
+  for (i = 0; i < NSLOT; i++) {
+    const MRow *r = &s->r[ten][i], *b;
+    int open;
+    if (i == slot || !r->used || !(r->tgt & (1 << k))) continue;
+    open = r->st == S_CLAIMED || r->st == S_UNKNOWN;
+    if (!open && !(r->st == S_SUCCEEDED && r->updated + (i64)targetS * 1000 > now)) continue;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    b = &s->r[ten][best];
+    if (open != (b->st == S_CLAIMED || b->st == S_UNKNOWN) ? open
+        : r->updated != b->updated                         ? r->updated > b->updated
+                                                           : r->gen > b->gen) {
+      best = i;
+    }
+  }
+  return best;
+}
+
 static int predict_claim(State *s, int ten, int slot, const char *zConv, const char *zTool,
-                         const char *zArgs, int local, i64 now, int committed, int durable,
-                         int *pDecision, char *zExp, size_t nExp) {
+                         const char *zArgs, int local, int tgt, i64 now, int committed,
+                         int durable, int *pDecision, char *zExp, size_t nExp) {
   MRow *r = &s->r[ten][slot];
   char zKey[48];
   const char *zK = key_of(ten, slot, zKey);
@@ -576,6 +664,30 @@ static int predict_claim(State *s, int ten, int slot, const char *zConv, const c
             zK, r->attempt, r->updated, r->error);
     return 1;
   }
+  /* a target held by another call of the tenant: conflict, nothing written */
+  if (tgt) {
+    int k;
+    for (k = 0; k < NTGT; k++) {
+      int h = (tgt & (1 << k)) ? target_holder(s, ten, slot, k, now) : -1;
+      const MRow *hr;
+      char zHKey[48], zDiff[128], zResult[128];
+      if (h < 0) continue;
+      hr = &s->r[ten][h];
+      differs_of(zArgs, hr->args, zDiff, sizeof(zDiff));
+      zResult[0] = 0;
+      if (eff(s, ten, h, now) == E_SUCCEEDED) {
+        fmt_str(zResult, sizeof(zResult), ",\"result\":%s", hr->hasResult ? hr->result : "null");
+      }
+      *pDecision = D_CONFLICT;
+      fmt_str(zExp, nExp,
+              "{\"decision\":\"conflict\",\"key\":\"%s\",\"target\":\"x%d\",\"held_by\":{\"key\":"
+              "\"%s\",\"tool\":\"%s\",\"status\":\"%s\",\"attempt\":%d,\"updated_at\":%lld%s},"
+              "\"differs\":%s,\"message\":\"%s\"}",
+              zK, k, key_of(ten, h, zHKey), hr->tool, eff_name(eff(s, ten, h, now)), hr->attempt,
+              hr->updated, zResult, zDiff, CONFLICT_MSG);
+      return 0;
+    }
+  }
   /* admitted: a fresh key, a re-claim of a released one, or a take-over */
   *pDecision = D_ADMITTED;
   if (!r->used) {
@@ -593,6 +705,7 @@ static int predict_claim(State *s, int ten, int slot, const char *zConv, const c
     r->attempt++;
   }
   r->st = S_CLAIMED;
+  r->tgt = tgt; /* an attempt's targets replace the earlier attempt's */
   r->hasResult = r->hasError = r->hasMembers = 0;
   r->token[0] = 0;
   r->updated = now;
@@ -663,11 +776,19 @@ static void exec_claim(const Op *op) {
   i64 now = now_ms();
   Res res;
   const char *zK;
+  /* idem_claim names targets half the time (x0..x2 of bits 1..3 of x>>4) */
+  int tgt = op->d == 0 && ((op->x >> 3) & 1) ? (int)((op->x >> 4) % 7) + 1 : 0;
+  char zOpt[80];
   request_of(op, zConv, zTool, zArgs, zSent, &local);
   zK = key_of(op->ten, op->slot, zKey);
   before = *s;
-  writes = predict_claim(s, op->ten, op->slot, zConv, zTool, zArgs, local, now, txnOwner != c,
+  writes = predict_claim(s, op->ten, op->slot, zConv, zTool, zArgs, local, tgt, now, txnOwner != c,
                          aSync[c] == 2, &dec, zExp, sizeof(zExp));
+  fmt_str(zOpt, sizeof(zOpt), "{\"targets\":[%s%s%s%s%s]}", tgt & 1 ? "\"x0\"" : "",
+          (tgt & 1) && (tgt & 6) ? "," : "", tgt & 2 ? "\"x1\"" : "", (tgt & 2) && (tgt & 4) ? "," : "",
+          tgt & 4 ? "\"x2\"" : "");
+  /* a conflict writes nothing, but is decided under the write lock */
+  if (dec == D_CONFLICT) writes = 1;
   if (avoidInsertPoison && op->d == 1 && writes && dec != D_ADMITTED && txnOwner == c) {
     Op ignore = *op;
     *s = before;
@@ -677,7 +798,10 @@ static void exec_claim(const Op *op) {
   }
   if (op->d == 0) {
     run(c,
-        op->slot < NOPID
+        tgt ? sqlite3_mprintf("SELECT idem_claim('L', 't%d', %Q, %Q, %Q, %Q, %Q, %Q)", op->ten,
+                              zConv, zTool, zSent, local ? "local" : "external",
+                              op->slot < NOPID ? zK : 0, zOpt)
+        : op->slot < NOPID
             ? sqlite3_mprintf("SELECT idem_claim('L', 't%d', %Q, %Q, %Q, %Q, %Q)", op->ten, zConv,
                               zTool, zSent, local ? "local" : "external", zK)
             : sqlite3_mprintf("SELECT idem_claim('L', 't%d', %Q, %Q, %Q, %Q)", op->ten, zConv,
@@ -713,6 +837,8 @@ static void exec_claim(const Op *op) {
            res.text, zExp);
       return;
     }
+    nTargeted += tgt != 0;
+    nConflicts += dec == D_CONFLICT;
   } else {
     /* INSERT [OR IGNORE] INTO L: succeeds only when admitted */
     const char *zOr = op->d == 2 ? "OR IGNORE " : "";
@@ -1517,6 +1643,57 @@ static int compare_rows(int c, State *s, int bAdopt, char *zWhy, size_t nWhy) {
       }
     }
   }
+  /* the targets of each row's current attempt, and none of a row that is gone */
+  {
+    sqlite3_stmt *st = 0;
+    char zGot[4096], zExp[4096];
+    size_t len = 0;
+    int rc = sqlite3_prepare_v2(
+        aDb[c],
+        "SELECT coalesce((SELECT group_concat(tenant || '/' || key || ':' || target, ',') FROM ("
+        "SELECT r.tenant, r.key, t.target FROM L_targets AS t JOIN L_rows AS r ON r.id = t.claim "
+        "ORDER BY r.tenant, r.key, t.target)), ''), (SELECT count(*) FROM L_targets WHERE claim "
+        "NOT IN (SELECT id FROM L_rows))",
+        -1, &st, 0);
+    zExp[0] = 0;
+    for (t = 0; t < NTEN; t++) {
+      /* in the ledger's order: tenant, then key (bytes) */
+      int order[NSLOT], n = 0, a, b;
+      char zKa[48], zKb[48];
+      for (i = 0; i < NSLOT; i++) {
+        if (s->r[t][i].used && s->r[t][i].tgt) order[n++] = i;
+      }
+      for (a = 1; a < n; a++) {
+        for (b = a; b > 0 && strcmp(key_of(t, order[b - 1], zKa), key_of(t, order[b], zKb)) > 0;
+             b--) {
+          int x = order[b];
+          order[b] = order[b - 1];
+          order[b - 1] = x;
+        }
+      }
+      for (a = 0; a < n; a++) {
+        for (k = 0; k < NTGT; k++) {
+          if (!(s->r[t][order[a]].tgt & (1 << k))) continue;
+          sqlite3_snprintf((int)(sizeof(zExp) - len), zExp + len, "%st%d/%s:x%d", len ? "," : "",
+                           t, key_of(t, order[a], zKa), k);
+          len += strlen(zExp + len);
+        }
+      }
+    }
+    if (rc != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
+      fmt_str(zWhy, nWhy, "c%d reading L_targets: %s", c, sqlite3_errmsg(aDb[c]));
+      sqlite3_finalize(st);
+      return 0;
+    }
+    fmt_str(zGot, sizeof(zGot), "%s", (const char *)sqlite3_column_text(st, 0));
+    if (strcmp(zGot, zExp) || sqlite3_column_int(st, 1) != 0) {
+      fmt_str(zWhy, nWhy, "the targets differ\n      ledger %s (%d without a row)\n      model  %s",
+              zGot, sqlite3_column_int(st, 1), zExp);
+      sqlite3_finalize(st);
+      return 0;
+    }
+    sqlite3_finalize(st);
+  }
   /* the guarded tables */
   for (t = 0; t < 2; t++) {
     sqlite3_stmt *st = 0;
@@ -1642,11 +1819,11 @@ static int kill_after(const Op *op, State *a) {
   else fmt_str(zArgs, sizeof(zArgs), "{\"d\":%d}", op->slot);
   switch (op->a) {
     case 0:
-      predict_claim(a, op->ten, op->slot, zConv, zTool, zArgs, local, now, 1, 1, &dec, zExp,
+      predict_claim(a, op->ten, op->slot, zConv, zTool, zArgs, local, 0, now, 1, 1, &dec, zExp,
                     sizeof(zExp));
       break;
     case 1:
-      predict_claim(a, op->ten, op->slot, zConv, zTool, zArgs, 1, now, 0, 1, &dec, zExp,
+      predict_claim(a, op->ten, op->slot, zConv, zTool, zArgs, 1, 0, now, 0, 1, &dec, zExp,
                     sizeof(zExp));
       if (dec == D_ADMITTED) {
         int gs = g_free_slot(a, 0);
@@ -2101,8 +2278,9 @@ int main(int argc, char **argv) {
   }
   if (!bFailed) {
     close_all();
-    printf("PASS %s:agree (%d steps, %d kills, %d of them after the commit)\n", zName, nSteps,
-           nKills, nKillAfter);
+    printf("PASS %s:agree (%d steps, %d kills, %d of them after the commit; %d conflicts of %d "
+           "claims naming targets)\n",
+           zName, nSteps, nKills, nKillAfter, nConflicts, nTargeted);
     sqlite3_free(ops);
     return 0;
   }

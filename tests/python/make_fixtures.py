@@ -4,7 +4,8 @@
   healthy.db   settled rows only (succeeded, failed, released)
   unknown.db   rows settled unknown, a live claim, and (ledger "quick",
                lease_seconds=0) an external claim whose lease ran out
-  one.db       unknown.db's first ledger alone
+  one.db       unknown.db's first ledger alone (an unknown call with a target, and a
+               second call to that target allowed by an operator)
   dropped.db   a ledger whose update trigger was dropped (it refuses reads)
   guard.db     a guarded table whose insert trigger was dropped
   notdb.db     a text file
@@ -42,8 +43,12 @@ settled(h)
 for f in ("unknown.db", "one.db"):
     u = ledger(f)
     settled(u)
-    x = u.claim("acme", "conv-3", "charge_card", {"amount": 9})
+    x = u.claim("acme", "conv-3", "charge_card", {"amount": 9}, targets=["card:acme/4242/order-9"])
     u.settle(x.token, "unknown", {"reason": "read timeout"})
+    # a deliberate second charge of the same order, allowed by an operator (targets: docs/ledger.md)
+    w = u.claim("acme", "conv-3", "charge_card", {"amount": 9, "retry": "by hand"},
+                targets=["card:acme/4242/order-9", "receipt:acme/order-9"], allowed_by="ops:alice")
+    u.settle(w.token, "succeeded", {"charge_id": "ch-2"})
     y = u.claim("globex", "conv-4", "send_email", {"to": "b@example.com"})
     u.settle(y.token, "unknown", {"reason": "connection reset"})
     u.claim("acme", "conv-5", "send_email", {"to": "c@example.com"})  # live

@@ -129,6 +129,9 @@ if [ "$have_py" = 1 ] && [ "$have_node" = 1 ]; then
     same 2 list dropped.db --status all $j
     same 0 show one.db "$key" $j
     same 0 show one.db "$key" --tenant acme $j
+    same 0 list one.db --status all --target card:acme/4242/order-9 $j
+    same 0 list one.db --target nothing-here $j
+    same 0 show one.db "$(cd "$F" && sqlite3 one.db "SELECT key FROM ledger_rows WHERE status = 'succeeded' AND tool = 'charge_card' AND tenant = 'acme' AND args LIKE '%retry%'")" $j
     same 2 show dropped.db "$(cd "$F" && sqlite3 dropped.db "SELECT key FROM ledger_rows WHERE status = 'unknown'")" $j
     same 0 check healthy.db $j
     same 1 check one.db $j

@@ -26,9 +26,9 @@ USAGE = """usage: sqlite-idempotency COMMAND FILE [ARGUMENTS] [--ledger NAME] [-
 commands:
   status FILE          counts by status and tool, the oldest unknown, expired claims, health
   list FILE            rows: --status S (open, all, claimed, unknown, succeeded, failed,
-                       released; default open), --tool T, --tenant T, --older-than AGE,
-                       --limit N (default 100)
-  show FILE KEY        one row (--tenant T when several tenants hold the key)
+                       released; default open), --tool T, --tenant T, --target T,
+                       --older-than AGE, --limit N (default 100)
+  show FILE KEY        one row and its targets (--tenant T when several tenants hold the key)
   resolve FILE KEY STATUS [--detail JSON] [--tenant T]
                        settles an unknown row: succeeded, failed or released
   purge FILE --older-than AGE
@@ -44,7 +44,7 @@ exit status: 0 healthy or done, 1 needs attention, 2 broken or failed, 64 usage 
 _COMMANDS: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     # command: (positional arguments, options that take a value)
     "status": (("FILE",), ()),
-    "list": (("FILE",), ("--status", "--tool", "--tenant", "--older-than", "--limit")),
+    "list": (("FILE",), ("--status", "--tool", "--tenant", "--target", "--older-than", "--limit")),
     "show": (("FILE", "KEY"), ("--tenant",)),
     "resolve": (("FILE", "KEY", "STATUS"), ("--detail", "--tenant")),
     "purge": (("FILE",), ("--older-than",)),
@@ -271,6 +271,7 @@ def cmd_list(a: Args, out: List[str]) -> int:
     refused = probe(conn, name)
     now = now_ms(conn)
     where, params = [], []
+    targets_sql = None
     for opt, col in (("--tool", "tool"), ("--tenant", "tenant")):
         if opt in a.opts:
             where.append(f"{col} = ?")
@@ -278,18 +279,26 @@ def cmd_list(a: Args, out: List[str]) -> int:
     if older is not None:
         where.append("updated_at <= ?")
         params.append(age_now(now) - older * 1000)
+    if "--target" in a.opts:
+        if not _targets_kept(conn, name):
+            raise CommandError(f"sqlite-idempotency: ledger {name} keeps no targets (format 4); upgrade it once "
+                               f"with SELECT idem_upgrade('{name}')")
+        targets_sql = f"SELECT claim FROM {q(name + '_targets')} WHERE target = ?"
+        params.append(a.opts["--target"])
     statuses = list(STATUSES) if status == "all" else ["claimed", "unknown"] if status == "open" else [status]
     rows: List[Tuple[Any, ...]] = []
     try:
         if refused is None:
             for s in statuses:
                 sql = (f"SELECT rowid, {_ROW_COLS} FROM {q(name)} WHERE status = ?"
-                       + "".join(f" AND {w}" for w in where) + " ORDER BY rowid LIMIT ?")
+                       + "".join(f" AND {w}" for w in where)
+                       + (f" AND rowid IN ({targets_sql})" if targets_sql else "") + " ORDER BY rowid LIMIT ?")
                 rows += conn.execute(sql, [s] + params + [limit + 1]).fetchall()
         else:
             # the stored statuses: the ledger, which sees them at its clock, refuses
             sql = (f"SELECT id, {_ROW_COLS} FROM {q(name + '_rows')} WHERE status IN "
                    f"({', '.join('?' for _ in statuses)})" + "".join(f" AND {w}" for w in where)
+                   + (f" AND id IN ({targets_sql})" if targets_sql else "")
                    + " ORDER BY id LIMIT ?")
             rows = conn.execute(sql, statuses + params + [limit + 1]).fetchall()
     except sqlite3.Error as e:
@@ -311,6 +320,37 @@ def cmd_list(a: Args, out: List[str]) -> int:
         text += f"{stored_note(name, refused)}\n"
     out.append(text)
     return code
+
+
+def _targets_kept(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the ledger keeps targets (format 5 on); --target raises when it does not."""
+    try:
+        kept = conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                            (name + "_targets",)).fetchone() is not None
+    except sqlite3.Error as e:
+        raise CommandError(f"sqlite-idempotency: {name} cannot be read: {e}") from None
+    return kept
+
+
+def _targets_of(conn: sqlite3.Connection, name: str, tenant: str, key: str) -> List[Dict[str, Any]]:
+    """A row's targets (docs/ledger.md, "Targets"), by target; none on a ledger that keeps none."""
+    if not _targets_kept(conn, name):
+        return []
+    try:
+        rows = conn.execute(f"SELECT target, allowed_by, allowed_at, overrode FROM {q(name + '_targets')} "
+                            f"WHERE claim = (SELECT id FROM {q(name + '_rows')} WHERE tenant = ? AND key = ?) "
+                            "ORDER BY target", (tenant, key)).fetchall()
+    except sqlite3.Error as e:
+        raise CommandError(f"sqlite-idempotency: {name}_targets cannot be read: {e}") from None
+    return [dict(zip(("target", "allowed_by", "allowed_at", "overrode"), r)) for r in rows]
+
+
+def _targets_text(targets: List[Dict[str, Any]]) -> str:
+    if not targets:
+        return "none"
+    return ", ".join(t["target"] if t["allowed_by"] is None else
+                     f"{t['target']} (allowed by {t['allowed_by']} at {iso(t['allowed_at'])}, over {t['overrode']})"
+                     for t in targets)
 
 
 def _tenant_of(conn: sqlite3.Connection, name: str, key: str, tenant: Optional[str]) -> str:
@@ -351,9 +391,11 @@ def cmd_show(a: Args, out: List[str]) -> int:
     if r is None:
         raise CommandError(f"sqlite-idempotency: ledger {name} has no key \"{key}\" of tenant \"{tenant}\"")
     d = dict(zip(_SHOW, r))
+    targets = _targets_of(conn, name, tenant, key)
     code = 2 if refused is not None else 0
     if a.json:
         obj = {k: (Raw(v) if k in ("args", "result", "error", "members") else v) for k, v in d.items()}
+        obj["targets"] = targets
         out.append(jdump(obj) + "\n")
         if refused is not None:
             out.append(f"[{stored_note(name, refused)}]\n")
@@ -367,6 +409,7 @@ def cmd_show(a: Args, out: List[str]) -> int:
             items.append((k, "null" if v is None else v))
         else:
             items.append((k, str(v)))
+    items.append(("targets", _targets_text(targets)))
     if refused is not None:
         items.append(("read from", stored_note(name, refused)))
     out.append(pairs(items))
