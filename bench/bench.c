@@ -25,6 +25,9 @@
 **                 INSERT ... ON CONFLICT DO NOTHING checked with changes();
 **                 in one transaction and in autocommit (WAL,
 **                 synchronous=FULL), one database file per table
+**   3b. targets   a claim naming one target (fresh each call: admitted)
+**                 against the same claim naming none, in one transaction
+**                 and in autocommit (WAL, synchronous=FULL), one file each
 **   4. replay     a claim of a settled key against idem_key plus a
 **                 primary-key SELECT of the stored row
 **   4b. settle    an autocommit claim + settle against a bare insert +
@@ -1343,6 +1346,62 @@ static void bench_settle(void) {
 }
 
 /* ------------------------------------------------------------------ */
+/* 3b. targets                                                         */
+/* ------------------------------------------------------------------ */
+
+static void bench_targets(void) {
+  int nRound = env_int("BENCH_LEDGER_ROUNDS", 15, 3, MAX_ROUND);
+  int nTxn = 500, nAuto = env_int("BENCH_AUTOCOMMIT_CALLS", 200, 10, 100000);
+  static const char *const azSql[2] = {
+      zClaimSql, "SELECT idem_claim('L','t',:conv,'tool',:args,'external',NULL,"
+                 "'{\"targets\":[\"mailto:' || :conv || '\"]}')"};
+  static const char *const azName[2] = {"claim naming no target", "claim naming one target"};
+  Op aOp[2];
+  sqlite3 *aDb[2];
+  double aTxn[2], aAuto[2];
+  int i, r, k;
+  for (i = 0; i < 2; i++) {
+    char zFile[32];
+    snprintf(zFile, sizeof(zFile), "targets-%d", i);
+    aDb[i] = open_db(zFile, 0, zWalFull);
+    exec_db(aDb[i], "CREATE VIRTUAL TABLE L USING idempotency");
+    op_init(&aOp[i], azName[i], aDb[i], azSql[i], &aFix[FIX_SMALL], CHECK_ADMITTED);
+    op_batch(&aOp[i], 100, 1);
+  }
+  for (r = 0; r < nRound; r++) {
+    for (i = 0; i < 2; i++) aOp[i].aTxn[r] = op_batch(&aOp[i], nTxn, 1);
+    for (i = 0; i < 2; i++) aOp[i].aAuto[r] = 0;
+    for (k = 0; k < nAuto; k++) {
+      for (i = 0; i < 2; i++) {
+        aOp[i].bWall = 1;
+        aOp[i].aAuto[r] += op_batch(&aOp[i], 1, 0) / nAuto;
+        aOp[i].bWall = 0;
+      }
+    }
+  }
+  for (i = 0; i < 2; i++) {
+    aTxn[i] = median(aOp[i].aTxn, nRound);
+    aAuto[i] = median(aOp[i].aAuto, nRound);
+  }
+  printf("\n3b. targets, small arguments (WAL, synchronous=FULL), median of %d rounds, us per call\n",
+         nRound);
+  printf("%-60s %12s %12s\n", "", "one txn", "autocommit");
+  for (i = 0; i < 2; i++) printf("%-60s %12.3f %12.3f\n", aOp[i].zName, aTxn[i], aAuto[i]);
+  printf("targets\n");
+  printf("  one target / none, one txn     %6.2fx  %s\n", aTxn[1] / aTxn[0],
+         target("claim with one target / none, one txn", aTxn[1] / aTxn[0], 1.3, 0));
+  printf("  one target / none, autocommit  %6.2fx  %s\n", aAuto[1] / aAuto[0],
+         target("claim with one target / none, autocommit", aAuto[1] / aAuto[0], 1.3, 0));
+  for (i = 0; i < 2; i++) {
+    char zFile[32];
+    op_free(&aOp[i]);
+    sqlite3_close(aDb[i]);
+    snprintf(zFile, sizeof(zFile), "targets-%d", i);
+    remove_db(zFile);
+  }
+}
+
+/* ------------------------------------------------------------------ */
 /* 4. replay                                                           */
 /* ------------------------------------------------------------------ */
 
@@ -2240,6 +2299,7 @@ int main(int argc, char **argv) {
   }
   section_done("grammar");
   if (section_on("claim")) bench_claim();
+  if (section_on("targets")) bench_targets();
   section_done("claim");
   if (section_on("replay")) bench_replay();
   section_done("replay");

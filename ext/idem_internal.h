@@ -750,6 +750,8 @@ int storage_write_lock(IdemLedger *p);
 int storage_savepoint_prepare(IdemLedger *p);
 int storage_savepoint_begin(IdemLedger *p);
 int storage_savepoint_release(IdemLedger *p);
+/* Undo what was written since the savepoint began, keeping it open. */
+int storage_savepoint_undo(IdemLedger *p);
 /* Undo and end the savepoint; when that fails and the transaction is the
 ** caller's own (autocommit before the savepoint), roll it back. */
 void storage_savepoint_abandon(IdemLedger *p, int bOwnTxn);

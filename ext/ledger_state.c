@@ -530,37 +530,36 @@ static int claim_again(IdemLedger *p, const char *zFunc, const LedgerReq *q, con
 }
 
 /*
-** A claim with targets, in the write pass (the write lock held): when one
-** of them is held by another call (ledger_targets_holder), the answer is
-** conflict and nothing is written; else q is admitted, a new key (r NULL)
-** or row r again, and its targets recorded.
+** The targets of a claim in the write pass, inside the claim's savepoint.
+** A new key (bFresh) was inserted just now as d's row (the insert decided
+** the key, as without targets); row r is about to be claimed again. When
+** one of q's targets is held by another call (ledger_targets_holder), the
+** answer is conflict and nothing stays written: the fresh insert is undone
+** (back to the savepoint), row r is not touched. Else r is claimed again,
+** and q's targets are recorded (an earlier attempt's forgotten).
 */
-static int claim_with_targets(IdemLedger *p, const char *zFunc, const LedgerReq *q,
-                              const LedgerRow *r, sqlite3_int64 now, sqlite3_int64 lease,
-                              int bCommitted, LedgerDecision *d, char **pzErr) {
-  char *azOver[IDEM_TARGETS_MAX] = {0}, *zTaken = 0;
+static int claim_targets(IdemLedger *p, const char *zFunc, const LedgerReq *q, const LedgerRow *r,
+                         int bFresh, sqlite3_int64 now, sqlite3_int64 lease, int bCommitted,
+                         LedgerDecision *d, char **pzErr) {
+  char *azOver[IDEM_TARGETS_MAX] = {0};
   LedgerRow h;
   int rc, iTarget = -1;
+  sqlite3_int64 id = bFresh ? d->id : r->id;
   memset(&h, 0, sizeof(h));
-  rc = ledger_targets_holder(p, q, r ? r->id : 0, now, &h, &iTarget, azOver);
+  rc = ledger_targets_holder(p, q, id, now, &h, &iTarget, azOver);
   if (rc == SQLITE_OK && iTarget >= 0) {
-    rc = build_conflict(p, zFunc, q, iTarget, &h, now, d, pzErr);
-  } else if (rc == SQLITE_OK && r) {
-    rc = claim_again(p, zFunc, q, r, now, lease, bCommitted, d, pzErr);
-    if (rc == SQLITE_OK) rc = ledger_targets_record(p, q, r->id, now, azOver, 1);
-  } else if (rc == SQLITE_OK) {
-    rc = claim_insert(p, q, now, lease, bCommitted, d, &zTaken);
-    if (rc == SQLITE_OK && zTaken) {
-      /* the write lock is held and no row held the key just now */
-      *pzErr = sqlite3_mprintf("%s: the ledger's claim insert into %s_rows was refused (%s)", zFunc,
-                               p->zName, zTaken);
-      rc = *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
+    if (bFresh) {
+      sqlite3_free(d->zJson);
+      memset(d, 0, sizeof(*d));
+      rc = storage_savepoint_undo(p);
     }
-    if (rc == SQLITE_OK) rc = ledger_targets_record(p, q, d->id, now, azOver, 0);
+    if (rc == SQLITE_OK) rc = build_conflict(p, zFunc, q, iTarget, &h, now, d, pzErr);
+  } else if (rc == SQLITE_OK) {
+    if (!bFresh) rc = claim_again(p, zFunc, q, r, now, lease, bCommitted, d, pzErr);
+    if (rc == SQLITE_OK) rc = ledger_targets_record(p, q, id, now, azOver, !bFresh);
   }
   ledger_row_free(&h);
   ledger_targets_free(azOver);
-  sqlite3_free(zTaken);
   return rc;
 }
 
@@ -575,23 +574,20 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
 
   memset(d, 0, sizeof(*d));
   memset(&r, 0, sizeof(r));
-  /* 1. the write pass of a new key: the insert is the first statement;
-  ** with targets, the write lock (through the busy handler), and the
-  ** targets decide before anything is written */
-  if ((bWrite == 1 || bWrite == 3) && q->nTarget) {
-    rc = storage_write_lock(p);
-    if (rc) goto done;
-  } else if (bWrite == 1 || bWrite == 3) {
+  /* 1. the write pass of a new key: the insert is the first statement
+  ** (with targets, in the claim's savepoint: they decide next) */
+  if (bWrite == 1 || bWrite == 3) {
     rc = claim_insert(p, q, now, lease, bCommitted, d, &zTaken);
-    if (rc || zTaken == 0) goto done; /* admitted, attempt 1, or an error */
+    if (rc == SQLITE_OK && zTaken == 0 && q->nTarget) {
+      rc = claim_targets(p, zFunc, q, 0, 1, now, lease, bCommitted, d, pzErr);
+    }
+    if (rc || zTaken == 0) goto done; /* admitted, attempt 1, a conflict, or an error */
   }
   /* 2. the row that holds the key */
   rc = claim_find_row(p, zFunc, q, &r, &bFound, d, &bDecided, pzErr);
   if (rc || bDecided) goto done;
   if (!bFound) {
-    if (bWrite && q->nTarget && q->zTaken == 0) {
-      rc = claim_with_targets(p, zFunc, q, 0, now, lease, bCommitted, d, pzErr);
-    } else if (bWrite) {
+    if (bWrite) {
       /* the insert was refused, yet no row holds the key */
       *pzErr = sqlite3_mprintf("%s: the ledger's claim insert into %s_rows was refused (%s)", zFunc,
                                p->zName,
@@ -630,7 +626,7 @@ int ledger_claim_decide(IdemLedger *p, const char *zFunc, const LedgerReq *q, in
     rc = claim_poison(p, zFunc, q, bWrite, &r, now, d, pzErr); /* stop retrying it */
   } else if (q->nTarget || p->iFormat >= 5) {
     /* (an attempt's targets replace the earlier attempt's, none too) */
-    rc = claim_with_targets(p, zFunc, q, &r, now, lease, bCommitted, d, pzErr);
+    rc = claim_targets(p, zFunc, q, &r, 0, now, lease, bCommitted, d, pzErr);
   } else {
     rc = claim_again(p, zFunc, q, &r, now, lease, bCommitted, d, pzErr);
   }
