@@ -176,12 +176,12 @@ async function metricsTests() {
   eq('metrics-needs-a-library', noLibs && noLibs.message, 'Metrics: neither prom-client nor @opentelemetry/api is installed: there is nothing to record with (npm install prom-client, or @opentelemetry/api)');
 }
 
-const OPTS = 'lease_seconds=15 max_attempts=5 max_args_bytes=1048576 single_tenant=0 retention_seconds=0 require_transaction=0';
+const OPTS = 'lease_seconds=15 max_attempts=5 max_args_bytes=1048576 single_tenant=0 retention_seconds=0 require_transaction=0 target_window_seconds=86400';
 const REFUSAL = 'rows may have been changed without it: check them (SELECT * FROM "ledger_rows") against what the application and the targets know, then restore it with SELECT idem_upgrade(\'ledger\'); every ledger operation is refused until then';
 
 // What check prints: [result, detail] rows, the result column w wide.
-function checkText(guards, ledger, { triggers = ['ok', '13 own triggers in place'], rows = [['ok', 'no unknown rows, no expired claims']], verdict = 'healthy', opts = OPTS, w = 6 } = {}) {
-  const table = [['result', 'check', 'detail'], ['ok', 'format', '4'], [triggers[0], 'triggers', triggers[1]], ['ok', 'options', opts],
+function checkText(guards, ledger, { triggers = ['ok', '17 own triggers in place'], rows = [['ok', 'no unknown rows, no expired claims']], verdict = 'healthy', opts = OPTS, w = 6 } = {}) {
+  const table = [['result', 'check', 'detail'], ['ok', 'format', '5'], [triggers[0], 'triggers', triggers[1]], ['ok', 'options', opts],
     ...guards.map(([r, t]) => [r, 'guards', t]), ...ledger.map(([r, t]) => [r, 'ledger', t]), ['ok', 'integrity_check', 'ok'],
     ...rows.map(([r, t]) => [r, 'rows', t])];
   return `${table.map(([r, c, t]) => `${r.padEnd(w)}  ${c.padEnd(15)}  ${t}\n`).join('')}verdict: ${verdict}\n`;
@@ -288,7 +288,7 @@ function commandTests() {
   c.close();
   eq('cmd:status-counts-oldest', run(['status', f('h-rows.db'), '--ledger', 'ledger'], created + 90500), [1,
     `ledger:         ledger in ${f('h-rows.db')}\n`
-    + 'format:         4\n'
+    + 'format:         5\n'
     + 'verdict:        needs attention\n'
     + `options:        ${OPTS}\n`
     + 'guards:         orders (triggers ok)\n'

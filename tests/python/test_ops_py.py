@@ -224,17 +224,17 @@ def metrics_tests():
         checks.skip("traces", "opentelemetry is not installed (no Debian package): the spans are tested in Node")
 
 OPTS = ("lease_seconds=15 max_attempts=5 max_args_bytes=1048576 single_tenant=0 retention_seconds=0 "
-        "require_transaction=0")
+        "require_transaction=0 target_window_seconds=86400")
 REFUSAL = ("rows may have been changed without it: check them (SELECT * FROM \"ledger_rows\") against what the "
            "application and the targets know, then restore it with SELECT idem_upgrade('ledger'); every ledger "
            "operation is refused until then")
 
 
-def check_text(guards, ledger, triggers=("ok", "13 own triggers in place"), rows=None, verdict="healthy",
+def check_text(guards, ledger, triggers=("ok", "17 own triggers in place"), rows=None, verdict="healthy",
                opts=OPTS, w=6):
     """What check prints: (result, detail) rows, the result column w wide."""
     rows = rows or [("ok", "no unknown rows, no expired claims")]
-    table = ([("result", "check", "detail"), ("ok", "format", "4"), (triggers[0], "triggers", triggers[1]),
+    table = ([("result", "check", "detail"), ("ok", "format", "5"), (triggers[0], "triggers", triggers[1]),
               ("ok", "options", opts)] + [(r, "guards", t) for r, t in guards] + [(r, "ledger", t) for r, t in ledger]
              + [("ok", "integrity_check", "ok")] + [(r, "rows", t) for r, t in rows])
     return "".join(f"{r.ljust(w)}  {c.ljust(15)}  {t}\n" for r, c, t in table) + f"verdict: {verdict}\n"
@@ -329,7 +329,7 @@ def command_tests():
     c.close()
     eq("cmd:status-counts-oldest", run("status", f("h-rows.db"), "--ledger", "ledger", now=created + 90500),
        (1, f"ledger:         ledger in {f('h-rows.db')}\n"
-           "format:         4\n"
+           "format:         5\n"
            "verdict:        needs attention\n"
            f"options:        {OPTS}\n"
            "guards:         orders (triggers ok)\n"
