@@ -9,17 +9,19 @@
 // mint a new one when the model re-plans).
 const { AsyncLocalStorage } = require('node:async_hooks');
 const {
-  ClaimInProgress, ClaimMismatch, IdempotencyError, LeaseLost, NotCommitted, NotSent, OutcomeUnknown, ToolFailed,
+  ClaimInProgress, ClaimMismatch, IdempotencyError, LeaseLost, NotCommitted, NotSent, OutcomeUnknown, TargetConflict, ToolFailed,
 } = require('./index.js');
-const { say, because, UNKNOWN } = require('./words.js');
+const { say, because, sayConflict, UNKNOWN } = require('./words.js');
 
 const running = new AsyncLocalStorage();
 
 // A tool call that gives the model no result, only message to read (the
 // words of words.json): refused by the ledger (decision 'in_progress',
-// 'unknown', 'mismatch'; 'not_sent' when nothing was sent, the claim
-// released; or 'no_tenant' / 'no_conversation', without key, when the
-// application gave no part of the key), or a known failure (decision
+// 'unknown', 'mismatch', 'conflict' (a target held by another call: the
+// holder's result, when it succeeded, follows the words); 'not_sent' when
+// nothing was sent, the claim released; or 'no_tenant' /
+// 'no_conversation' / 'no_targets', without key, when the application
+// gave no part of the key or its targets), or a known failure (decision
 // 'failed', with the recorded error; replay true when it is the first
 // call's failure again).
 class ToolCallError extends IdempotencyError {
@@ -51,8 +53,12 @@ function currentAttempt() {
 const describe = (v) => (typeof v === 'string' ? JSON.stringify(v) : v === null ? 'null' : typeof v);
 
 // The options of idempotentTool, checked: { tenant, conversation, waitMs,
-// renewSeconds, heartbeatSeconds } (the last two are Ledger.call's, passed
-// through). defaults may give a conversation function.
+// renewSeconds, heartbeatSeconds, targets, allowedBy } (renewSeconds and
+// heartbeatSeconds are Ledger.call's, passed through; targets a function
+// of the tool's input giving what the write touches, docs/ledger.md
+// "Targets"; allowedBy a function of the call, as tenant is, giving who
+// allows a deliberate second write to a held target, or undefined).
+// defaults may give a conversation function.
 function checkOptions(where, ledger, name, options, defaults = {}) {
   if (!ledger || typeof ledger.call !== 'function') {
     throw new TypeError(`${where}: ledger must be a Ledger (Ledger.open(db)), got ${describe(ledger)}`);
@@ -79,7 +85,36 @@ function checkOptions(where, ledger, name, options, defaults = {}) {
     }
     spec.call[k] = options[k];
   }
+  for (const k of ['targets', 'allowedBy']) {
+    if (options[k] === undefined) continue;
+    if (typeof options[k] !== 'function') {
+      throw new TypeError(`${where}: options.${k} must be a function (${k === 'targets' ? "of the tool's input, returning an array of strings" : 'of the call, returning who allows a second write, or undefined'}), got ${describe(options[k])}`);
+    }
+    spec[k] = options[k];
+  }
   return spec;
+}
+
+// The targets of one call: an array of strings from spec.targets(input),
+// or { missing } naming what went wrong (the ledger checks each string).
+async function targetsOf(spec, input) {
+  let v;
+  try {
+    v = await spec.targets(input);
+  } catch (e) {
+    return { missing: `options.targets threw ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}` };
+  }
+  if (!Array.isArray(v) || !v.every((t) => typeof t === 'string')) {
+    return { missing: `options.targets returned ${Array.isArray(v) ? 'an array holding a non-string' : describe(v)}, not an array of strings` };
+  }
+  return v;
+}
+
+// What the model reads on a conflict: the words, then the holder's result
+// when it succeeded.
+function conflictText(name, decision) {
+  const c = sayConflict(name, decision);
+  return c.result === undefined ? c.text : `${c.text}\n${asText(c.result)}`;
 }
 
 // The words of a decision the ledger refused on (ClaimInProgress,
@@ -142,11 +177,21 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
     if (reason !== undefined) throw new ToolCallError(say(`no_${part}`, { tool: name, reason }), { decision: `no_${part}` });
     who[part] = v;
   }
+  const call = { ...spec.call };
+  if (spec.targets) {
+    const targets = await targetsOf(spec, input);
+    if (!Array.isArray(targets)) throw new ToolCallError(say('no_targets', { tool: name, reason: targets.missing }), { decision: 'no_targets' });
+    call.targets = targets;
+  }
+  if (spec.allowedBy) {
+    const by = await spec.allowedBy(...parts);
+    if (by !== undefined && by !== null) call.allowedBy = by;
+  }
   if (signal && signal.aborted) {
     throw new ToolCallError(say('not_sent', { tool: name, reason: because('cancelled') }), { decision: 'not_sent' });
   }
   const action = (attempt) => running.run(attempt, () => untilAborted(Promise.resolve().then(() => run(attempt)), signal, ledger, attempt));
-  const once = (waitMs) => ledger.call(who.tenant, who.conversation, name, input, action, { waitMs, ...spec.call });
+  const once = (waitMs) => ledger.call(who.tenant, who.conversation, name, input, action, { waitMs, ...call });
   let out;
   try {
     try {
@@ -159,6 +204,9 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
   } catch (e) {
     if (e instanceof NotSent || e instanceof NotCommitted || e instanceof LeaseLost) {
       throw new ToolCallError(say('not_sent', { tool: name, reason: notSentReason(e) }), { decision: 'not_sent', key: e.key, cause: e });
+    }
+    if (e instanceof TargetConflict) {
+      throw new ToolCallError(conflictText(name, e.decision), { decision: 'conflict', key: e.key, cause: e });
     }
     if (!(e instanceof ClaimInProgress || e instanceof ClaimMismatch || e instanceof OutcomeUnknown) || e.key === undefined) throw e;
     const decision = e instanceof ClaimInProgress ? 'in_progress' : e instanceof ClaimMismatch ? 'mismatch' : 'unknown';
@@ -189,4 +237,4 @@ function asText(v) {
 // How far past the holder's lease_until the LangGraph wait claims again.
 const LEASE_END_MARGIN_MS = 250;
 
-module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, asText, say };
+module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, asText, say, conflictText };

@@ -23,9 +23,9 @@
 // module does not load the SDK: it wraps what the server hands it, so the
 // core package installs and loads without it.
 const {
-  Ledger, NotSent, ToolFailed, OutcomeUnknown, ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted,
+  Ledger, NotSent, ToolFailed, OutcomeUnknown, ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted, TargetConflict,
 } = require('./index.js');
-const { say, because } = require('./words.js');
+const { say, because, sayConflict } = require('./words.js');
 const JSON_OF_PACKAGE = require('./index.js')[Symbol.for('sqlite-idempotency.json')];
 
 const PREFIX = 'io.github.sqlite-idempotency/';
@@ -46,7 +46,7 @@ const KEY_PART = /^[A-Za-z0-9_-]{1,128}$/; // the key grammar (docs/keys.md)
 const KEY_RULE = '1 to 128 characters of A-Za-z0-9_-';
 const WINDOW_SECONDS = 600; // docs/design.md, "The deduplication window"
 const WINDOW_MAX_SECONDS = 86400;
-const OPTIONS = ['tenant', 'conversation', 'strict', 'windowSeconds', 'waitMs', 'renewSeconds', 'heartbeatSeconds'];
+const OPTIONS = ['tenant', 'conversation', 'strict', 'windowSeconds', 'waitMs', 'renewSeconds', 'heartbeatSeconds', 'targets', 'allowedBy'];
 const WRAPPED = Symbol.for('sqlite-idempotency/mcp.wrapped');
 const ATTEMPT = Symbol.for('sqlite-idempotency/mcp.attempt');
 
@@ -157,7 +157,30 @@ function checkOptions(where, options) {
       throw new RangeError(`${where}: options.${k} must be an integer >= 0, got ${options[k]}`);
     }
   }
+  if (options.allowedBy !== undefined && typeof options.allowedBy !== 'function') {
+    throw new TypeError(`${where}: options.allowedBy must be a function of (args, extra) returning who allows a second write, or undefined; got ${typeof options.allowedBy}`);
+  }
+  if (options.targets !== undefined) {
+    // idempotentTool: a function of the tool's arguments; withIdempotency: an
+    // object of such functions by tool name
+    const perTool = where.startsWith('withIdempotency');
+    const ok = perTool
+      ? options.targets !== null && typeof options.targets === 'object' && !Array.isArray(options.targets) && Object.values(options.targets).every((f) => typeof f === 'function')
+      : typeof options.targets === 'function';
+    if (!ok) {
+      throw new TypeError(perTool
+        ? `${where}: options.targets must be an object of functions by tool name ({ send_email: (args) => [...] }), got ${options.targets === null ? 'null' : typeof options.targets}`
+        : `${where}: options.targets must be a function of the tool's arguments returning an array of strings, got ${options.targets === null ? 'null' : typeof options.targets}`);
+    }
+  }
   return options;
+}
+
+// The targets function of tool name under options, or undefined.
+function targetsFn(options, name) {
+  if (typeof options.targets === 'function') return options.targets;
+  if (options.targets && Object.hasOwn(options.targets, name)) return options.targets[name];
+  return undefined;
 }
 
 function checkLedger(where, ledger) {
@@ -228,6 +251,13 @@ function refused(ledger, name, tenant, e) {
   if (e instanceof ClaimMismatch) {
     return refusal('mismatch', say('mismatch', { tool: name, key: e.key, differs: e.decision.differs }), e.key);
   }
+  if (e instanceof TargetConflict) {
+    // the words, then (when the holder succeeded) its result as a second text block
+    const c = sayConflict(name, e.decision);
+    const r = refusal('conflict', c.text, e.key);
+    if (c.result !== undefined) r.content.push({ type: 'text', text: typeof c.result === 'string' ? c.result : JSON.stringify(c.result) });
+    return r;
+  }
   if (e instanceof NotSent) return refusal('not_sent', say('not_sent', { tool: name, reason: e.reason }), e.key);
   if (e instanceof NotCommitted) return refusal('not_sent', say('not_sent', { tool: name, reason: because('not_committed') }), e.key);
   if (e instanceof LeaseLost) return refusal('not_sent', say('not_sent', { tool: name, reason: because('lease_lost', { message: e.message }) }), e.key);
@@ -252,6 +282,26 @@ function guard(ledger, name, options, callback, readOnly) {
     if (conversation && typeof conversation === 'object') {
       return refusal('no_conversation', say('no_conversation', { tool: name, reason: conversation.missing }));
     }
+    const call = { ...callOptions };
+    const targets = targetsFn(options, name);
+    if (targets) {
+      let t;
+      let reason;
+      try {
+        t = await targets(args);
+        if (!Array.isArray(t) || !t.every((x) => typeof x === 'string')) {
+          reason = `options.targets gave ${Array.isArray(t) ? 'an array holding a non-string' : t === null ? 'null' : `a ${typeof t}`}, not an array of strings`;
+        }
+      } catch (e) {
+        reason = `options.targets threw: ${describe(e)}`;
+      }
+      if (reason !== undefined) return refusal('no_targets', say('no_targets', { tool: name, reason }));
+      call.targets = t;
+    }
+    if (options.allowedBy) {
+      const by = await options.allowedBy(args, extra);
+      if (by !== undefined && by !== null) call.allowedBy = by;
+    }
     const signal = signalOf(extra);
     if (signal && signal.aborted) return refusal('not_sent', say('not_sent', { tool: name, reason: because('cancelled') }));
     const self = this;
@@ -274,7 +324,7 @@ function guard(ledger, name, options, callback, readOnly) {
         }
         if (result.isError === true) throw new ToolFailed(result);
         return result;
-      }, callOptions);
+      }, call);
     } catch (e) {
       const r = refused(ledger, name, tenant, e);
       if (r) return r;

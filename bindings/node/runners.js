@@ -12,13 +12,15 @@
 //   }
 //
 // Final (no retry changes it): OutcomeUnknown (the request may have reached
-// the target; it is never sent again here) and ClaimMismatch (the key is
-// bound to another request), and the adapters' ToolCallError for every
-// decision but in_progress. Everything else is the runner's to retry as
+// the target; it is never sent again here), ClaimMismatch (the key is
+// bound to another request), TargetConflict with a holder that succeeded
+// or is unknown (a target held by another call; one still claimed may be
+// freed by its outcome, so that one is retried), and the adapters'
+// ToolCallError for every decision but in_progress (and such a conflict). Everything else is the runner's to retry as
 // it would: ClaimInProgress (another holder is running the call: a later
 // retry reads its outcome, or unknown once its lease is gone), LeaseLost
 // and NotSent (nothing was sent), and the tool's own errors.
-const { ClaimMismatch, OutcomeUnknown } = require('./index.js');
+const { ClaimMismatch, OutcomeUnknown, TargetConflict } = require('./index.js');
 const { ToolCallError } = require('./agent-tools.js');
 
 const describe = (v) => (typeof v === 'string' ? JSON.stringify(v) : v === null ? 'null' : typeof v);
@@ -27,7 +29,9 @@ const describe = (v) => (typeof v === 'string' ? JSON.stringify(v) : v === null 
 // cannot change.
 function isFinalRefusal(error) {
   if (error instanceof OutcomeUnknown || error instanceof ClaimMismatch) return true;
-  return error instanceof ToolCallError && error.decision !== 'in_progress';
+  const held = (c) => c instanceof TargetConflict && c.decision && c.decision.held_by && c.decision.held_by.status === 'claimed';
+  if (error instanceof TargetConflict) return !held(error);
+  return error instanceof ToolCallError && error.decision !== 'in_progress' && !(error.decision === 'conflict' && held(error.cause));
 }
 
 // A rejection handler: a final refusal is thrown as make(refusal) (the

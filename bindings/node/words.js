@@ -68,4 +68,15 @@ function because(name, fields = {}) {
   return fill(`${name} reason`, words.reasons[name], fields, Date.now(), null);
 }
 
-module.exports = { say, because, words, UNKNOWN: words.constants.unknown_sentence };
+// The words of a conflict decision (its held_by's status picks the kind:
+// conflict_succeeded, conflict_unknown, conflict_claimed) for the tool
+// name; { kind, text }, and result, the holder's result when it succeeded
+// (what the model reads after the words).
+function sayConflict(tool, decision) {
+  const held = decision.held_by || {};
+  const kind = held.status === 'succeeded' ? 'conflict_succeeded' : held.status === 'unknown' ? 'conflict_unknown' : 'conflict_claimed';
+  const text = say(kind, { tool, key: decision.key, target: decision.target, held_tool: held.tool, held_key: held.key, at: held.updated_at });
+  return kind === 'conflict_succeeded' ? { kind, text, result: held.result === undefined ? null : held.result } : { kind, text };
+}
+
+module.exports = { say, because, sayConflict, words, UNKNOWN: words.constants.unknown_sentence };

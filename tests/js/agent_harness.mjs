@@ -9,7 +9,10 @@
 //   driver.turn(job)        one agent run in this process: the framework's
 //                           model emits the send tool call job.calls times,
 //                           each under a new call id (job.ids, when given,
-//                           are the ids), with job.args; the tool POSTs to
+//                           are the ids), with job.args (call i with
+//                           argsOf(job, i): job.argsList[i] when given); with
+//                           job.targets the tool names its target
+//                           (targetsOf); the tool POSTs to
 //                           job.url + '?delay_ms=' + job.delayMs with
 //                           currentAttempt().headers, timing out after
 //                           job.timeoutMs; the tenant is job.tenant, the
@@ -46,6 +49,12 @@ export const j = (v) => JSON.stringify(v);
 export function openLedger(file) {
   return Ledger.open(new Database(file), { options: { lease_seconds: LEASE_SECONDS } });
 }
+
+// The arguments of the i-th call (from 0) of a job's turn.
+export const argsOf = (job, i) => (job.argsList ? job.argsList[Math.min(i, job.argsList.length - 1)] : job.args);
+// The targets option of a job's tool (docs/ledger.md, "Targets"): an email
+// names its recipient and invoice, never its body.
+export const targetsOf = (job) => (job.targets ? { targets: (input) => [`mailto:${input.to}/invoice-${input.invoice}`] } : {});
 
 export function keyOf(ledger, tenant, conversation, args) {
   return ledger.db.prepare('SELECT idem_key(?, ?, ?, ?) AS k').get(tenant, conversation, TOOL, j(args)).k;
@@ -142,6 +151,23 @@ export async function main(driver, extras = async () => {}) {
       report(n === 1 && row?.status === 'unknown' && seen.length === 2 && seen.every((t) => t.includes(UNKNOWN)) &&
         seen[0].includes('timeout') && !seen[1].includes('timeout'), 'timeout-then-retry',
       `the target saw ${n} requests (want 1), the row is ${row?.status}; the model read ${j(seen)}`);
+    }
+    // a timeout, then the model re-plans and rewords the body: a new key,
+    // but the tool names what the email touches, so the second email is
+    // not sent and the model reads why (the first one's outcome is unknown)
+    {
+      const first = { to: 'reword@example.com', invoice: 42, body: 'Your invoice 42 is attached.' };
+      const second = { to: 'reword@example.com', invoice: 42, body: 'Please find attached invoice 42.' };
+      const job = { ...base, args: first, argsList: [first, second], calls: 2, delayMs: 1200, timeoutMs: 200, targets: true };
+      const seen = await driver.turn({ ...job, ledger });
+      const k1 = ctx.keyOf(job);
+      const k2 = ctx.keyOf({ ...job, args: second });
+      const counts = await target.counts();
+      const row = ledger.row(job.tenant, k1);
+      const want = say('conflict_unknown', { tool: TOOL, key: k2, target: 'mailto:reword@example.com/invoice-42', held_tool: TOOL, held_key: k1, at: row?.updated_at });
+      report(k1 !== k2 && counts[k1] === 1 && counts[k2] === undefined && row?.status === 'unknown' && ledger.row(job.tenant, k2) === null &&
+        seen.length === 2 && seen[0].includes(UNKNOWN) && seen[1] === want, 'reworded-after-timeout',
+      `the target saw ${counts[k1]} first and ${counts[k2]} reworded requests (want 1 and none), the row is ${row?.status}; the model read ${j(seen)}, want second ${j(want)}`);
     }
     // the tool's process killed mid-call, then the call again from another
     {

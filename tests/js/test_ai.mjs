@@ -12,7 +12,7 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
 import { idempotentTool, currentAttempt, ToolCallError } from 'sqlite-idempotency/ai';
 import { say } from 'sqlite-idempotency/words';
-import { main, postJson, sendBody, UNKNOWN, j } from './agent_harness.mjs';
+import { main, postJson, sendBody, UNKNOWN, j, argsOf, targetsOf } from './agent_harness.mjs';
 
 const usage = { inputTokens: { total: 1 }, outputTokens: { total: 1 } };
 const finish = (unified) => ({ unified, raw: undefined });
@@ -36,9 +36,10 @@ function sendTool(job, tenant = () => job.tenant) {
     tenant,
     conversation: (input, options) => options.context.chatId,
     waitMs: job.waitMs || 0,
+    ...targetsOf(job),
   }, tool({
-    inputSchema: z.object({ to: z.string() }),
-    execute: async () => sendBody(postJson, job, currentAttempt().headers),
+    inputSchema: z.object({ to: z.string(), invoice: z.number().optional(), body: z.string().optional() }),
+    execute: async (input) => sendBody(postJson, { ...job, args: input }, currentAttempt().headers),
   }));
 }
 
@@ -50,7 +51,7 @@ async function turn(job, { abortSignal, tenant, toolsContext = { send_email: { c
       last = prompt;
       step += 1;
       if (step <= job.calls) {
-        return { content: [{ type: 'tool-call', toolCallId: `call-${process.pid}-${step}`, toolName: 'send_email', input: j(job.args) }], finishReason: finish('tool-calls'), usage, warnings: [] };
+        return { content: [{ type: 'tool-call', toolCallId: `call-${process.pid}-${step}`, toolName: 'send_email', input: j(argsOf(job, step - 1)) }], finishReason: finish('tool-calls'), usage, warnings: [] };
       }
       return { content: [{ type: 'text', text: 'done' }], finishReason: finish('stop'), usage, warnings: [] };
     },

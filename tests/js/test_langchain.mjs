@@ -30,7 +30,7 @@ import { createAgent, toolRetryMiddleware } from 'langchain';
 import { z } from 'zod';
 import { idempotentTool, currentAttempt } from 'sqlite-idempotency/langchain';
 import { say } from 'sqlite-idempotency/words';
-import { main, openLedger, postJson, sendBody, j } from './agent_harness.mjs';
+import { main, openLedger, postJson, sendBody, j, argsOf, targetsOf } from './agent_harness.mjs';
 
 let turns = 0;
 
@@ -39,8 +39,9 @@ function sendTool(job, counter = {}) {
     tenant: (input, config) => { counter.invoked = (counter.invoked || 0) + 1; return config.configurable.user_id; },
     waitMs: job.waitMs || 0,
     ...(job.renewSeconds !== undefined && { renewSeconds: job.renewSeconds }),
-  }, tool(async () => sendBody(postJson, job, currentAttempt().headers), {
-    name: 'send_email', description: 'send an email', schema: z.object({ to: z.string() }),
+    ...targetsOf(job),
+  }, tool(async (input) => sendBody(postJson, { ...job, args: input }, currentAttempt().headers), {
+    name: 'send_email', description: 'send an email', schema: z.object({ to: z.string(), invoice: z.number().optional(), body: z.string().optional() }),
   }));
 }
 
@@ -52,7 +53,7 @@ function graphOf(job, prefix, { pause = false } = {}) {
     .addNode('agent', async (state) => {
       const step = state.messages.filter((m) => m.tool_calls?.some((c) => c.id.startsWith(`${prefix}-`))).length + 1;
       if (step > job.calls) return { messages: [new AIMessage('done')] };
-      return { messages: [new AIMessage({ content: '', tool_calls: [{ id: `${prefix}-${step}`, name: 'send_email', args: job.args }] })] };
+      return { messages: [new AIMessage({ content: '', tool_calls: [{ id: `${prefix}-${step}`, name: 'send_email', args: argsOf(job, step - 1) }] })] };
     })
     .addNode('tools', async (state, config) => {
       const out = await tools.invoke(state, config);

@@ -12,7 +12,7 @@
 import { Agent, run, setTracingDisabled, tool, Usage } from '@openai/agents-core';
 import { z } from 'zod';
 import { idempotentTool, currentAttempt } from 'sqlite-idempotency/openai-agents';
-import { main, postJson, sendBody, UNKNOWN, j } from './agent_harness.mjs';
+import { main, postJson, sendBody, UNKNOWN, j, argsOf, targetsOf } from './agent_harness.mjs';
 
 setTracingDisabled(true);
 
@@ -27,7 +27,7 @@ function scriptedModel(job, seen) {
         if (item.type === 'function_call_result') seen.push(item.output.type === 'text' ? item.output.text : j(item.output));
       }
       const output = step <= job.calls
-        ? [{ type: 'function_call', callId: `call-${process.pid}-${step}`, name: 'send_email', arguments: j(job.args), status: 'completed' }]
+        ? [{ type: 'function_call', callId: `call-${process.pid}-${step}`, name: 'send_email', arguments: j(argsOf(job, step - 1)), status: 'completed' }]
         : [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done' }] }];
       return { usage: new Usage(), output };
     },
@@ -42,11 +42,12 @@ async function turn(job, { toolTimeoutMs, context } = {}) {
     tenant: (input, runContext) => runContext.context.userId,
     conversation: (input, runContext) => runContext.context.conversationId,
     waitMs: job.waitMs || 0,
+    ...targetsOf(job),
   }, {
     description: 'send an email',
-    parameters: z.object({ to: z.string() }),
+    parameters: z.object({ to: z.string(), invoice: z.number().nullable().optional(), body: z.string().nullable().optional() }),
     timeoutMs: toolTimeoutMs,
-    execute: async () => sendBody(postJson, job, currentAttempt().headers),
+    execute: async (input) => sendBody(postJson, { ...job, args: input }, currentAttempt().headers),
   }));
   const agent = new Agent({ name: 'mailer', model: scriptedModel(job, seen), tools: [sendEmail] });
   await run(agent, 'send it', { context: context || { userId: job.tenant, conversationId: job.conversation }, maxTurns: job.calls + 2 });

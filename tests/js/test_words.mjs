@@ -17,7 +17,10 @@
 // Decisions: replay, failed, failed_replay, in_progress (a claim another
 // caller holds and renews), unknown (a claim settled unknown),
 // outcome_unknown (the tool threw), mismatch (a local claim of the same
-// key), not_sent (the tool threw NotSent), no_tenant, no_conversation.
+// key), not_sent (the tool threw NotSent), no_tenant, no_conversation,
+// and conflict_succeeded, conflict_claimed, conflict_unknown (another call
+// with other arguments that names the same target, settled succeeded,
+// still claimed, or settled unknown: each adapter's targets option).
 //
 // argv: DB-DIR; env WORDS_PYTHONPATH: a copy of bindings/python with the
 // extension and words.json (tests/suites/56-integrations-agents.sh makes it).
@@ -83,7 +86,7 @@ const adapters = {
   mcp: {
     async read(job) {
       const server = new McpServer({ name: 'words', version: '0' });
-      withIdempotency(server, ledger, { tenant: (extra) => extra._meta.tenant, conversation: (args, extra) => extra._meta.conversation });
+      withIdempotency(server, ledger, { tenant: (extra) => extra._meta.tenant, conversation: (args, extra) => extra._meta.conversation, targets: { [TOOL]: () => job.targets } });
       server.registerTool(TOOL, { inputSchema: { to: z.string(), mode: z.string() } }, async (args) => {
         if (args.mode === 'fail') return { content: [{ type: 'text', text: j({ code: 'declined' }) }], isError: true };
         return { content: [{ type: 'text', text: j(act(args)) }] };
@@ -107,6 +110,7 @@ const adapters = {
       const t = ai.idempotentTool(ledger, TOOL, {
         tenant: (input, { context }) => context.tenant,
         conversation: (input, { context }) => context.conversation,
+        targets: () => job.targets,
       }, aiTool({ inputSchema: schema, execute: async (input) => act(input) }));
       const seen = [];
       for (let i = 0; i < job.calls; i++) {
@@ -134,6 +138,7 @@ const adapters = {
       const t = oaTool(oa.idempotentTool(ledger, TOOL, {
         tenant: (input, runContext) => runContext.context.tenant,
         conversation: (input, runContext) => runContext.context.conversation,
+        targets: () => job.targets,
       }, { description: 'send', parameters: schema, execute: async (input) => act(input) }));
       const seen = [];
       for (let i = 0; i < job.calls; i++) {
@@ -158,6 +163,7 @@ const adapters = {
     async read(job) {
       const t = lc.idempotentTool(ledger, TOOL, {
         tenant: (input, config) => config.configurable.user_id,
+        targets: () => job.targets,
       }, lcTool(async (input) => act(input), { name: TOOL, description: 'send', schema }));
       const seen = [];
       for (let i = 0; i < job.calls; i++) {
@@ -177,7 +183,7 @@ const adapters = {
     // all of python's jobs in one process, after their claims were set up
     async readAll(jobs) {
       const py = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
-      const expanded = jobs.flatMap((job) => Array.from({ length: job.calls }, () => ({ tenant: job.tenant, conversation: job.conversation, args: job.args })));
+      const expanded = jobs.flatMap((job) => Array.from({ length: job.calls }, () => ({ tenant: job.tenant, conversation: job.conversation, args: job.args, targets: job.targets })));
       const { stdout } = await promisify(execFile)(py, [path.join(HERE, '../python/drive_words.py'), dbFile, j(expanded)],
         { env: { ...process.env, PYTHONPATH: process.env.WORDS_PYTHONPATH || '', PYTHONDONTWRITEBYTECODE: '1' } });
       const out = JSON.parse(stdout);
@@ -201,6 +207,9 @@ const CASES = [
   { kind: 'not_sent', mode: 'notsent', calls: 1 },
   { kind: 'no_tenant', mode: 'ok', calls: 1, tenant: undefined },
   { kind: 'no_conversation', mode: 'ok', calls: 1, conversation: undefined },
+  { kind: 'conflict_succeeded', mode: 'ok', calls: 1, before: 'held', status: 'succeeded', payload: () => ({ sent: 'earlier' }) },
+  { kind: 'conflict_claimed', mode: 'ok', calls: 1, before: 'held', status: 'claimed' },
+  { kind: 'conflict_unknown', mode: 'ok', calls: 1, before: 'held', status: 'unknown' },
 ];
 
 const held = new Set(); // tokens of claims another caller holds, renewed while the adapters run
@@ -209,17 +218,30 @@ const renewer = setInterval(() => { for (const t of held) ledger.renew(t, LEASE_
 function jobOf(name, c) {
   const conversation = `conv-${name}`;
   const args = { to: `${c.kind}@example.com`, mode: c.mode };
-  const job = { tenant: 'tenant' in c ? c.tenant : TENANT, conversation: 'conversation' in c ? c.conversation : conversation, args, calls: c.calls };
+  // the conflict cases name a target of their own (per adapter: one tenant)
+  const targets = c.before === 'held' ? [`mailto:${c.kind}@example.com/${name}`] : [];
+  const job = { tenant: 'tenant' in c ? c.tenant : TENANT, conversation: 'conversation' in c ? c.conversation : conversation, args, calls: c.calls, targets };
   const key = keyOf(conversation, args);
   if (c.before === 'hold') held.add(ledger.claim(TENANT, conversation, TOOL, args).token);
   if (c.before === 'unknown') ledger.settle(ledger.claim(TENANT, conversation, TOOL, args).token, 'unknown', { reason: 'the holder died' });
   if (c.before === 'local') ledger.claim(TENANT, conversation, TOOL, args, { effect: 'local' });
-  return { job, key };
+  let holder;
+  if (c.before === 'held') {
+    // another call, other arguments, the same target: settled as the case says
+    // (a local claim stays claimed once its lease passes, and is not renewed)
+    const earlier = { to: `${c.kind}@example.com`, mode: 'earlier' };
+    const d = ledger.claim(TENANT, conversation, TOOL, earlier, { targets, effect: c.status === 'claimed' ? 'local' : 'external' });
+    if (c.status === 'succeeded') ledger.settle(d.token, 'succeeded', { sent: 'earlier' });
+    if (c.status === 'unknown') ledger.settle(d.token, 'unknown', { reason: 'the holder died' });
+    holder = { key: d.key, target: targets[0] };
+  }
+  return { job, key, holder };
 }
 
 // What the model is to read for case c in adapter name: the words, then the payload.
-function expected(name, c, key, to) {
+function expected(name, c, key, to, holder) {
   const fields = { tool: TOOL, key, attempt: 1, reason: reasonOf(name, c.kind), ...c.fields };
+  if (holder) Object.assign(fields, { target: holder.target, held_tool: TOOL, held_key: holder.key, at: ledger.row(TENANT, holder.key).updated_at });
   if (c.kind === 'replay' || c.kind === 'failed_replay') fields.at = ledger.row(TENANT, key).updated_at;
   if (c.kind === 'in_progress') fields.renewed_at = ledger.claim(TENANT, `conv-${name}`, TOOL, { to, mode: c.mode }).renewed_at;
   const words = say(c.kind, fields);
@@ -246,8 +268,8 @@ try {
       : await Promise.all(jobs.map((x) => adapters[name].read(x.job))); // at once: LangChain's in_progress waits out a lease
     // (python reads in its own process: tests/python/test_tools.py counts its reads)
     if (!adapters[name].readAll) report(rowReads === 0, `no-row-read:${name}`, `the adapter read the ledger's row ${rowReads} times over ${CASES.length} decisions`);
-    jobs.forEach(({ c, job, key }, i) => {
-      read[name][c.kind] = { text: settled(seen[i].at(-1)), want: settled(expected(name, c, key, job.args.to)), key };
+    jobs.forEach(({ c, job, key, holder }, i) => {
+      read[name][c.kind] = { text: settled(seen[i].at(-1)), want: settled(expected(name, c, key, job.args.to, holder)), key, holder };
     });
   }
   clearInterval(renewer);
@@ -263,10 +285,11 @@ try {
     }
     // the adapters against each other, the key, the time and each adapter's own reason taken out
     const same = names.filter((n) => n !== 'mcp' || mcpSpeaksWords).map((n) => {
-      const { text, key } = read[n][c.kind];
+      const { text, key, holder } = read[n][c.kind];
       const reason = reasonOf(n, c.kind);
-      // each adapter's call ran at its own time
-      let t = String(text).split(key).join('KEY').replace(/ at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z /, ' at TIME ');
+      // each adapter's call ran at its own time (and its holder, in the conflict cases, is its own)
+      let t = String(text).split(key).join('KEY').replace(/ at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/, ' at TIME');
+      if (holder) t = t.split(holder.key).join('HELD').split(holder.target).join('TARGET');
       if (reason !== undefined) t = t.split(reason).join('REASON');
       return [n, t];
     });

@@ -3,7 +3,7 @@
 Usage: PYTHONPATH=<a copy of bindings/python with the extension and words.json>
        python3 drive_words.py DB JOBS_JSON
 
-JOBS_JSON is a list of {"tenant", "conversation", "args": {"to", "mode"}};
+JOBS_JSON is a list of {"tenant", "conversation", "args": {"to", "mode"}, "targets"};
 mode "ok" returns {"sent": to}, "fail" raises ToolFailed({"code":
 "declined"}), "throw" raises RuntimeError("socket hang up"), "notsent"
 raises NotSent("connection refused"). Prints, as JSON, one
@@ -22,7 +22,8 @@ def main(db, jobs):
     out = []
     for job in jobs:
         @ledger.tool("send_email", tenant=lambda a, job=job: job.get("tenant"),
-                     conversation=lambda a, job=job: job.get("conversation"))
+                     conversation=lambda a, job=job: job.get("conversation"),
+                     targets=lambda a, job=job: job.get("targets") or [])
         def send_email(to, mode):
             if mode == "fail":
                 raise idem.ToolFailed({"code": "declined"})

@@ -1140,12 +1140,14 @@ class Ledger:
                 return
     def tool(self, name: str, *, tenant: Any, conversation: Any, attempt: Optional[str] = "attempt",
              wait: float = 0.0, renew_seconds: Optional[int] = None,
-             heartbeat_seconds: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """A decorator: ``@ledger.tool("send_email", tenant=..., conversation=...)`` guards a function
-        (sync or ``async def``) with `call` / `acall`; see `sqlite_idempotency.tools`."""
+             heartbeat_seconds: Optional[int] = None, targets: Optional[Callable[..., Any]] = None,
+             allowed_by: Optional[Callable[..., Any]] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A decorator: ``@ledger.tool("send_email", tenant=..., conversation=..., targets=...)`` guards a
+        function (sync or ``async def``) with `call` / `acall`; see `sqlite_idempotency.tools`."""
         from .tools import tool
         return tool(self, name, tenant=tenant, conversation=conversation, attempt=attempt, wait=wait,
-                    renew_seconds=renew_seconds, heartbeat_seconds=heartbeat_seconds)
+                    renew_seconds=renew_seconds, heartbeat_seconds=heartbeat_seconds, targets=targets,
+                    allowed_by=allowed_by)
 
     def _settle_value(self, d: Admitted, status: str, value: Any, what: str) -> Tuple[Any, Dict[str, Any]]:
         """Settles ``status`` with ``value``; returns (the value as stored, the settle's answer).

@@ -17,7 +17,11 @@ function of the bound arguments (a dict) returning one; a missing or empty
 one (or a function that raises) raises `MissingPart` (a ValueError) naming
 it, and nothing runs. It returns the `Outcome` of `Ledger.call`
 (``Ledger.acall`` for ``async def``), and raises as they do:
-`ClaimInProgress`, `OutcomeUnknown`, `ClaimMismatch`, `NotSent`.
+`ClaimInProgress`, `OutcomeUnknown`, `ClaimMismatch`, `TargetConflict`, `NotSent`.
+
+``targets=lambda a: [f"mailto:{a['to']}/invoice-{a['invoice']}"]`` names what
+a call's write touches (docs/ledger.md, "Targets"): a reworded retry of a call
+that touched the same target is a `TargetConflict`, and nothing runs.
 
 What the model reads: every one of those exceptions, and `MissingPart`,
 has ``text``, and the Outcome of a replay or a failure has ``text`` (with
@@ -36,7 +40,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Union
 
 from . import Attempt, IdempotencyError, Outcome
 from .words import say
@@ -86,9 +90,9 @@ async def acall(ledger: "Ledger", tenant: str, conversation: str, tool: str, arg
 
 
 class MissingPart(IdempotencyError, ValueError):
-    """A decorated tool's tenant or conversation is missing (``decision`` is
-    ``"no_tenant"`` or ``"no_conversation"``); nothing ran. ``text`` is what
-    the model is to read (words.json)."""
+    """A decorated tool's tenant, conversation or targets are missing (``decision`` is
+    ``"no_tenant"``, ``"no_conversation"`` or ``"no_targets"``); nothing ran. ``text`` is
+    what the model is to read (words.json)."""
 
     def __init__(self, message: str, *, tool: str, which: str, reason: str):
         super().__init__(message)
@@ -115,11 +119,32 @@ def _part(which: str, value: Part, bound: Mapping[str, Any], tool: str) -> str:
     return v
 
 
+def _targets(fn: Callable[[Mapping[str, Any]], Any], bound: Mapping[str, Any], tool: str) -> List[str]:
+    """The targets of one call: ``fn(bound)``, a list (or tuple) of strings; else `MissingPart`."""
+    try:
+        v = fn(bound)
+    except Exception as e:
+        raise MissingPart(f"Ledger.tool: {tool}: targets raised {type(e).__name__}: {e}; nothing was run",
+                          tool=tool, which="targets", reason=f"targets raised {type(e).__name__}: {e}") from e
+    if not isinstance(v, (list, tuple)) or not all(isinstance(t, str) for t in v):
+        what = "a list holding a non-string" if isinstance(v, (list, tuple)) else f"a {type(v).__name__}"
+        raise MissingPart(f"Ledger.tool: {tool}: targets gave {what}, not a list of strings; nothing was run",
+                          tool=tool, which="targets", reason=f"targets gave {what}, not a list of strings")
+    return list(v)
+
+
 def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attempt: Optional[str] = "attempt",
          wait: float = 0.0, renew_seconds: Optional[int] = None,
-         heartbeat_seconds: Optional[int] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+         heartbeat_seconds: Optional[int] = None,
+         targets: Optional[Callable[[Mapping[str, Any]], Any]] = None,
+         allowed_by: Optional[Callable[[Mapping[str, Any]], Optional[str]]] = None,
+         ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The decorator of `Ledger.tool` (see the module's documentation); ``wait``,
-    ``renew_seconds`` and ``heartbeat_seconds`` go to `Ledger.call` as they are."""
+    ``renew_seconds`` and ``heartbeat_seconds`` go to `Ledger.call` as they are.
+    ``targets`` is a function of the bound arguments (a dict) giving what the
+    write touches (docs/ledger.md, "Targets"); ``allowed_by`` one giving who
+    allows a deliberate second write to a held target (the application's, from
+    its own state; None: nobody)."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"Ledger.tool: name must be a non-empty string, got {name!r}")
     for which, v in (("tenant", tenant), ("conversation", conversation)):
@@ -127,6 +152,9 @@ def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attem
             raise ValueError(f"Ledger.tool: {which} must be a non-empty string or a function of the arguments, got {v!r}")
     if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
         raise ValueError(f"Ledger.tool: wait must be a number of seconds >= 0, got {wait!r}")
+    for which, f in (("targets", targets), ("allowed_by", allowed_by)):
+        if f is not None and not callable(f):
+            raise ValueError(f"Ledger.tool: {which} must be a function of the arguments, got {f!r}")
 
     _remember(ledger)
     options: Dict[str, Any] = {"wait": wait, "renew_seconds": renew_seconds}
@@ -147,6 +175,17 @@ def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attem
             b.apply_defaults()
             return dict(b.arguments)
 
+        def per_call(bound: dict) -> Dict[str, Any]:
+            """``options`` with this call's targets and allowed_by."""
+            if targets is None and allowed_by is None:
+                return options
+            more = dict(options)
+            if targets is not None:
+                more["targets"] = _targets(targets, bound, name)
+            if allowed_by is not None:
+                more["allowed_by"] = allowed_by(bound)
+            return more
+
         def run(bound: dict, att: Attempt) -> Any:
             # the bound arguments (and the attempt) in the signature's order
             full = {n: (att if takes_attempt and n == attempt else bound[n]) for n in sig.parameters
@@ -160,7 +199,8 @@ def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attem
                 bound = bind(a, kw)
                 t = _part("tenant", tenant, bound, name)
                 c = _part("conversation", conversation, bound, name)
-                return await acall(_thread_ledger(ledger), t, c, name, bound, lambda att: run(bound, att), **options)
+                return await acall(_thread_ledger(ledger), t, c, name, bound, lambda att: run(bound, att),
+                                   **per_call(bound))
             async_tool.__signature__ = public  # type: ignore[attr-defined]
             return async_tool
 
@@ -169,7 +209,7 @@ def tool(ledger: "Ledger", name: str, *, tenant: Part, conversation: Part, attem
             bound = bind(a, kw)
             t = _part("tenant", tenant, bound, name)
             c = _part("conversation", conversation, bound, name)
-            return _thread_ledger(ledger).call(t, c, name, bound, lambda att: run(bound, att), **options)
+            return _thread_ledger(ledger).call(t, c, name, bound, lambda att: run(bound, att), **per_call(bound))
         sync_tool.__signature__ = public  # type: ignore[attr-defined]
         return sync_tool
 

@@ -109,9 +109,26 @@ def because(name: str, fields: Optional[Mapping[str, Any]] = None, **more: Any) 
     return _fill(f"{name} reason", reasons[name], f, _now(f), None)
 
 
+def say_conflict(tool: str, decision: Any) -> Dict[str, Any]:
+    """The words of a conflict decision (a `Conflict`, or its answer as a dict) for the tool name:
+    ``{"kind", "text"}``, with ``"result"`` (the holder's result, what the model reads after the
+    words) when the holder succeeded. Its ``held_by`` status picks the kind."""
+    d = decision if isinstance(decision, Mapping) else decision.raw
+    held = d.get("held_by") or {}
+    status = held.get("status")
+    kind = ("conflict_succeeded" if status == "succeeded" else "conflict_unknown" if status == "unknown"
+            else "conflict_claimed")
+    text = say(kind, tool=tool, key=d.get("key"), target=d.get("target"), held_tool=held.get("tool"),
+               held_key=held.get("key"), at=held.get("updated_at"))
+    out: Dict[str, Any] = {"kind": kind, "text": text}
+    if kind == "conflict_succeeded":
+        out["result"] = held.get("result")
+    return out
+
+
 def _tell(e: BaseException, tool: str) -> None:
     """Sets ``e.text``: the words of the refusal or the unknown outcome ``e`` stands for."""
-    from . import ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted, NotSent, OutcomeUnknown
+    from . import ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted, NotSent, OutcomeUnknown, TargetConflict
 
     key = getattr(e, "key", None)
     d = getattr(e, "decision", None)
@@ -119,6 +136,10 @@ def _tell(e: BaseException, tool: str) -> None:
         text = say("in_progress", tool=tool, key=key, attempt=d.attempt, renewed_at=d.raw.get("renewed_at"))
     elif isinstance(e, ClaimMismatch):
         text = say("mismatch", tool=tool, key=key, differs=d.differs)
+    elif isinstance(e, TargetConflict):
+        c = say_conflict(tool, d)
+        text = c["text"] if "result" not in c else (
+            c["text"] + "\n" + json.dumps(c["result"], separators=(",", ":"), ensure_ascii=False))
     elif isinstance(e, OutcomeUnknown):
         text = (say("unknown", tool=tool, key=key, attempt=d.attempt) if d is not None
                 else say("outcome_unknown", tool=tool, key=key, reason=e.reason))
@@ -175,4 +196,4 @@ def telling(fn: Callable[..., Any]) -> Callable[..., Any]:
     return told
 
 
-__all__ = ["say", "because", "table", "telling", "PATHS"]
+__all__ = ["say", "because", "say_conflict", "table", "telling", "PATHS"]
