@@ -252,10 +252,13 @@ function refused(ledger, name, tenant, e) {
     return refusal('mismatch', say('mismatch', { tool: name, key: e.key, differs: e.decision.differs }), e.key);
   }
   if (e instanceof TargetConflict) {
-    // the words, then (when the holder succeeded) its result as a second text block
+    // the words, then (when the holder succeeded) its result: a stored
+    // CallToolResult's content blocks, as a replay shows them, or else a
+    // text block of the value
     const c = sayConflict(name, e.decision);
     const r = refusal('conflict', c.text, e.key);
-    if (c.result !== undefined) r.content.push({ type: 'text', text: typeof c.result === 'string' ? c.result : JSON.stringify(c.result) });
+    if (c.result !== undefined && c.result !== null && Array.isArray(c.result.content)) r.content.push(...c.result.content);
+    else if (c.result !== undefined) r.content.push({ type: 'text', text: typeof c.result === 'string' ? c.result : JSON.stringify(c.result) });
     return r;
   }
   if (e instanceof NotSent) return refusal('not_sent', say('not_sent', { tool: name, reason: e.reason }), e.key);

@@ -11,10 +11,11 @@
 // identical running call (default 0), $WINDOW_SECONDS the deduplication
 // window (default the module's), $HEARTBEAT_SECONDS the heartbeat (default
 // Ledger.call's). Tools:
-//   send_email {to, subject, delay_ms?, honor_signal?}  POSTs to
+//   send_email {to, subject, invoice?, delay_ms?, honor_signal?}  POSTs to
 //       TARGET/send with the call's Idempotency-Key; answers the target's
 //       JSON as text and as structuredContent; with honor_signal the request
-//       is aborted with the call's signal
+//       is aborted with the call's signal; with invoice it names the target
+//       mailto:<to>/invoice-<invoice> (docs/ledger.md, "Targets")
 //   send_email_strict  the same, guarded with strict: true
 //   lookup {q}  readOnlyHint: POSTs to TARGET/lookup without a key, unguarded
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -34,8 +35,9 @@ const options = { waitMs: Number(process.env.WAIT_MS || 0) };
 if (mode === 'stdio') options.tenant = () => process.env.MCP_TENANT;
 if (process.env.WINDOW_SECONDS) options.windowSeconds = Number(process.env.WINDOW_SECONDS);
 if (process.env.HEARTBEAT_SECONDS) options.heartbeatSeconds = Number(process.env.HEARTBEAT_SECONDS);
+options.targets = { send_email: (args) => (args.invoice === undefined ? [] : [`mailto:${args.to}/invoice-${args.invoice}`]) };
 
-const sendSchema = { to: z.string(), subject: z.string(), delay_ms: z.number().optional(), honor_signal: z.boolean().optional() };
+const sendSchema = { to: z.string(), subject: z.string(), invoice: z.number().optional(), delay_ms: z.number().optional(), honor_signal: z.boolean().optional() };
 async function send(args, extra) {
   const q = args.delay_ms ? `?delay_ms=${args.delay_ms}` : '';
   const res = await fetch(`${targetUrl}/send${q}`, {
@@ -52,7 +54,7 @@ function makeServer() {
   const server = new McpServer({ name: 'idem-e2e', version: '0.0.0' });
   withIdempotency(server, ledger, options);
   server.registerTool('send_email', { description: 'sends an email', inputSchema: sendSchema }, send);
-  const { windowSeconds, ...strictOptions } = options;
+  const { windowSeconds, targets, ...strictOptions } = options;
   server.registerTool('send_email_strict', { description: 'sends an email', inputSchema: sendSchema },
     idempotentTool(ledger, 'send_email_strict', { ...strictOptions, strict: true }, send));
   server.registerTool('lookup', {

@@ -31,6 +31,12 @@
 //                  choice and the claim are one write transaction)
 //   timeout        the client gives up (RequestTimeout) while the tool runs;
 //                  a retry gets the first result as a replay; one request
+//   reworded       the client gives up (RequestTimeout) while the tool runs,
+//                  and the call comes again with the subject reworded (a new
+//                  key) for the same invoice: while the first runs, an
+//                  isError conflict saying it has not reported yet; once it
+//                  succeeded, a conflict saying so with its result as the
+//                  second text block; one request reached the target
 //   cancelled      (stdio) the timed-out client's cancellation aborts the
 //                  tool's signal after its request left: the retry answers
 //                  unknown (isError, the extension's sentence); one request
@@ -287,6 +293,32 @@ async function suite(mode) {
     const timedOut = t.error && /timed out/i.test(t.error.message);
     checks.report(timedOut && replayed(r) && !r.isError && target.count(keyOf(r)) === 1, `${p}timeout`,
       `first ${t.error ? t.error.message : j(t.value)}, retry ${j(r)}, target saw ${target.count(keyOf(r))}`);
+  }
+
+  lap(`${mode} before reworded`);
+  // reworded: a timeout, then the same invoice email in other words
+  {
+    const first = { to: `reword-${mode}@example.com`, subject: 'Invoice 42', invoice: 42, delay_ms: 900 };
+    const second = { to: `reword-${mode}@example.com`, subject: 'Your invoice 42, again', invoice: 42 };
+    const t = await caught(callSend(main, first, 'conv-1', { timeout: 250 }));
+    const during = await callSend(main, second, 'conv-1');
+    await sleep(1000); // the first call finishes and settles succeeded
+    const after = await callSend(main, second, 'conv-1');
+    const held = after._meta && after._meta[META.key];
+    const rows = new Database(db).prepare("SELECT r.key, r.status, r.updated_at, r.result FROM ledger_rows r JOIN ledger_targets t ON t.claim = r.id WHERE t.target = ?").all(`mailto:reword-${mode}@example.com/invoice-42`);
+    const h = rows.length === 1 ? rows[0] : {};
+    const want = (status) => {
+      const at = new Date(h.updated_at).toISOString();
+      return status === 'succeeded'
+        ? `send_email was not run: a different call (send_email, key ${h.key}) already touched mailto:reword-${mode}@example.com/invoice-42 at ${at} and succeeded. This call (key ${held}) was not run and nothing was sent: other wording does not make it another request. Do not call send_email again for mailto:reword-${mode}@example.com/invoice-42; if the user wants it done a second time, tell them so, and the application must allow it. The result of that call:`
+        : `send_email was not run: a different call (send_email, key ${h.key}) that touches mailto:reword-${mode}@example.com/invoice-42 has not reported its outcome yet (claimed or last renewed at `;
+    };
+    const sent = target.count(h.key);
+    checks.report(t.error && /timed out/i.test(t.error.message) && rows.length === 1 && h.status === 'succeeded' && sent === 1 &&
+      during.isError === true && during._meta[META.decision] === 'conflict' && text(during).startsWith(want('claimed')) &&
+      after.isError === true && after._meta[META.decision] === 'conflict' && text(after) === want('succeeded') &&
+      h.result && isDeepStrictEqual(after.content.slice(1), JSON.parse(h.result).content) && held !== h.key && target.count(held) === 0,
+    `${p}reworded`, `first ${t.error ? t.error.message : j(t.value)}; during ${j(during)}; after ${j(after)}; rows ${j(rows)}; target saw ${sent}`);
   }
 
   lap(`${mode} before cancelled`);

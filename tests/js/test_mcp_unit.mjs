@@ -500,11 +500,15 @@ try {
       threw(() => idempotentTool(ledger, 'x', { windowSeconds: 86401 }, async () => ({}))),
       threw(() => idempotentTool(ledger, 'x', { windowSeconds: 60, strict: true }, async () => ({}))),
       threw(() => idempotentTool(ledger, 'x', { heartbeatSeconds: -1 }, async () => ({}))),
+      threw(() => idempotentTool(ledger, 'x', { targets: ['mailto:a'] }, async () => ({}))),
+      threw(() => withIdempotency(new McpServer({ name: 'e', version: '0' }), ledger, { targets: (args) => [args.to] })),
+      threw(() => withIdempotency(new McpServer({ name: 'e', version: '0' }), ledger, { targets: { send: 'mailto:a' } })),
+      threw(() => idempotentTool(ledger, 'x', { allowedBy: 'ops' }, async () => ({}))),
     ];
     const want = [
       'TypeError: withIdempotency: server must be an McpServer (an object with registerTool)',
       'TypeError: withIdempotency: ledger must be a Ledger of sqlite-idempotency, got object',
-      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, strict, windowSeconds, waitMs, renewSeconds, heartbeatSeconds)',
+      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, strict, windowSeconds, waitMs, renewSeconds, heartbeatSeconds, targets, allowedBy)',
       'TypeError: withIdempotency: options.tenant must be a function, got string',
       'RangeError: withIdempotency: options.waitMs must be a number of milliseconds >= 0, got -1',
       'TypeError: idempotentTool: name must be a non-empty string, got ""',
@@ -516,8 +520,31 @@ try {
       'RangeError: idempotentTool: options.windowSeconds must be an integer from 1 to 86400, got 86401',
       'TypeError: idempotentTool: options.windowSeconds is of no use with strict: true (a call that names no conversation is refused)',
       'RangeError: idempotentTool: options.heartbeatSeconds must be an integer >= 0, got -1',
+      "TypeError: idempotentTool: options.targets must be a function of the tool's arguments returning an array of strings, got object",
+      'TypeError: withIdempotency: options.targets must be an object of functions by tool name ({ send_email: (args) => [...] }), got function',
+      'TypeError: withIdempotency: options.targets must be an object of functions by tool name ({ send_email: (args) => [...] }), got object',
+      'TypeError: idempotentTool: options.allowedBy must be a function of (args, extra) returning who allows a second write, or undefined; got string',
     ];
     for (let i = 0; i < want.length; i++) report(got[i] === want[i], `api-error-${i + 1}`, `got ${j(got[i])}, want ${j(want[i])}`);
+  }
+  // targets: a function that throws, or gives no array of strings, is a
+  // refusal naming it (no_targets); nothing runs, nothing is claimed
+  {
+    const srv = new McpServer({ name: 'targets', version: '0' });
+    let ran = 0;
+    srv.registerTool('mail', { inputSchema: { to: z.string() } }, idempotentTool(ledger, 'mail', {
+      tenant: () => 'tenant-t',
+      targets: (args) => { if (args.to === 'boom') throw new Error('no recipient'); return args.to === 'text' ? 'mailto:x' : [`mailto:${args.to}`]; },
+    }, async () => { ran += 1; return { content: [{ type: 'text', text: 'ok' }] }; }));
+    const c = await pair(srv);
+    const rows = () => ledger.db.prepare("SELECT count(*) AS n FROM ledger_rows WHERE tenant = 'tenant-t'").get().n;
+    const boom = await c.callTool({ name: 'mail', arguments: { to: 'boom' }, _meta: conv('c-t') });
+    const notArray = await c.callTool({ name: 'mail', arguments: { to: 'text' }, _meta: conv('c-t') });
+    report(boom.isError === true && boom._meta[META.decision] === 'no_targets' &&
+      text(boom) === 'mail was not run: what it would touch could not be named (options.targets threw: no recipient); the application must fix this, and nothing was sent. Do not call mail again until it does.' &&
+      text(notArray) === 'mail was not run: what it would touch could not be named (options.targets gave a string, not an array of strings); the application must fix this, and nothing was sent. Do not call mail again until it does.' &&
+      ran === 0 && rows() === 0, 'no-targets', `${j(boom)} ${j(notArray)}, ran ${ran}, rows ${rows()}`);
+    await c.close();
   }
   await client.close();
 } catch (e) {

@@ -10,6 +10,8 @@ Usage: PYTHONPATH=<a copy of bindings/python with the extension> python3 test_to
                    the tool for its thread): one request, 5 replays
   tasks            5 asyncio tasks at once on one connection: one request
   processes        4 processes at once: one request, 3 replays
+  reworded         after a timeout, the same invoice email in other words:
+                   TargetConflict with the conflict's words, nothing sent
   timeout          the caller gives up (asyncio.wait_for; a urllib timeout):
                    unknown, and a retry raises OutcomeUnknown without sending
   killed           a process killed (SIGKILL) mid-call: after the lease the
@@ -210,6 +212,34 @@ def main():
                       first.reason.startswith("TimeoutError") and
                       getattr(second, "text", None) == idem.say("unknown", tool="send_email", key=key, attempt=1),
                       "timeout-sync-text", f"{getattr(first, 'text', None)!r} {getattr(second, 'text', None)!r}")
+
+        # a timeout, then the model re-plans and rewords the body (a new key): the tool names
+        # what the email touches (to, invoice), so the reworded one is a conflict and sends nothing
+        @ledger.tool("send_invoice", tenant=lambda a: a["user"], conversation=lambda a: a["thread"],
+                     targets=lambda a: [f"mailto:{a['to']}/invoice-{a['invoice']}"])
+        def send_invoice(user, thread, to, invoice, body, delay_ms=0, timeout=10, attempt=None):
+            return post(url, "send", {"to": to, "invoice": invoice, "body": body}, attempt.headers, delay_ms, timeout)
+
+        try:
+            send_invoice("u1", "t1", "reword@example.com", 42, "Your invoice 42 is attached.", delay_ms=800, timeout=0.2)
+            first = "ran"
+        except idem.OutcomeUnknown as e:
+            first = e
+        try:
+            send_invoice("u1", "t1", "reword@example.com", 42, "Please find attached invoice 42.")
+            second = "ran"
+        except idem.TargetConflict as e:
+            second = e
+        k1 = getattr(first, "key", None)
+        row = ledger.row("u1", k1) if k1 else None
+        want = idem.say("conflict_unknown", tool="send_invoice", key=getattr(second, "key", None),
+                        target="mailto:reword@example.com/invoice-42", held_tool="send_invoice", held_key=k1,
+                        at=row and row["updated_at"])
+        checks.report(isinstance(first, idem.OutcomeUnknown) and isinstance(second, idem.TargetConflict) and
+                      second.key != k1 and count(k1) == 1 and count(second.key) == 0 and row["status"] == "unknown" and
+                      ledger.row("u1", second.key) is None and getattr(second, "text", None) == want and
+                      second.decision.differs == ["body", "delay_ms", "timeout"],
+                      "reworded-after-timeout", f"{first!r} {second!r}: {getattr(second, 'text', None)!r}, want {want!r}")
 
         # killed mid-call (ledger "short": lease_seconds=1)
         before = sum(srv.counts()["keys"].values())
