@@ -7,7 +7,12 @@ export type KeyPart = string | null | undefined;
 export type KeyPartResult = KeyPart | PromiseLike<KeyPart>;
 
 /** The decision of a tool call that gave the model no result. */
-export type ToolCallDecision = 'in_progress' | 'unknown' | 'mismatch' | 'not_sent' | 'failed' | 'no_tenant' | 'no_conversation';
+export type ToolCallDecision = 'in_progress' | 'unknown' | 'mismatch' | 'conflict' | 'not_sent' | 'failed' | 'no_tenant' | 'no_conversation' | 'no_targets';
+
+/** What a targets function gives: what the call's write touches (docs/ledger.md, "Targets"), up to 16 strings. */
+export type TargetsResult = string[] | PromiseLike<string[]>;
+/** What an allowedBy function gives: who allows a deliberate second write to a held target, or nothing. */
+export type AllowedByResult = string | null | undefined | PromiseLike<string | null | undefined>;
 
 /** What every adapter's options share besides the tenant and conversation functions. */
 export interface CallOptions {
@@ -28,7 +33,7 @@ export interface CallOptions {
  */
 export class ToolCallError extends IdempotencyError {
   readonly decision: ToolCallDecision;
-  /** the call's key; absent for 'no_tenant' and 'no_conversation' */
+  /** the call's key; absent for 'no_tenant', 'no_conversation' and 'no_targets' */
   readonly key?: string;
   /** true when this is a replay of the first call's failure */
   readonly replay: boolean;

@@ -1,10 +1,10 @@
 // TypeScript declarations of sqlite-idempotency/ai (ai.js).
 import type { Tool, ToolExecutionOptions } from 'ai';
 import type { Ledger } from './index.js';
-import type { CallOptions, KeyPartResult } from './agent-tools.js';
+import type { AllowedByResult, CallOptions, KeyPartResult, TargetsResult } from './agent-tools.js';
 
 export { currentAttempt, ToolCallError } from './agent-tools.js';
-export type { CallOptions, KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
+export type { AllowedByResult, CallOptions, KeyPart, KeyPartResult, TargetsResult, ToolCallDecision } from './agent-tools.js';
 
 /**
  * What idempotentTool needs besides the tool: the key's who and conversation,
@@ -17,6 +17,10 @@ export interface IdempotentToolOptions<INPUT, CONTEXT> extends CallOptions {
   tenant: (input: INPUT, options: ToolExecutionOptions<CONTEXT>) => KeyPartResult;
   /** the conversation of the call (e.g. the chat id in `options.context`); never the toolCallId, which the SDK mints anew on re-plan */
   conversation: (input: INPUT, options: ToolExecutionOptions<CONTEXT>) => KeyPartResult;
+  /** what the call's write touches, from the input's identifying fields (never its wording): a target another call of the tenant holds refuses the call as a conflict */
+  targets?: (input: INPUT) => TargetsResult;
+  /** who allows a deliberate second write to a held target (the application's, never the model's), or nothing */
+  allowedBy?: (input: INPUT, options: ToolExecutionOptions<CONTEXT>) => AllowedByResult;
 }
 
 /**

@@ -1,9 +1,9 @@
 // TypeScript declarations of sqlite-idempotency/langchain (langchain.js).
 import type { Ledger } from './index.js';
-import type { CallOptions, KeyPartResult } from './agent-tools.js';
+import type { AllowedByResult, CallOptions, KeyPartResult, TargetsResult } from './agent-tools.js';
 
 export { currentAttempt, ToolCallError } from './agent-tools.js';
-export type { CallOptions, KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
+export type { AllowedByResult, CallOptions, KeyPart, KeyPartResult, TargetsResult, ToolCallDecision } from './agent-tools.js';
 
 /**
  * The parts of a LangChain RunnableConfig the key's functions read (this
@@ -38,6 +38,10 @@ export interface IdempotentToolOptions<Configurable = Record<string, any>> exten
   tenant: (input: unknown, config: ToolCallConfig<Configurable>) => KeyPartResult;
   /** the conversation of the call (default: `config.configurable.thread_id`, LangGraph's thread) */
   conversation?: (input: unknown, config: ToolCallConfig<Configurable>) => KeyPartResult;
+  /** what the call's write touches, from the input's identifying fields (never its wording): a target another call of the tenant holds refuses the call as a conflict */
+  targets?: (input: any) => TargetsResult;
+  /** who allows a deliberate second write to a held target (the application's, never the model's), or nothing */
+  allowedBy?: (input: unknown, config: ToolCallConfig<Configurable>) => AllowedByResult;
 }
 
 /**

@@ -69,6 +69,22 @@ export interface McpIdempotencyOptions {
   renewSeconds?: number;
   /** Passed to `Ledger.call`: how often the claim's lease is renewed while the tool runs. */
   heartbeatSeconds?: number;
+  /**
+   * What each call's write touches (docs/ledger.md, "Targets"), from the
+   * arguments that identify the effect, never its wording: for
+   * withIdempotency an object of functions by tool name, for idempotentTool
+   * one function. A target another call of the tenant holds answers the
+   * call as a conflict (isError).
+   */
+  targets?: { [tool: string]: (args: any) => string[] | PromiseLike<string[]> } | ((args: any) => string[] | PromiseLike<string[]>);
+  /** Who allows a deliberate second write to a held target (the application's, never the model's), or undefined. */
+  allowedBy?: (args: any, extra: any) => string | null | undefined | PromiseLike<string | null | undefined>;
+  /**
+   * withIdempotency only: on a conflict with a call that succeeded, ask the
+   * person through the client (MCP elicitation) whether to do it a second
+   * time; an accept with confirm checked runs it (default false).
+   */
+  askSecondWrite?: boolean;
 }
 
 /** The `_meta` keys hosts send that name a conversation, and the tag each gets in the key. */

@@ -46,7 +46,7 @@ const KEY_PART = /^[A-Za-z0-9_-]{1,128}$/; // the key grammar (docs/keys.md)
 const KEY_RULE = '1 to 128 characters of A-Za-z0-9_-';
 const WINDOW_SECONDS = 600; // docs/design.md, "The deduplication window"
 const WINDOW_MAX_SECONDS = 86400;
-const OPTIONS = ['tenant', 'conversation', 'strict', 'windowSeconds', 'waitMs', 'renewSeconds', 'heartbeatSeconds', 'targets', 'allowedBy'];
+const OPTIONS = ['tenant', 'conversation', 'strict', 'windowSeconds', 'waitMs', 'renewSeconds', 'heartbeatSeconds', 'targets', 'allowedBy', 'askSecondWrite'];
 const WRAPPED = Symbol.for('sqlite-idempotency/mcp.wrapped');
 const ATTEMPT = Symbol.for('sqlite-idempotency/mcp.attempt');
 
@@ -156,6 +156,12 @@ function checkOptions(where, options) {
     if (options[k] !== undefined && !(Number.isInteger(options[k]) && options[k] >= 0)) {
       throw new RangeError(`${where}: options.${k} must be an integer >= 0, got ${options[k]}`);
     }
+  }
+  if (options.askSecondWrite !== undefined && typeof options.askSecondWrite !== 'boolean') {
+    throw new TypeError(`${where}: options.askSecondWrite must be a boolean, got ${typeof options.askSecondWrite}`);
+  }
+  if (options.askSecondWrite === true && !where.startsWith('withIdempotency')) {
+    throw new TypeError(`${where}: options.askSecondWrite needs the server to ask the person through: give it to withIdempotency`);
   }
   if (options.allowedBy !== undefined && typeof options.allowedBy !== 'function') {
     throw new TypeError(`${where}: options.allowedBy must be a function of (args, extra) returning who allows a second write, or undefined; got ${typeof options.allowedBy}`);
@@ -267,9 +273,35 @@ function refused(ledger, name, tenant, e) {
   return undefined;
 }
 
+// askSecondWrite: on a conflict whose holder succeeded, ask the person
+// through the client (MCP elicitation, where the client declares it)
+// whether to do it a second time; true only on an explicit accept with
+// confirm checked. Any failure to ask (no elicitation, an error, a
+// timeout) is a no.
+async function personAllows(server, words, extra) {
+  const inner = server && server.server;
+  if (!inner || typeof inner.elicitInput !== 'function') return false;
+  const caps = typeof inner.getClientCapabilities === 'function' ? inner.getClientCapabilities() : undefined;
+  if (!caps || !caps.elicitation) return false;
+  try {
+    const r = await inner.elicitInput({
+      message: `${words} Do it a second time anyway?`,
+      requestedSchema: {
+        type: 'object',
+        properties: { confirm: { type: 'boolean', title: 'Do it a second time', description: 'The earlier call already did this.' } },
+        required: ['confirm'],
+      },
+    }, { signal: signalOf(extra) });
+    return r && r.action === 'accept' && r.content && r.content.confirm === true;
+  } catch {
+    return false;
+  }
+}
+
 // The guarded callback. readOnly (withIdempotency): reads the registered
 // tool's annotations at call time; readOnlyHint true passes through.
-function guard(ledger, name, options, callback, readOnly) {
+// server (withIdempotency): the McpServer, to ask the person through.
+function guard(ledger, name, options, callback, readOnly, server) {
   const tenantOf = options.tenant || defaultTenant;
   const callOptions = { waitMs: options.waitMs === undefined ? 0 : options.waitMs };
   for (const k of ['renewSeconds', 'heartbeatSeconds']) if (options[k] !== undefined) callOptions[k] = options[k];
@@ -309,8 +341,7 @@ function guard(ledger, name, options, callback, readOnly) {
     if (signal && signal.aborted) return refusal('not_sent', say('not_sent', { tool: name, reason: because('cancelled') }));
     const self = this;
     let out;
-    try {
-      out = await ledger.call(tenant, conversation, name, args, async (attempt) => {
+    const run = (how) => ledger.call(tenant, conversation, name, args, async (attempt) => {
         if (signal && signal.aborted) throw new NotSent(because('cancelled'));
         const ex = { ...extra, [ATTEMPT]: attempt };
         let result;
@@ -327,7 +358,16 @@ function guard(ledger, name, options, callback, readOnly) {
         }
         if (result.isError === true) throw new ToolFailed(result);
         return result;
-      }, call);
+      }, how);
+    try {
+      try {
+        out = await run(call);
+      } catch (e) {
+        // a person may allow a second write of what succeeded (askSecondWrite)
+        if (!(e instanceof TargetConflict && options.askSecondWrite === true && e.decision.held_by && e.decision.held_by.status === 'succeeded')) throw e;
+        if (!(await personAllows(server, sayConflict(name, e.decision).text, extra))) throw e;
+        out = await run({ ...call, allowedBy: `person:${tenant}` });
+      }
     } catch (e) {
       const r = refused(ledger, name, tenant, e);
       if (r) return r;
@@ -371,7 +411,7 @@ function withIdempotency(server, ledger, options) {
       const cb = rest[i];
       let registered;
       const readOnly = () => !!(registered && registered.annotations && registered.annotations.readOnlyHint === true);
-      if (typeof cb === 'function' && !cb[WRAPPED]) rest[i] = guard(ledger, name, opts, cb, readOnly);
+      if (typeof cb === 'function' && !cb[WRAPPED]) rest[i] = guard(ledger, name, opts, cb, readOnly, server);
       registered = original.call(this, name, ...rest);
       if (registered && typeof registered.update === 'function') {
         // a callback given later by update() is guarded too (under the tool's name then)
@@ -379,7 +419,7 @@ function withIdempotency(server, ledger, options) {
         registered.update = function (updates) {
           if (updates && typeof updates.name === 'string') name = updates.name;
           if (updates && typeof updates.callback === 'function' && !updates.callback[WRAPPED]) {
-            updates = { ...updates, callback: guard(ledger, name, opts, updates.callback, readOnly) };
+            updates = { ...updates, callback: guard(ledger, name, opts, updates.callback, readOnly, server) };
           }
           return update.call(this, updates);
         };

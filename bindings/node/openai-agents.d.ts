@@ -1,10 +1,10 @@
 // TypeScript declarations of sqlite-idempotency/openai-agents (openai-agents.js).
 import type { RunContext, ToolExecuteArgument, ToolInputParameters, ToolOptions, ToolOutputSchema } from '@openai/agents';
 import type { Ledger } from './index.js';
-import type { CallOptions, KeyPartResult } from './agent-tools.js';
+import type { AllowedByResult, CallOptions, KeyPartResult, TargetsResult } from './agent-tools.js';
 
 export { currentAttempt, ToolCallError } from './agent-tools.js';
-export type { CallOptions, KeyPart, KeyPartResult, ToolCallDecision } from './agent-tools.js';
+export type { AllowedByResult, CallOptions, KeyPart, KeyPartResult, TargetsResult, ToolCallDecision } from './agent-tools.js';
 
 /**
  * What idempotentTool needs besides the tool: the key's who and conversation,
@@ -18,6 +18,10 @@ export interface IdempotentToolOptions<INPUT, Context> extends CallOptions {
   tenant: (input: INPUT, runContext: RunContext<Context>, details: unknown) => KeyPartResult;
   /** the conversation of the call (e.g. from the run's context); never the callId, which the SDK mints anew on re-plan */
   conversation: (input: INPUT, runContext: RunContext<Context>, details: unknown) => KeyPartResult;
+  /** what the call's write touches, from the input's identifying fields (never its wording): a target another call of the tenant holds refuses the call as a conflict */
+  targets?: (input: INPUT) => TargetsResult;
+  /** who allows a deliberate second write to a held target (the application's, never the model's), or nothing */
+  allowedBy?: (input: INPUT, runContext: RunContext<Context>, details: unknown) => AllowedByResult;
 }
 
 /**

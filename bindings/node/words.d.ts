@@ -4,7 +4,8 @@
 /** The decisions words.json has words for. */
 export type WordsKind =
   | 'admitted' | 'replay' | 'failed' | 'failed_replay' | 'in_progress' | 'unknown' | 'outcome_unknown'
-  | 'mismatch' | 'not_sent' | 'no_tenant' | 'no_conversation';
+  | 'mismatch' | 'conflict_succeeded' | 'conflict_claimed' | 'conflict_unknown' | 'not_sent' | 'no_tenant'
+  | 'no_conversation' | 'no_targets';
 
 /**
  * The fields a text names. at and renewed_at are milliseconds since the
@@ -20,6 +21,9 @@ export interface WordsFields {
   now?: number;
   differs?: string;
   reason?: string;
+  target?: string;
+  held_tool?: string;
+  held_key?: string;
   [field: string]: unknown;
 }
 
@@ -28,6 +32,15 @@ export function say(kind: WordsKind, fields?: WordsFields): string;
 
 /** The words of a reason every adapter shares (words.json's reasons: 'cancelled', 'not_committed', 'lease_lost' with message), for a text's reason field. */
 export function because(name: 'cancelled' | 'not_committed' | 'lease_lost', fields?: WordsFields): string;
+
+/**
+ * The words of a conflict decision (idem_claim's answer, or TargetConflict's
+ * decision) for the tool name: its held_by status picks the kind; result,
+ * when the holder succeeded, is its result (what the model reads after the
+ * words).
+ */
+export function sayConflict(tool: string, decision: { key: string; target: string; held_by: { key: string; tool: string; status: string; updated_at: number; result?: unknown } }):
+  { kind: 'conflict_succeeded' | 'conflict_claimed' | 'conflict_unknown'; text: string; result?: unknown };
 
 /** words.json, as read. */
 export const words: {

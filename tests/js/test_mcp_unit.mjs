@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Ledger, NotSent } from 'sqlite-idempotency';
 import { withIdempotency, idempotentTool, attemptOf, META, PREFIX, WINDOW_SECONDS } from 'sqlite-idempotency/mcp';
 import { Checks } from './checks.mjs';
@@ -508,7 +509,7 @@ try {
     const want = [
       'TypeError: withIdempotency: server must be an McpServer (an object with registerTool)',
       'TypeError: withIdempotency: ledger must be a Ledger of sqlite-idempotency, got object',
-      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, strict, windowSeconds, waitMs, renewSeconds, heartbeatSeconds, targets, allowedBy)',
+      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, strict, windowSeconds, waitMs, renewSeconds, heartbeatSeconds, targets, allowedBy, askSecondWrite)',
       'TypeError: withIdempotency: options.tenant must be a function, got string',
       'RangeError: withIdempotency: options.waitMs must be a number of milliseconds >= 0, got -1',
       'TypeError: idempotentTool: name must be a non-empty string, got ""',
@@ -545,6 +546,46 @@ try {
       text(notArray) === 'mail was not run: what it would touch could not be named (options.targets gave a string, not an array of strings); the application must fix this, and nothing was sent. Do not call mail again until it does.' &&
       ran === 0 && rows() === 0, 'no-targets', `${j(boom)} ${j(notArray)}, ran ${ran}, rows ${rows()}`);
     await c.close();
+  }
+  // askSecondWrite: a conflict with a call that succeeded asks the person
+  // (elicitation); only an accept with confirm checked runs the second
+  // write, recorded as allowed by the person of the tenant; a decline, or a
+  // client without elicitation, is the conflict
+  {
+    const srv = new McpServer({ name: 'ask', version: '0' });
+    withIdempotency(srv, ledger, { tenant: () => 'tenant-e', targets: { mail: (args) => [`mailto:${args.to}`] }, askSecondWrite: true });
+    let ran = 0;
+    srv.registerTool('mail', { inputSchema: { to: z.string(), body: z.string() } }, async () => { ran += 1; return { content: [{ type: 'text', text: `sent ${ran}` }] }; });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await srv.connect(a);
+    const asking = new Client({ name: 'person', version: '0' }, { capabilities: { elicitation: { form: {} } } });
+    const asked = [];
+    let answer = { action: 'decline' };
+    asking.setRequestHandler(ElicitRequestSchema, async (req) => { asked.push(req.params.message); return answer; });
+    await asking.connect(b);
+    const m = (body) => asking.callTool({ name: 'mail', arguments: { to: 'bob@example.com', body }, _meta: conv('c-e') });
+    await m('first');
+    const declined = await m('second, reworded');
+    answer = { action: 'accept', content: { confirm: false } };
+    const unchecked = await m('third, reworded');
+    answer = { action: 'accept', content: { confirm: true } };
+    const accepted = await m('fourth, asked for');
+    const allowed = ledger.db.prepare("SELECT t.allowed_by FROM ledger_targets t JOIN ledger_rows r ON r.id = t.claim WHERE r.tenant = 'tenant-e' AND t.allowed_by IS NOT NULL").all();
+    report(declined._meta[META.decision] === 'conflict' && unchecked._meta[META.decision] === 'conflict' && accepted.isError !== true &&
+      text(accepted) === 'sent 2' && ran === 2 && asked.length === 3 && asked[0].endsWith(' Do it a second time anyway?') &&
+      asked[0].startsWith('mail was not run: a different call (mail, key ') && j(allowed) === '[{"allowed_by":"person:tenant-e"}]',
+    'ask-second-write', `declined ${j(declined)}, unchecked ${j(unchecked)}, accepted ${j(accepted)}, ran ${ran}, asked ${j(asked)}, allowed ${j(allowed)}`);
+    await asking.close();
+    // a client that cannot be asked: the conflict, nothing asked
+    const srv2 = new McpServer({ name: 'ask2', version: '0' });
+    withIdempotency(srv2, ledger, { tenant: () => 'tenant-e', targets: { mail: (args) => [`mailto:${args.to}`] }, askSecondWrite: true });
+    srv2.registerTool('mail', { inputSchema: { to: z.string(), body: z.string() } }, async () => { ran += 1; return { content: [{ type: 'text', text: 'sent' }] }; });
+    const plain = await pair(srv2);
+    const r = await plain.callTool({ name: 'mail', arguments: { to: 'bob@example.com', body: 'fifth' }, _meta: conv('c-e') });
+    report(r._meta[META.decision] === 'conflict' && ran === 2, 'ask-second-write-no-elicitation', `${j(r)}, ran ${ran}`);
+    await plain.close();
+    report(threw(() => idempotentTool(ledger, 'x', { askSecondWrite: true }, async () => ({}))) ===
+      'TypeError: idempotentTool: options.askSecondWrite needs the server to ask the person through: give it to withIdempotency', 'ask-second-write-needs-server', 'no error');
   }
   await client.close();
 } catch (e) {
