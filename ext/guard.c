@@ -243,7 +243,7 @@ static void idem_unguard_func(sqlite3_context *ctx, int argc, sqlite3_value **ar
   if (rc) goto done;
   rc = storage_guard_delete(p, iGuard);
   if (rc) goto done;
-  if (sqlite3_changes(db) != 1) {
+  if (storage_own_changes(p) != 1) {
     zErr = sqlite3_mprintf("%s: the guard of \"%s\" could not be removed", zFunc, zTable);
     rc = SQLITE_ERROR;
     goto done;

@@ -388,6 +388,9 @@ int storage_guard_find(IdemLedger *p, const char *zTable, sqlite3_int64 *pGid, c
 ** guard gid (sqlite3_malloc), or NULL. A broken ledger has none, and
 ** loses the guards table's delete trigger, so its guards can go. */
 int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey);
+/* The rows the last own write changed, read as it ended (a commit after
+** it runs the application's hooks, which change sqlite3_changes()). */
+int storage_own_changes(const IdemLedger *p);
 /* idem_unguard: delete guard gid's row (after its triggers are dropped). */
 int storage_guard_delete(IdemLedger *p, sqlite3_int64 gid);
 
@@ -543,6 +546,11 @@ struct IdemLedger {
   unsigned iProbeStamp; /* ... under this idem_conn_call() number; 0 none */
   int nProbeReprepare, bQueryOnly, bQueryOnlyRead;
   int nTempProbe, bTempRead;
+  /* the rows the last own write changed, and the rowid it inserted, read
+  ** as it ended (a commit after it runs the application's hooks, whose
+  ** statements would change what sqlite3_changes() answers) */
+  int nOwnChanges;
+  sqlite3_int64 iOwnRowid;
 };
 
 /* ------------------------------------------------------------------ */
@@ -752,6 +760,8 @@ int storage_savepoint_begin(IdemLedger *p);
 int storage_savepoint_release(IdemLedger *p);
 /* Undo what was written since the savepoint began, keeping it open. */
 int storage_savepoint_undo(IdemLedger *p);
+/* The rowid the last own write inserted. */
+sqlite3_int64 storage_own_rowid(const IdemLedger *p);
 /* Undo and end the savepoint; when that fails and the transaction is the
 ** caller's own (autocommit before the savepoint), roll it back. */
 void storage_savepoint_abandon(IdemLedger *p, int bOwnTxn);

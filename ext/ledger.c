@@ -339,7 +339,7 @@ static void idem_purge_func(sqlite3_context *ctx, int argc, sqlite3_value **argv
     idem_result_error(ctx, rc, zErr);
     return;
   }
-  sqlite3_result_int64(ctx, sqlite3_changes(p->db));
+  sqlite3_result_int64(ctx, storage_own_changes(p));
 }
 
 static void idem_upgrade_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -861,7 +861,7 @@ static int xUpdate(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_
     if (rc) return vtab_error(pVtab, rc, zErr);
     rc = storage_row_delete_terminal(p, argv[0]);
     if (rc) return rc;
-    if (sqlite3_changes(db) != 1) {
+    if (storage_own_changes(p) != 1) {
       zErr = sqlite3_mprintf(
           "idempotency: cannot delete a claimed or unknown row of ledger %s;"
           " only succeeded, failed or released rows are deleted",

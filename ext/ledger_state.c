@@ -436,12 +436,12 @@ static int claim_insert(IdemLedger *p, const LedgerReq *q, sqlite3_int64 now, sq
     memset(d, 0, sizeof(*d));
     return rc;
   }
-  if (sqlite3_changes(p->db) != 1) {
+  if (storage_own_changes(p) != 1) {
     sqlite3_free(d->zJson);
     memset(d, 0, sizeof(*d));
     return SQLITE_INTERNAL; /* an INSERT of one row that ran without error */
   }
-  d->id = sqlite3_last_insert_rowid(p->db);
+  d->id = storage_own_rowid(p);
   ledger_token_hex(d->id, r.tokenRnd, d->zToken);
   zAt = strstr(d->zJson, "\"token\":\"");
   if (zAt) memcpy(zAt + 9, d->zToken, 16);
@@ -1108,7 +1108,7 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
   bSucceeded = strcmp(zStatus, "succeeded") == 0;
   rc = storage_row_settle(p, r, zStatus, bSucceeded ? zDet : 0, bSucceeded ? 0 : zDet, (int)nDet,
                           zMembers ? zMembers : "[]", now);
-  if (rc == SQLITE_OK && pbStale && sqlite3_changes(p->db) == 0) {
+  if (rc == SQLITE_OK && pbStale && storage_own_changes(p) == 0) {
     *pbStale = 1;
     sqlite3_free(*pzJson);
     *pzJson = 0;

@@ -360,7 +360,7 @@ static const char *const azStmtSql[N_STMT] = {
     "DELETE FROM \"%w\".\"%w_rows\" WHERE 0",
     /* ST_RENEW: extends a claim whose lease has not passed, fenced by its
     ** token, and hands back the new lease */
-    "UPDATE \"%w\".\"%w_rows\" SET lease_until=max(lease_until,?1),updated_at=?2"
+    "UPDATE \"%w\".\"%w_rows\" SET lease_until=CASE WHEN lease_until>?1 THEN lease_until ELSE ?1 END,updated_at=?2"
     " WHERE id=?3 AND token=?4 AND status='claimed' AND lease_until>?2 RETURNING lease_until",
     /* ST_RET_SCAN (ledger_retention.c): ?1 the cursor, ?2 the cutoff (Unix
     ** ms): each row's id, whether it is due, and whether it was created
@@ -1237,11 +1237,11 @@ static int scan_guards(IdemLedger *p, TriggerScan *t) {
   sqlite3_finalize(pT);
   pG = pT = 0;
   if (rc) return rc;
-  /* a trigger named as one of this ledger's guard triggers needs its row */
-  zSql = sqlite3_mprintf(
-      "SELECT t.name FROM \"%w\".sqlite_schema AS t WHERE t.type='trigger'"
-      " AND t.name GLOB '*" GUARD_TRIGGER_INFIX "%q_[imu]*'",
-      p->zDb, p->zName);
+  /* a trigger named as one of this ledger's guard triggers needs its row
+  ** (every trigger read, the names matched in C: no SQL function an
+  ** application may register over is called, GLOB included) */
+  zSql = sqlite3_mprintf("SELECT t.name FROM \"%w\".sqlite_schema AS t WHERE t.type='trigger'",
+                         p->zDb);
   rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pT, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
   if (rc) return rc;
@@ -1733,7 +1733,7 @@ int ledger_under_dqlite(sqlite3 *db, const char *zDb) {
 }
 /* Report a nested write that did not change exactly one row. */
 int ledger_write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr) {
-  int n = sqlite3_changes(p->db);
+  int n = p->nOwnChanges;
   if (n == 1) return SQLITE_OK;
   *pzErr = sqlite3_mprintf(
       "%s: the ledger's %s of %s_rows changed %d rows, not 1; a trigger "
@@ -1785,25 +1785,76 @@ static void own_end(IdemLedger *p, const OwnWrite *w) {
   }
 }
 
+/*
+** An own write never commits. A write statement run while no transaction
+** is open commits as it ends, and a commit calls out to the application
+** (its WAL hook, its commit hook) while idem_own_write() would still be
+** true: a hook could then write the ledger as the extension. So an own
+** write that would commit itself (no transaction open, and no statement
+** of the connection writing: an INSERT INTO the ledger holds one) runs
+** under the claim's savepoint, and commits at its release, after own_end.
+** This is the one place that rule is kept: every own write is stepped
+** here (own_step_done, own_exec_free); an entry point that makes several
+** own writes opens its savepoint itself (the claim, the guards, the
+** upgrade), and then this one is not needed.
+*/
+static int ledger_exec(IdemLedger *p, int i);
+static int own_would_commit(IdemLedger *p) {
+  return sqlite3_get_autocommit(p->db) && sqlite3_txn_state(p->db, 0) != SQLITE_TXN_WRITE;
+}
+static int own_save_begin(IdemLedger *p, int *pbSave) {
+  int rc;
+  *pbSave = own_would_commit(p);
+  if (!*pbSave) return SQLITE_OK;
+  /* every command prepared first: undoing cannot fail to prepare */
+  rc = storage_savepoint_prepare(p);
+  if (rc == SQLITE_OK) rc = ledger_exec(p, ST_SAVEPOINT);
+  if (rc) *pbSave = 0;
+  return rc;
+}
+static int own_save_end(IdemLedger *p, int bSave, int rc) {
+  if (!bSave) return rc;
+  if (rc == SQLITE_OK) rc = ledger_exec(p, ST_RELEASE); /* the commit, outside the own write */
+  if (rc) storage_savepoint_abandon(p, 1);
+  return rc;
+}
+
 /* Step own write pS to its end (ledger_step_done) as the extension. */
 static int own_step_done(IdemLedger *p, sqlite3_stmt *pS) {
   OwnWrite w;
-  int rc;
+  int rc, bSave;
+  rc = own_save_begin(p, &bSave);
+  if (rc) {
+    sqlite3_reset(pS);
+    return rc;
+  }
   own_begin(p, &w);
   rc = ledger_step_done(pS);
+  p->nOwnChanges = sqlite3_changes(p->db);
+  p->iOwnRowid = sqlite3_last_insert_rowid(p->db);
   own_end(p, &w);
-  return rc;
+  return own_save_end(p, bSave, rc);
 }
+
+int storage_own_changes(const IdemLedger *p) { return p->nOwnChanges; }
+sqlite3_int64 storage_own_rowid(const IdemLedger *p) { return p->iOwnRowid; }
 
 /* Run own write zSql (exec_free) as the extension. */
 static int exec_free(sqlite3 *db, char *zSql, char **pzErr);
 static int own_exec_free(IdemLedger *p, char *zSql) {
   OwnWrite w;
-  int rc;
+  int rc, bSave;
+  rc = own_save_begin(p, &bSave);
+  if (rc) {
+    sqlite3_free(zSql);
+    return rc;
+  }
   own_begin(p, &w);
   rc = exec_free(p->db, zSql, 0);
+  p->nOwnChanges = sqlite3_changes(p->db);
+  p->iOwnRowid = sqlite3_last_insert_rowid(p->db);
   own_end(p, &w);
-  return rc;
+  return own_save_end(p, bSave, rc);
 }
 
 /* SQLITE_OK, or the refusal of a connection whose idem_own_write() is not
@@ -2512,39 +2563,21 @@ static sqlite3_uint64 be64(const unsigned char *a) {
   return v;
 }
 
-/* The mark of guard iGuard in a format-1/2 marks text "gid:rowid;...",
-** or -1 when the guard came later than the claim (then every row of the
-** key counts). */
-static sqlite3_int64 old_mark(const char *zMarks, sqlite3_int64 iGuard) {
-  const char *z = zMarks;
-  while (z && *z) {
-    char *zEnd;
-    sqlite3_int64 g = strtoll(z, &zEnd, 10), m;
-    if (*zEnd != ':') break;
-    m = strtoll(zEnd + 1, &zEnd, 10);
-    if (g == iGuard) return m;
-    if (*zEnd != ';') break;
-    z = zEnd + 1;
-  }
-  return -1;
-}
 
 /* upgrade_members: refuse (*pzErr) when table zTable has a row of claim
-** pR's key above mark iMark whose tenant column zTen is not TEXT. */
+** pR's key whose tenant column zTen is not TEXT. */
 static int upgrade_tenant_check(IdemLedger *p, sqlite3_stmt *pR, const char *zTable,
-                                const char *zKeyCol, const char *zTen, sqlite3_int64 iMark,
-                                char **pzErr) {
+                                const char *zKeyCol, const char *zTen, char **pzErr) {
   sqlite3_stmt *pS = 0;
   const char *zKey = (const char *)sqlite3_column_text(pR, 3);
   char *zSql = sqlite3_mprintf(
       "SELECT rowid FROM \"%w\".\"%w\" WHERE \"%w\"=?1 COLLATE BINARY"
-      " AND typeof(\"%w\")<>'text' AND rowid>?2 ORDER BY rowid LIMIT 1",
+      " AND typeof(\"%w\")<>'text' ORDER BY rowid LIMIT 1",
       p->zDb, zTable, zKeyCol, zTen);
   int rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
   if (rc) return rc;
   sqlite3_bind_text(pS, 1, zKey, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(pS, 2, iMark);
   if (sqlite3_step(pS) == SQLITE_ROW) {
     *pzErr = sqlite3_mprintf(
         "idem_upgrade: ledger %s has a row of \"%s\" (rowid %lld) of the open local claim of "
@@ -2561,10 +2594,14 @@ static int upgrade_tenant_check(IdemLedger *p, sqlite3_stmt *pR, const char *zTa
 }
 
 /*
-** The members of the open local claims of a format-1/2 rows table zRows,
-** which inferred them from rowid marks: the guarded rows of the claim's
-** (tenant, key) above its mark, recorded now in <name>_members (the best
-** the old file knows; from now on they are recorded as they are written).
+** The members of the open local claims of a format-1/2 rows table zRows:
+** every guarded row of the claim's (tenant, key), whatever its rowid,
+** recorded now in <name>_members (from now on they are recorded as they
+** are written). Those formats inferred members from rowid marks, counting
+** the rows above them, and so missed a row given an explicit rowid below
+** the table's largest: a key's guarded rows are all its claim's (a guard
+** admits a row only under a live claim of its key, and a local claim that
+** wrote rows is never released or taken over), so every one is counted.
 ** The tenant rule of idem_guard_check: where the guard names a tenant
 ** column, a row of the claim's key whose tenant there is not TEXT (an old
 ** guard took a NULL on a single_tenant=1 ledger) cannot be a member, and
@@ -2598,18 +2635,17 @@ static int upgrade_members(IdemLedger *p, const char *zRows, sqlite3_int64 *pn, 
       rc = ledger_guard_table(p->db, p->zDb, p->zName, zBase, &zTable);
       if (rc == SQLITE_OK && zTable && zTen) {
         rc = upgrade_tenant_check(p, pR, zTable, (const char *)sqlite3_column_text(pG, 2), zTen,
-                                  old_mark((const char *)sqlite3_column_text(pR, 4), gid), pzErr);
+                                  pzErr);
       }
       if (rc == SQLITE_OK && zTable) {
         char *zIns = sqlite3_mprintf(
             "INSERT OR IGNORE INTO \"%w\".\"%w_members\"(claim,attempt,guard,rid)"
             " SELECT %lld,%lld,%lld,rowid FROM \"%w\".\"%w\" WHERE \"%w\"=%Q COLLATE BINARY"
-            " AND %s%w%s=%Q COLLATE BINARY AND rowid>%lld",
+            " AND %s%w%s=%Q COLLATE BINARY",
             p->zDb, p->zName, sqlite3_column_int64(pR, 0), sqlite3_column_int64(pR, 1), gid, p->zDb,
             zTable, (const char *)sqlite3_column_text(pG, 2),
             (const char *)sqlite3_column_text(pR, 3), zTen ? "\"" : "", zTen ? zTen : "",
-            zTen ? "\"" : "", zTen ? (const char *)sqlite3_column_text(pR, 2) : "",
-            old_mark((const char *)sqlite3_column_text(pR, 4), gid));
+            zTen ? "\"" : "", zTen ? (const char *)sqlite3_column_text(pR, 2) : "");
         rc = exec_free(p->db, zIns, 0);
         if (rc == SQLITE_OK) *pn += sqlite3_changes(p->db);
       }
@@ -2952,11 +2988,10 @@ const char *const ledger_shadow_suffix[LEDGER_N_TABLE] = {"rows", "meta", "guard
 int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing) {
   sqlite3_stmt *pS = 0;
   int rc, i;
-  char *zSql = sqlite3_mprintf(
-      "SELECT lower(name) FROM \"%w\".sqlite_schema WHERE type='table' AND lower(name) IN "
-      "(lower('%q_%s'),lower('%q_%s'),lower('%q_%s'))",
-      zDb, zName, ledger_shadow_suffix[0], zName, ledger_shadow_suffix[1], zName,
-      ledger_shadow_suffix[2]);
+  /* the tables' names compared in C, case-insensitively as SQLite names
+  ** tables (no SQL function an application may register over is called) */
+  size_t nName = strlen(zName);
+  char *zSql = sqlite3_mprintf("SELECT name FROM \"%w\".sqlite_schema WHERE type='table'", zDb);
   *pmMissing = LEDGER_SHADOW_ALL;
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_prepare_v2(db, zSql, -1, &pS, 0);
@@ -2965,12 +3000,9 @@ int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *
   while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
     const char *z = (const char *)sqlite3_column_text(pS, 0);
     size_t n = z ? strlen(z) : 0;
+    if (n <= nName + 1 || sqlite3_strnicmp(z, zName, (int)nName) != 0 || z[nName] != '_') continue;
     for (i = 0; i < LEDGER_N_SHADOW; i++) {
-      size_t nSuffix = strlen(ledger_shadow_suffix[i]);
-      if (n > nSuffix && z[n - nSuffix - 1] == '_' &&
-          strcmp(z + n - nSuffix, ledger_shadow_suffix[i]) == 0) {
-        *pmMissing &= ~(1 << i);
-      }
+      if (sqlite3_stricmp(z + nName + 1, ledger_shadow_suffix[i]) == 0) *pmMissing &= ~(1 << i);
     }
   }
   sqlite3_finalize(pS);

@@ -129,6 +129,40 @@ static void defensive_func(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 ** extension, on which a function named idem_own_write() that answers 1 is
 ** registered (so the ledger's triggers let every write through). Returns
 ** the error message, or NULL when sql succeeded. Needs a file database. */
+/* "-- sqltest: overload NAME,NAME,..." before a statement: each named SQL
+** function (a built-in such as max or lower) is registered over on this
+** connection, for any number of arguments, by one that records its name
+** and fails ("overloaded NAME called"), as an application's function of
+** that name would run in its place; sqltest_overloaded() returns the
+** names called since it was last asked ('' for none), in call order. */
+static char zOverCalled[1024];
+static void overload_called(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const char *zName = (const char *)sqlite3_user_data(ctx);
+  char zMsg[160];
+  size_t n = strlen(zOverCalled);
+  (void)argc;
+  (void)argv;
+  if (!strstr(zOverCalled, zName) && n + strlen(zName) + 2 < sizeof(zOverCalled)) {
+    snprintf(zOverCalled + n, sizeof(zOverCalled) - n, "%s%s", n ? "," : "", zName);
+  }
+  snprintf(zMsg, sizeof(zMsg), "overloaded %s called", zName);
+  sqlite3_result_error(ctx, zMsg, -1);
+}
+static void overloaded_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  sqlite3_result_text(ctx, zOverCalled, -1, SQLITE_TRANSIENT);
+  zOverCalled[0] = 0;
+}
+static char zOverNames[1024];
+static void overload_all(sqlite3 *db, const char *zList, size_t nList) {
+  char *z;
+  snprintf(zOverNames, sizeof(zOverNames), "%.*s", (int)nList, zList);
+  for (z = strtok(zOverNames, ","); z; z = strtok(0, ",")) {
+    sqlite3_create_function(db, z, -1, SQLITE_UTF8, z, overload_called, 0, 0);
+  }
+}
+
 static void forge_true(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   (void)argv;
@@ -414,6 +448,9 @@ static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) 
     rc = sqlite3_create_function(db, "sqltest_wal_hook", 0, SQLITE_UTF8, 0, wal_hook_func, 0, 0);
   }
   if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "sqltest_overloaded", 0, SQLITE_UTF8, 0, overloaded_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
     rc =
         sqlite3_create_function(db, "sqltest_load_again", 0, SQLITE_UTF8, 0, load_again_func, 0, 0);
   }
@@ -617,6 +654,11 @@ static void run_text(const char *zName, char *zSql, const char *zExt) {
       ** could */
       const char *zF = strstr(zGap, "-- sqltest: forge-own-write");
       const char *zW = strstr(zGap, "-- sqltest: wal-hook ");
+      const char *zO = strstr(zGap, "-- sqltest: overload ");
+      if (zO && zO < z) {
+        const char *zE = strchr(zO, '\n');
+        overload_all(db, zO + 21, (size_t)((zE && zE < z ? zE : z) - (zO + 21)));
+      }
       if (zF && zF < z) {
         sqlite3_create_function(db, "idem_own_write", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0,
                                 forge_true, 0, 0);
