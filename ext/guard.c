@@ -7,7 +7,7 @@
 **   idem_guard_member(ledger, ledger_id, guard_id, tenant, key, rowid)  -- the member's record
 **
 ** A guard is three triggers on a rowid table in the ledger's schema, whose
-** text ledger_storage.c writes (ledger_guard_trigger_sql: the member
+** text guard_schema.c writes (ledger_guard_trigger_sql: the member
 ** trigger calls idem_guard_member): "<table>_idem_<ledger>_insert"
 ** checks that the new row's (tenant, key) holds a live claimed claim (and
 ** its token), "..._member" records the row as a member of that claim, and

@@ -288,7 +288,7 @@ int idem_utf8_invalid_at(const char *z);
 /* The ledger, as guard.c and the entry point see it                   */
 /* ------------------------------------------------------------------ */
 
-/* A ledger's options: one table in ledger_storage.c (name, range,
+/* A ledger's options: one table in ledger_config.c (name, range,
 ** default); these are their indexes. A new option adds a row there and
 ** an index here. */
 #define IDEM_OPT_LEASE 0
@@ -304,7 +304,7 @@ int idem_utf8_invalid_at(const char *z);
 typedef struct IdemLedger IdemLedger;
 
 /* ------------------------------------------------------------------ */
-/* Interface to code in ledger_storage.c                              */
+/* Interface to code in ledger_config.c: a ledger's configuration, tokens, the clock */
 /* ------------------------------------------------------------------ */
 
 /* What a ledger shows to guard.c. */
@@ -319,14 +319,10 @@ sqlite3_int64 ledger_option(const IdemLedger *p, int iOpt); /* IDEM_OPT_* */
 ** "<zFunc>: ledger ... is missing ..." and p stays refused until it is
 ** reconnected. */
 int ledger_usable(IdemLedger *p, const char *zFunc, char **pzErr);
-/*
-** Fail when the triggers on the shadow tables and the guarded tables are
-** not exactly the ledger's own (by name and stored SQL). Re-read only when
-** a schema version changed. Returns SQLITE_OK, or an error with *pzErr
-** ("<zFunc>: ...", sqlite3_malloc). guard.c asks it before a guarded row
-** is accepted and before a guard is added.
-*/
-int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in guard_schema.c: the guards' triggers as DDL   */
+/* ------------------------------------------------------------------ */
 
 /* The guards' triggers (they write the ledger's
 ** <name>_members, so the storage owns their text; guard.c installs them) */
@@ -347,6 +343,10 @@ int ledger_guard_drop(sqlite3 *db, const char *zDb, const char *zLedger, const c
 int ledger_guard_table(sqlite3 *db, const char *zDb, const char *zLedger, const char *zBase,
                        char **pzTable);
 
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_schema.c: the shadow tables as the file holds them */
+/* ------------------------------------------------------------------ */
+
 /* A ledger's tables <name>_<ledger_shadow_suffix[i]>, by index. */
 #define LEDGER_TABLE_ROWS 0
 #define LEDGER_TABLE_META 1
@@ -361,6 +361,11 @@ int storage_is_own_table(const char *zLedger, const char *zTable);
 /* Does table LEDGER_TABLE_<iTable> of p exist (*pbExists)? SQLITE_OK, or
 ** the error (SQLITE_NOMEM) that kept the schema from answering. */
 int storage_table_exists(const IdemLedger *p, int iTable, int *pbExists);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_rows.c: rows, members, targets and guards as the extension reads and writes them */
+/* ------------------------------------------------------------------ */
+
 /* idem_guard: is zTable guarded already, under its current name or the
 ** one it was guarded under (*pbGuarded)? Else *pGid the new guard's id. */
 int storage_guard_next(IdemLedger *p, const char *zTable, int *pbGuarded, sqlite3_int64 *pGid);
@@ -393,6 +398,24 @@ int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey);
 int storage_own_changes(const IdemLedger *p);
 /* idem_unguard: delete guard gid's row (after its triggers are dropped). */
 int storage_guard_delete(IdemLedger *p, sqlite3_int64 gid);
+/* Inside a transaction that holds no write lock on p's
+** schema yet, take it first (a statement that writes nothing), through the
+** busy handler; after a read of the same transaction SQLite cannot wait:
+** SQLITE_BUSY and *pzErr says to use BEGIN IMMEDIATE. */
+int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_check.c: the entry check of every operation */
+/* ------------------------------------------------------------------ */
+
+/*
+** Fail when the triggers on the shadow tables and the guarded tables are
+** not exactly the ledger's own (by name and stored SQL). Re-read only when
+** a schema version changed. Returns SQLITE_OK, or an error with *pzErr
+** ("<zFunc>: ...", sqlite3_malloc). guard.c asks it before a guarded row
+** is accepted and before a guard is added.
+*/
+int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in savepoint.c                                   */
@@ -425,12 +448,6 @@ int idem_save_end(IdemSave *s, int rc);
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_state.c                                */
 /* ------------------------------------------------------------------ */
-
-/* Inside a transaction that holds no write lock on p's
-** schema yet, take it first (a statement that writes nothing), through the
-** busy handler; after a read of the same transaction SQLite cannot wait:
-** SQLITE_BUSY and *pzErr says to use BEGIN IMMEDIATE. */
-int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr);
 
 /* Does (tenant, key) hold a live claimed claim (with token, if not NULL)?
 ** SQLITE_OK with *pzWhy NULL if so, else *pzWhy says why not. */
@@ -499,7 +516,7 @@ typedef struct LedgerCalls LedgerCalls;
 struct LedgerCalls {
   int nDepth;
   unsigned iCall;
-  /* One writer (ledger_storage.c, own_begin): the own statements being
+  /* One writer (ledger_rows.c, own_begin): the own statements being
   ** stepped, the calls of idem_own_write(), and whether a write changed
   ** rows without asking it (a function of that name registered over the
   ** extension's: every later operation is refused) */
@@ -536,7 +553,7 @@ struct IdemLedger {
   ** rows starts (storage_retention_scan) */
   sqlite3_int64 iRetCursor;
   char *zBroken;         /* a shadow table missing or altered: why operations are refused */
-  int bAltered;          /* zBroken is an altered table's (ledger_lifecycle_altered) */
+  int bAltered;          /* zBroken is an altered table's (schema_altered_refusal) */
   IdemJsonSeen aSeen[2]; /* stored JSON last checked, by IDEM_JSON_ANY / IDEM_JSON_ARRAY */
   /* PRAGMA query_only and temp's schema version as last read
   ** (storage_query_only, ledger_temp_version), each kept while the probe
@@ -554,13 +571,14 @@ struct IdemLedger {
 };
 
 /* ------------------------------------------------------------------ */
-/* Interface to code in ledger_storage.c: the shadow-table format     */
+/* Interface to code in ledger_config.c: a ledger's configuration, tokens, the clock (the ledger's files) */
 /* ------------------------------------------------------------------ */
 
-#define LEDGER_FORMAT 5
-/* The formats every operation works on: format 4 lacks only the targets
-** table (a claim that names targets is refused, naming idem_upgrade). */
-#define LEDGER_FORMAT_WORKS(f) ((f) >= 4)
+/* Run SQL text zSql (sqlite3_mprintf'd, freed here; NULL means out of
+** memory) on db: SQLITE_OK or the error (*pzErr when not NULL). */
+int ledger_exec_sql(sqlite3 *db, char *zSql, char **pzErr);
+/* The row id part of a token (its top bit is clear). */
+#define TOKEN_ID_MASK 0x7fffffffffffffffULL
 
 /* One option: its name, the range CREATE accepts (and connect checks),
 ** its default, and whether a file may lack it (an option added later:
@@ -583,28 +601,160 @@ int ledger_parse_options(int argc, const char *const *argv, int bDqlite, sqlite3
 /* Read and check the format, identity and options from zName_meta. */
 int ledger_read_meta(sqlite3 *db, const char *zDb, const char *zName, sqlite3_int64 *aVal,
                      char *zId, int *piFormat, char **pzErr);
+/* Unix milliseconds from the VFS clock of the ledger's database. */
+sqlite3_int64 ledger_now(IdemLedger *p);
+/* How a non-INTEGER argument is named in an error (sqlite3_malloc). */
+char *ledger_arg_got(sqlite3_value *v);
+/* Parse a token argument; SQLITE_CONSTRAINT with the error when malformed. */
+int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
+                     const char **pzToken, char **pzErr);
+/* 1 when database zDb of db is served by dqlite's VFS ("dqlite-<n>"). */
+int ledger_under_dqlite(sqlite3 *db, const char *zDb);
+
+/* Tokens: 32 lowercase hex digits, the row id then the random part that
+** the column token holds. Parse returns 0 when zHex is malformed. */
+void ledger_token_hex(sqlite3_int64 id, sqlite3_int64 rnd, char *zOut);
+int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in guard_schema.c: the guards' triggers as DDL (the ledger's files) */
+/* ------------------------------------------------------------------ */
+
+/* The name of guard trigger <kind> (ledger_guard_kind) of ledger <L> on a
+** table guarded under the name <base>: <base>_idem_<L>_<kind>. Written
+** once here: as a printf format (base, ledger, kind), and as an SQL
+** expression of SQL texts base and ledger. */
+#define GUARD_TRIGGER_INFIX "_idem_"
+#define GUARD_TRIGGER_FMT "%s" GUARD_TRIGGER_INFIX "%s_%s"
+#define GUARD_TRIGGER_SQL(base, ledger, kind) \
+  base "||'" GUARD_TRIGGER_INFIX "'||" ledger "||'_" kind "'"
+/* The guard trigger names end in _idem_<ledger>_<kind>; the kind's index
+** (ledger_guard_kind) when zTrig is one of p's, else -1; *pnBase the
+** length of the base before it. */
+int ledger_guard_trigger_kind(const IdemLedger *p, const char *zTrig, size_t *pnBase);
+/* Make every guard's triggers again: those named after ledger zOld are
+** dropped, the three of the current format made under ledger zNew (the
+** guards are read from zNew_guards). *pn counts the triggers created. */
+int ledger_guards_rebuild(sqlite3 *db, const char *zDb, const char *zOld, const char *zNew,
+                          const char *zId, int *pn);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_schema.c: the shadow tables as the file holds them (the ledger's files) */
+/* ------------------------------------------------------------------ */
+
+/* The WHERE of the partial index of open rows (schema_create_indexes),
+** repeated by the statements that read it so the planner uses it. */
+#define OPEN_WHERE "status='claimed' OR status='unknown'"
+/*
+** What the triggers on the ledger's tables and its guarded tables say.
+** schema_triggers_scan() fills it: mOwn gets a bit per own trigger of the
+** format found intact; zWhy (sqlite3_malloc) the first problem as a
+** sentence without the ledger's name, or NULL; bRepair that every problem
+** found is one idem_upgrade repairs (a missing or altered own or guard
+** trigger); bGuard that the problem is a guard's.
+*/
+typedef struct TriggerScan TriggerScan;
+struct TriggerScan {
+  unsigned mOwn;
+  char *zWhy;
+  int bRepair;
+  int bGuard; /* zWhy is about a guard's triggers */
+};
+/* Scan the triggers on p's shadow tables (and, for formats 4 and 5, its
+** guards') against the own triggers of format iFormat. With bDrop, an own
+** trigger found altered is dropped (idem_upgrade then creates it again). */
+int schema_triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t);
+/* How many own triggers a ledger of format iFormat (4 or 5) has. */
+int schema_own_count(int iFormat);
+/* For idem_upgrade: the DDL pieces. The own triggers of format iFormat
+** (4 or 5) whose bit is clear in mSkip made, or all of format iFormat
+** dropped; CREATE TABLE of table iTable named zTable (zDb NULL:
+** unqualified, sqlite3_malloc); the rows table's indexes, the members
+** table, the targets table and its index. */
+int schema_create_triggers(sqlite3 *db, const char *zDb, const char *zName, int bSingle,
+                           int iFormat, unsigned mSkip, char **pzErr);
+int schema_drop_triggers(sqlite3 *db, const char *zDb, const char *zName, int iFormat);
+char *schema_table_sql(int iTable, const char *zDb, const char *zTable);
+int schema_create_indexes(sqlite3 *db, const char *zDb, const char *zName, const char *zId,
+                          int bSingle, char **pzErr);
+int schema_create_members(sqlite3 *db, const char *zDb, const char *zName, char **pzErr);
+int schema_create_targets(sqlite3 *db, const char *zDb, const char *zName, const char *zId,
+                          char **pzErr);
+/* For ledger_stmt: statement zSql of p failed to prepare with rc. When a
+** shadow table of p is altered (storage_altered_table), p is refused from
+** now on (p->zBroken names the table and the remedy) and rc is returned;
+** otherwise rc, with the connection's message for it again. An error of
+** the check itself replaces rc. */
+int schema_altered_refusal(IdemLedger *p, int rc, const char *zSql);
+
+#define LEDGER_FORMAT 5
+/* The formats every operation works on: format 4 lacks only the targets
+** table (a claim that names targets is refused, naming idem_upgrade). */
+#define LEDGER_FORMAT_WORKS(f) ((f) >= 4)
 /* Create the shadow tables, meta rows, indexes and triggers. */
 int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const sqlite3_int64 *aVal,
                          const char *zId, char **pzErr);
 /* After xRename: move the shadow tables, triggers and indexes to zNew. */
 int ledger_rename_schema(IdemLedger *p, const char *zNew);
-/*
-** idem_upgrade: a format-1 ledger is rebuilt as format 2 (rows copied;
-** a live claim's old token still finds its row); a format-2 ledger gets
-** its own triggers back where they are missing or altered. Refused while
-** a foreign trigger is on the shadow tables. *pzJson: what was done.
-*/
-int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr);
 /* Drop the shadow tables (xDestroy). */
 int ledger_drop_schema(IdemLedger *p);
-/*
-** The same check, for a claim outside a transaction once its read pass has
-** run the row lookup (storage_row_find): SQLite prepares a statement again when the
-** schema it reads has changed, so an unchanged lookup statement stands for
-** an unchanged main schema and only temp's version is read. This spares
-** the claim the read transaction that PRAGMA schema_version would open.
-*/
-int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr);
+
+/* For idem_health (ledger_health.c). A trigger's state: what p's schema
+** holds under its name, against the text the ledger writes. */
+#define LEDGER_TRIGGER_MISSING 0
+#define LEDGER_TRIGGER_OK 1
+#define LEDGER_TRIGGER_ALTERED 2
+/* Own trigger i of p's format: *pzName (sqlite3_malloc, the caller frees
+** it) and *peState; *pzName NULL when i is past the last. */
+int storage_own_trigger(const IdemLedger *p, int i, char **pzName, int *peState);
+/* Table LEDGER_TABLE_<iTable> of p: *pzName (sqlite3_malloc, the caller
+** frees it, also on error) and *peState, against the text the ledger
+** writes (LEDGER_TRIGGER_*: its states are the same). Format 4 only. */
+int storage_own_table(const IdemLedger *p, int iTable, char **pzName, int *peState);
+/* The first of p's tables whose text is not the one the ledger writes
+** (storage_own_table's "altered", all four in one read): *pzName
+** (sqlite3_malloc, the caller frees it), NULL when none is. Format 4 only. */
+int storage_altered_table(const IdemLedger *p, char **pzName);
+/* The three triggers of guard gid, installed under zBase with these
+** columns: names (azName, sqlite3_malloc, the caller frees them, also on
+** error) and states (aState), in ledger_guard_kind order; *pzTable the
+** table they are on now (NULL: dropped, its triggers with it). */
+int storage_guard_triggers(const IdemLedger *p, sqlite3_int64 gid, const char *zBase,
+                           const char *zKeyCol, const char *zTenCol, const char *zTokCol,
+                           char **azName, int *aState, char **pzTable);
+
+/* The suffixes of a ledger's tables (LEDGER_TABLE_* order); the first
+** LEDGER_N_SHADOW, the shadow tables every ledger needs, in bit order. */
+#define LEDGER_N_SHADOW 3
+#define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
+extern const char *const ledger_shadow_suffix[LEDGER_N_TABLE];
+/* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
+int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
+/* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
+char *ledger_shadow_message(const char *zName, int mMissing);
+/* Append " table <name>_rows" or " tables <name>_rows, <name>_meta" for
+** the tables in mask m to s; returns how many. */
+int ledger_shadow_list(sqlite3_str *s, const char *zName, int m);
+
+/* Read what a connected ledger keeps in its file: which shadow tables
+** exist, and the format, identity and options in <name>_meta. */
+int ledger_read_file(IdemLedger *p, char **pzErr);
+/* ledger_read_file at the first use of a ledger connected without
+** reading its file (p->bUnread); else nothing. */
+int ledger_ready(IdemLedger *p, char **pzErr);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_rows.c: rows, members, targets and guards as the extension reads and writes them (the ledger's files) */
+/* ------------------------------------------------------------------ */
+
+/* SQLITE_OK, or the refusal of a connection whose idem_own_write() is not
+** the extension's (a function registered over it). */
+int storage_own_refused(IdemLedger *p, const char *zFunc, char **pzErr);
+/* PRAGMA schema_version of p's schema into *pV. */
+int storage_schema_version(IdemLedger *p, int *pV);
+/* The row lookup statement as prepared now (NULL before its first use):
+** prepared again only when the schema it reads changed. */
+sqlite3_stmt *storage_lookup_stmt(const IdemLedger *p);
 /*
 ** temp's schema version into *pV, read again only when the connection's
 ** statements were expired since the last read (storage_probe; a TEMP
@@ -641,9 +791,9 @@ int ledger_temp_version(IdemLedger *p, int *pV);
 ** slot (p->aStmt, p->mBusy); ledger_stmt lends the ledger's own (prepared
 ** on first use, owned by p), ledger_stmt_new makes a second one for a
 ** self-join (the caller finalizes). Every other statement is private to
-** ledger_storage.c, behind the named operations below. A statement that
+** ledger_rows.c, behind the named operations below. A statement that
 ** does not prepare because a shadow table was altered makes p refused
-** (ledger_lifecycle_altered).
+** (schema_altered_refusal).
 */
 int storage_cursor_slot(int iPlan);
 int ledger_stmt(IdemLedger *p, int i, sqlite3_stmt **ppStmt);
@@ -657,22 +807,8 @@ int ledger_step_done(sqlite3_stmt *pS);
 ** ledger_durable_forget, at the start of a call outside one, drops it). */
 int ledger_durable(IdemLedger *p);
 void ledger_durable_forget(IdemLedger *p);
-/* Unix milliseconds from the VFS clock of the ledger's database. */
-sqlite3_int64 ledger_now(IdemLedger *p);
-/* How a non-INTEGER argument is named in an error (sqlite3_malloc). */
-char *ledger_arg_got(sqlite3_value *v);
-/* Parse a token argument; SQLITE_CONSTRAINT with the error when malformed. */
-int ledger_token_arg(const char *zFunc, sqlite3_value *v, sqlite3_int64 *pId, sqlite3_int64 *pRnd,
-                     const char **pzToken, char **pzErr);
-/* 1 when database zDb of db is served by dqlite's VFS ("dqlite-<n>"). */
-int ledger_under_dqlite(sqlite3 *db, const char *zDb);
 /* A nested write that did not change exactly one row is an error. */
 int ledger_write_check(IdemLedger *p, const char *zFunc, const char *zWhat, char **pzErr);
-
-/* Tokens: 32 lowercase hex digits, the row id then the random part that
-** the column token holds. Parse returns 0 when zHex is malformed. */
-void ledger_token_hex(sqlite3_int64 id, sqlite3_int64 rnd, char *zOut);
-int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd);
 
 /* A ledger row, copied out of the statement that read it, so the
 ** statement can be reset before anything is written. */
@@ -783,30 +919,6 @@ int storage_has_members(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, 
 ** rewound by the caller after each walk. */
 int storage_members_scan(IdemLedger *p, sqlite3_int64 id, sqlite3_int64 attempt, sqlite3_stmt **ppM,
                          sqlite3_stmt **ppG);
-
-/* For idem_health (ledger_health.c). A trigger's state: what p's schema
-** holds under its name, against the text the ledger writes. */
-#define LEDGER_TRIGGER_MISSING 0
-#define LEDGER_TRIGGER_OK 1
-#define LEDGER_TRIGGER_ALTERED 2
-/* Own trigger i of p's format: *pzName (sqlite3_malloc, the caller frees
-** it) and *peState; *pzName NULL when i is past the last. */
-int storage_own_trigger(const IdemLedger *p, int i, char **pzName, int *peState);
-/* Table LEDGER_TABLE_<iTable> of p: *pzName (sqlite3_malloc, the caller
-** frees it, also on error) and *peState, against the text the ledger
-** writes (LEDGER_TRIGGER_*: its states are the same). Format 4 only. */
-int storage_own_table(const IdemLedger *p, int iTable, char **pzName, int *peState);
-/* The first of p's tables whose text is not the one the ledger writes
-** (storage_own_table's "altered", all four in one read): *pzName
-** (sqlite3_malloc, the caller frees it), NULL when none is. Format 4 only. */
-int storage_altered_table(const IdemLedger *p, char **pzName);
-/* The three triggers of guard gid, installed under zBase with these
-** columns: names (azName, sqlite3_malloc, the caller frees them, also on
-** error) and states (aState), in ledger_guard_kind order; *pzTable the
-** table they are on now (NULL: dropped, its triggers with it). */
-int storage_guard_triggers(const IdemLedger *p, sqlite3_int64 gid, const char *zBase,
-                           const char *zKeyCol, const char *zTenCol, const char *zTokCol,
-                           char **azName, int *aState, char **pzTable);
 /* For stepping (the caller finalizes *ppS): HEALTH_SCAN_COUNTS, the rows
 ** by tool and stored status (tool, status, count); HEALTH_SCAN_OPEN, the
 ** open rows (id, tenant, key, tool, effect, status, attempt, lease_until,
@@ -819,25 +931,30 @@ int storage_guard_triggers(const IdemLedger *p, sqlite3_int64 gid, const char *z
 #define HEALTH_SCAN_TARGETS 3 /* the targets recorded, and those allowed over another call */
 int storage_health_scan(const IdemLedger *p, int iScan, sqlite3_stmt **ppS);
 
-/* The suffixes of a ledger's tables (LEDGER_TABLE_* order); the first
-** LEDGER_N_SHADOW, the shadow tables every ledger needs, in bit order. */
-#define LEDGER_N_SHADOW 3
-#define LEDGER_SHADOW_ALL 7 /* bit 0 <name>_rows, 1 <name>_meta, 2 <name>_guards */
-extern const char *const ledger_shadow_suffix[LEDGER_N_TABLE];
-/* Which shadow tables of zDb.zName are missing (*pmMissing, a mask). */
-int ledger_shadow_missing(sqlite3 *db, const char *zDb, const char *zName, int *pmMissing);
-/* "ledger <name> is missing its shadow table ..." (sqlite3_malloc; NULL on OOM). */
-char *ledger_shadow_message(const char *zName, int mMissing);
-/* Append " table <name>_rows" or " tables <name>_rows, <name>_meta" for
-** the tables in mask m to s; returns how many. */
-int ledger_shadow_list(sqlite3_str *s, const char *zName, int m);
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_check.c: the entry check of every operation (the ledger's files) */
+/* ------------------------------------------------------------------ */
 
-/* Read what a connected ledger keeps in its file: which shadow tables
-** exist, and the format, identity and options in <name>_meta. */
-int ledger_read_file(IdemLedger *p, char **pzErr);
-/* ledger_read_file at the first use of a ledger connected without
-** reading its file (p->bUnread); else nothing. */
-int ledger_ready(IdemLedger *p, char **pzErr);
+/*
+** The same check, for a claim outside a transaction once its read pass has
+** run the row lookup (storage_row_find): SQLite prepares a statement again when the
+** schema it reads has changed, so an unchanged lookup statement stands for
+** an unchanged main schema and only temp's version is read. This spares
+** the claim the read transaction that PRAGMA schema_version would open.
+*/
+int ledger_check_after_read(IdemLedger *p, const char *zFunc, char **pzErr);
+
+/* ------------------------------------------------------------------ */
+/* Interface to code in ledger_upgrade.c: idem_upgrade (the ledger's files) */
+/* ------------------------------------------------------------------ */
+
+/*
+** idem_upgrade: a format-1 ledger is rebuilt as format 2 (rows copied;
+** a live claim's old token still finds its row); a format-2 ledger gets
+** its own triggers back where they are missing or altered. Refused while
+** a foreign trigger is on the shadow tables. *pzJson: what was done.
+*/
+int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr);
 
 /* ------------------------------------------------------------------ */
 /* Interface to code in ledger_lifecycle.c: adoption and missing shadow tables */
@@ -858,12 +975,6 @@ int ledger_lifecycle_held_count(IdemLedger *p, sqlite3_int64 *pn);
 ** the rows) comes from a shadow table dropped since, *pzWhy says so and
 ** SQLITE_OK is returned; otherwise rc. */
 int ledger_lifecycle_broken_why(IdemLedger *p, int rc, char **pzWhy);
-/* For ledger_stmt: statement zSql of p failed to prepare with rc. When a
-** shadow table of p is altered (storage_altered_table), p is refused from now
-** on (p->zBroken names the table and the remedy) and rc is returned;
-** otherwise rc, with the connection's message for it again. An error of
-** the check itself replaces rc. */
-int ledger_lifecycle_altered(IdemLedger *p, int rc, const char *zSql);
 /* When a shadow table of p is altered (storage_altered_table), do the
 ** ledger's statements still prepare on it (storage_prepare_all)? SQLITE_OK,
 ** or the refusal with *pzErr ("<zFunc>: ..."). Run where the schema

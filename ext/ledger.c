@@ -19,7 +19,7 @@
 ** This file holds the module's methods and every ledger SQL function's
 ** wrapper: it is the only file that sees sqlite3_vtab, and sqlite3_context
 ** for the ledger. The connection's registry and the resolution of a ledger
-** name are in ledger_conn.c, the shadow tables in ledger_storage.c, the
+** name are in ledger_conn.c, the shadow tables in ledger_schema.c and ledger_rows.c, the
 ** claim/settle/resolve state machine in ledger_state.c, and every JSON
 ** answer is built by json_writer.c (docs/design.md, "The layers").
 **
@@ -1016,7 +1016,7 @@ static const struct {
 
 /*
 ** idem_own_write(): true only while the storage layer steps one of its own
-** statements on this connection (ledger_storage.c, "One writer"): every
+** statements on this connection (ledger_rows.c, "One writer"): every
 ** trigger of the shadow tables fires WHEN NOT idem_own_write(), so only the
 ** extension writes them. Innocuous (the triggers run under
 ** trusted_schema=OFF), not deterministic (SQLite must ask it every time);

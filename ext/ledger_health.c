@@ -9,7 +9,7 @@
 ** operations and why (the ledger's own refusal, ledger_check_triggers);
 ** each of its four tables, each own trigger and each guard's three
 ** triggers by name, ok, missing or altered against the text the ledger
-** writes (ledger_storage.c), an altered table a problem;
+** writes (ledger_schema.c), an altered table a problem;
 ** the options; the rows by effective status (ledger_effective) and tool;
 ** the live and expired claims and the oldest unknown row. The rows are
 ** read from <name>_rows (storage_health_scan), so the answer comes also

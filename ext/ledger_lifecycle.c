@@ -130,34 +130,6 @@ int ledger_lifecycle_broken_why(IdemLedger *p, int rc, char **pzWhy) {
   return *pzWhy ? SQLITE_OK : SQLITE_NOMEM;
 }
 
-int ledger_lifecycle_altered(IdemLedger *p, int rc, const char *zSql) {
-  char *zTable = 0;
-  int rcT;
-  /* an error naming what the statement reads, on a ledger not refused
-  ** already (an earlier format's tables are not this format's) */
-  if ((rc & 0xff) != SQLITE_ERROR || p->zBroken || !LEDGER_FORMAT_WORKS(p->iFormat)) return rc;
-  rcT = storage_altered_table(p, &zTable);
-  if (rcT == SQLITE_OK && zTable) {
-    p->zBroken = sqlite3_mprintf(
-        "ledger %s has its shadow table %s altered: it is not as the extension made it, and the "
-        "ledger's statements no longer prepare on it; see what differs with SELECT "
-        "idem_health('%q'), then restore the table from a backup (a dropped column's data is "
-        "gone; a renamed column can be renamed back); every operation on it is refused until "
-        "then",
-        p->zName, zTable, p->zName);
-    p->bAltered = 1;
-    if (p->zBroken == 0) rcT = SQLITE_NOMEM;
-  } else if (rcT == SQLITE_OK) {
-    /* not altered: the statement's own error again, for the caller's
-    ** message (the check's statement cleared it) */
-    sqlite3_stmt *pS = 0;
-    (void)sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
-    sqlite3_finalize(pS);
-  }
-  sqlite3_free(zTable);
-  return rcT ? rcT : rc;
-}
-
 int ledger_lifecycle_tables(IdemLedger *p, const char *zFunc, char **pzErr) {
   char *zTable = 0;
   int rc;
@@ -168,7 +140,7 @@ int ledger_lifecycle_tables(IdemLedger *p, const char *zFunc, char **pzErr) {
   if (p->zBroken || !LEDGER_FORMAT_WORKS(p->iFormat)) return SQLITE_OK;
   rc = storage_altered_table(p, &zTable);
   /* altered: a column added leaves every statement preparing, a column
-  ** dropped or renamed does not (ledger_lifecycle_altered) */
+  ** dropped or renamed does not (schema_altered_refusal) */
   if (rc == SQLITE_OK && zTable) rc = storage_prepare_all(p, zFunc, pzErr);
   sqlite3_free(zTable);
   return rc;

@@ -774,42 +774,6 @@ static int writer_in_progress(sqlite3 *db) {
   return 0;
 }
 
-/*
-** Take the write lock of p's schema first, through the busy handler, when
-** the current transaction holds no lock on it yet: inside the caller's
-** BEGIN (deferred), inside a savepoint the caller opened, or inside an
-** INSERT INTO the ledger. Every ledger operation reads before it writes
-** (the trigger check reads the schema version; a local claim reads the
-** guarded tables' marks; a settle reads its row), and a read would open a
-** read transaction that SQLite does not upgrade to a write through the
-** busy handler: under contention the call would fail at once with
-** "database is locked" instead of waiting for busy_timeout. The statement
-** writes nothing. Outside a transaction (a bare SELECT in autocommit) each
-** statement is its own transaction and the callers do not call it.
-**
-** When the transaction read the schema before this call (a SELECT of the
-** application's in the same deferred BEGIN), the lock is tried at once:
-** SQLite cannot wait for it, and the error (SQLITE_BUSY, *pzErr) says to
-** begin with BEGIN IMMEDIATE. A ledger whose rows table is gone takes no
-** lock here (SQLITE_OK): the operation's own checks say what is missing.
-** Other errors come with *pzErr ("<zFunc>: ...") when there is a message.
-*/
-int ledger_write_first(IdemLedger *p, const char *zFunc, char **pzErr) {
-  int eTxn = sqlite3_txn_state(p->db, p->zDb), rc;
-  if (eTxn == SQLITE_TXN_WRITE) return SQLITE_OK;
-  rc = storage_write_lock(p);
-  if (rc == SQLITE_OK) return SQLITE_OK;
-  if (eTxn == SQLITE_TXN_READ && (rc & 0xff) == SQLITE_BUSY) {
-    *pzErr = sqlite3_mprintf(
-        "%s: database is locked, and this transaction cannot wait for it: it read database %s "
-        "before this call, and SQLite does not upgrade a read transaction to a write through "
-        "the busy handler; begin it with BEGIN IMMEDIATE",
-        zFunc, p->zDb);
-  } else if ((rc & 0xff) != SQLITE_NOMEM) {
-    *pzErr = idem_db_error(p->db, zFunc, rc);
-  }
-  return *pzErr || (rc & 0xff) == SQLITE_NOMEM ? rc : SQLITE_NOMEM;
-}
 
 /*
 ** idem_claim's decision for the parsed request q (triggers already

@@ -19,7 +19,7 @@
 **
 ** This file parses the options, finds a holder, lists the argument names
 ** whose values differ, and records an admitted claim's targets; the
-** statements are ledger_storage.c's (the one-writer bracket).
+** statements are ledger_rows.c's (the one-writer bracket).
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
