@@ -568,6 +568,9 @@ struct IdemLedger {
   ** statements would change what sqlite3_changes() answers) */
   int nOwnChanges;
   sqlite3_int64 iOwnRowid;
+  /* idem_own_write() was found the extension's under this probe count
+  ** (storage_own_refused) */
+  int nOwnProbe, bOwnProbed;
 };
 
 /* ------------------------------------------------------------------ */

@@ -593,7 +593,40 @@ static int own_exec_free(IdemLedger *p, char *zSql) {
 
 /* SQLITE_OK, or the refusal of a connection whose idem_own_write() is not
 ** the extension's. */
+/*
+** A function registered over idem_own_write() on this connection expires
+** every prepared statement of it (SQLite does so for any function it
+** registers), which the probe sees: then the function is asked once, and
+** when the extension's count of calls does not move, it is not the
+** extension's. So the replacement is found before the next own write, not
+** after one (a write that changes rows without asking is also found, by
+** own_end).
+*/
+static int own_write_verify(IdemLedger *p) {
+  sqlite3_stmt *pS = 0;
+  unsigned nAsked = p->pCalls->nAsked;
+  int rc = sqlite3_prepare_v2(p->db, "SELECT idem_own_write()", -1, &pS, 0);
+  if (rc == SQLITE_OK) {
+    (void)sqlite3_step(pS);
+    rc = sqlite3_finalize(pS);
+  } else if ((rc & 0xff) != SQLITE_NOMEM) {
+    rc = SQLITE_OK; /* no function of that name at all: the extension's is gone */
+  }
+  if (rc == SQLITE_OK && p->pCalls->nAsked == nAsked) p->pCalls->bForged = 1;
+  return rc;
+}
+
 int storage_own_refused(IdemLedger *p, const char *zFunc, char **pzErr) {
+  if (!p->pCalls->bForged) {
+    int n = 0, rc = storage_probe(p, &n);
+    if (rc) return rc;
+    if (n != p->nOwnProbe || !p->bOwnProbed) {
+      rc = own_write_verify(p);
+      if (rc) return rc;
+      p->nOwnProbe = n;
+      p->bOwnProbed = 1;
+    }
+  }
   if (!p->pCalls->bForged) return SQLITE_OK;
   *pzErr = sqlite3_mprintf(
       "%s: the function idem_own_write() on this connection is not the extension's (another was "

@@ -66,9 +66,13 @@ SELECT 'integrity', (SELECT integrity_check FROM pragma_integrity_check) = 'ok';
 
 -- a function of that name registered over the extension's lets plain SQL write
 -- sqltest: forge-own-write
-SELECT 'forged-claim', json_extract(idem_claim('L', 't', 'c', 'x', '{}', 'external', 'f1'), '$.decision') = 'admitted';
-SELECT 'forged-plain-write', errmsg('UPDATE L_rows SET status = ''succeeded'' WHERE "key" = ''f1''') IS NULL;
--- the claim above wrote without asking the extension's function: refused from now on
+-- the replacement is found before the next write: the claim is refused
+SELECT 'forged-claim-refused', errmsg('SELECT idem_claim(''L'', ''t'', ''c'', ''x'', ''{}'', ''external'', ''f1'')')
+       = 'idem_claim: the function idem_own_write() on this connection is not the extension''s (another was registered over it, which would let plain SQL write the ledger''s tables); every ledger operation on this connection is refused';
+SELECT 'forged-claim-nothing-written', (SELECT count(*) FROM L_rows WHERE "key" = 'f1') = 0;
+-- plain SQL can write through the forged function (as code could rewrite
+-- the file); the extension refuses every operation from then on
+SELECT 'forged-plain-write', errmsg('INSERT INTO L_rows(tenant, "key", conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until) VALUES (''t'', ''f1'', ''c'', ''x'', ''{}'', ''external'', ''succeeded'', 1, 1, 0, 0, 0)') IS NULL;
 SELECT 'forged-found', errmsg('SELECT idem_claim(''L'', ''t'', ''c'', ''x'', ''{}'', ''external'', ''f2'')')
        = 'idem_claim: the function idem_own_write() on this connection is not the extension''s (another was registered over it, which would let plain SQL write the ledger''s tables); every ledger operation on this connection is refused';
 SELECT 'forged-found-settle', errmsg('SELECT idem_settle(''L'', ''00000000000000010000000000000000'', ''failed'', NULL)')
