@@ -110,22 +110,38 @@ function namedConversation(ledger, extra) {
 // The conversation of a call that names none: a per-tenant sliding window
 // of `seconds`, as a function Ledger.call runs under the ledger's write lock
 // (claimChosen), so racing processes choose alike. Buckets of `seconds`
-// named "w-<start, Unix seconds>": the call is the operation of the
-// previous bucket when that bucket holds an identical claim (this tenant,
-// tool and arguments) created less than `seconds` ago, else the operation
-// of the current bucket. So an identical call within `seconds` of the
-// operation's first call is that operation (also across a bucket's edge),
-// and one `seconds` or more later is a new one.
+// named "w-<start, Unix seconds>".
+//   1. An identical call (this tenant, tool and arguments) of any window
+//      that is still claimed or unknown is this call, however long ago it
+//      was made: its answer (in progress, unknown) is this call's, and it
+//      is never admitted a second time, so "unknown is never retried here"
+//      holds past the window too. Read through the partial index of open
+//      rows, so its cost is the open rows', not the ledger's.
+//   2. Else the operation of a neighbouring bucket that holds an identical
+//      claim made less than `seconds` from now (the previous bucket; the
+//      next one, when the clock stepped back across an edge), so an
+//      identical call within `seconds` of the operation's first call is
+//      that operation, also across a bucket's edge.
+//   3. Else the operation of the current bucket: one `seconds` or more
+//      after a settled first call is a new one.
 function windowScope(ledger, tenant, tool, args, seconds) {
   const span = seconds * 1000;
   // the arguments as Ledger.call writes them, so the probe's key is the claim's
   const text = JSON_OF_PACKAGE.jsonText(args, 'args');
   return (nowMs) => {
+    const open = ledger.value(
+      `SELECT conversation AS v FROM ${ledger.sqlName('_rows')} WHERE (status='claimed' OR status='unknown')`
+      + " AND tenant = ? AND tool = ? AND args = idem_canonical(?) AND substr(conversation, 1, 2) = 'w-'"
+      + ' ORDER BY created_at DESC LIMIT 1', [tenant, tool, text]);
+    if (typeof open === 'string') return open;
     const start = Math.floor(nowMs / span) * span;
-    const previous = `w-${(start - span) / 1000}`;
-    const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', [tenant, previous, tool, text]);
-    const created = ledger.value(`SELECT created_at AS v FROM ${ledger.sqlName()} WHERE tenant = ? AND key = ?`, [tenant, key]);
-    return created !== undefined && created !== null && nowMs - Number(created) < span ? previous : `w-${start / 1000}`;
+    for (const bucket of [start - span, start + span]) {
+      const conversation = `w-${bucket / 1000}`;
+      const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', [tenant, conversation, tool, text]);
+      const created = ledger.value(`SELECT created_at AS v FROM ${ledger.sqlName()} WHERE tenant = ? AND key = ?`, [tenant, key]);
+      if (created !== undefined && created !== null && Math.abs(nowMs - Number(created)) < span) return conversation;
+    }
+    return `w-${start / 1000}`;
   };
 }
 

@@ -303,8 +303,12 @@ try {
   // case needs, by a connection without the extension that answers
   // idem_own_write itself: the ledger's tables take plain SQL from no
   // one else, docs/ledger.md): created less than the window ago, that claim is the call
-  // (here still running: in_progress under its key); the window ago or
-  // more, the call is a new one in the current bucket
+  // (here still running: in_progress under its key); an identical call
+  // still claimed or unknown, however many windows ago, is that call (its
+  // answer, never a second admission: "unknown is never retried here"); a
+  // settled one the window ago or more, the call is a new one in the current
+  // bucket; with the clock stepped back, a call of the next bucket a moment
+  // ahead is that call
   {
     const W = 60000;
     const s16 = new McpServer({ name: 'window', version: '0' });
@@ -318,22 +322,39 @@ try {
     const previous = `w-${(start - W) / 1000}`;
     const forger = new Database(path.join(tmp, 'agent.db'));
     forger.function('idem_own_write', () => 1);
-    const claimOf = (x, createdAt, token) => {
+    const claimOf = (x, createdAt, token, { conversation = previous, status = 'claimed', lease = createdAt + 10 * W } = {}) => {
       const args = JSON.stringify({ x });
-      const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', ['tenant-w2', previous, 'win', args]);
+      const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', ['tenant-w2', conversation, 'win', args]);
       forger.prepare(`INSERT INTO ledger_rows(tenant, key, conversation, tool, args, effect, status, attempt, token, created_at, updated_at, lease_until)
-        VALUES ('tenant-w2', ?, ?, 'win', ?, 'external', 'claimed', 1, ?, ?, ?, ?)`).run(key, previous, args, token, createdAt, createdAt, createdAt + 10 * W);
+        VALUES ('tenant-w2', ?, ?, 'win', ?, 'external', 'claimed', 1, ?, ?, ?, ?)`).run(key, conversation, args, token, createdAt, createdAt, lease);
+      if (status !== 'claimed') {
+        forger.prepare(`UPDATE ledger_rows SET status = ?, ${status === 'succeeded' ? "result = '{}', members = '[]'" : "error = '{\"reason\":\"the holder died\"}'"} WHERE key = ?`).run(status, key);
+      }
       return key;
     };
     const recent = claimOf(1, start - 1000, 9001);
+    // still claimed a window and more ago: that call, never a second one
     const old = claimOf(2, Date.now() - W - 1, 9002);
+    // unknown ten windows ago (its server was killed after it sent): unknown, never admitted
+    const lost = claimOf(3, start - 10 * W + 5, 9003, { conversation: `w-${(start - 10 * W) / 1000}`, status: 'unknown', lease: start - 10 * W + 10 });
+    // succeeded two windows ago: the window has passed, a new call
+    claimOf(4, start - 2 * W + 5, 9004, { conversation: `w-${(start - 2 * W) / 1000}`, status: 'succeeded' });
+    // the clock stepped back across an edge: the first call is in the next bucket, a moment ahead
+    const ahead = claimOf(5, start + W + 500, 9005, { conversation: `w-${(start + W) / 1000}`, status: 'succeeded' });
     forger.close();
     const r1 = await c16.callTool({ name: 'win', arguments: { x: 1 } });
     const r2 = await c16.callTool({ name: 'win', arguments: { x: 2 } });
+    const r3 = await c16.callTool({ name: 'win', arguments: { x: 3 } });
+    const r4 = await c16.callTool({ name: 'win', arguments: { x: 4 } });
+    const r5 = await c16.callTool({ name: 'win', arguments: { x: 5 } });
     const sameBucket = Math.floor(Date.now() / W) * W === start;
-    const row2 = r2.isError ? null : ledger.row('tenant-w2', text(r2));
-    report(sameBucket && r1.isError === true && r1._meta[META.decision] === 'in_progress' && r1._meta[META.key] === recent && n === 1 &&
-      row2 && row2.conversation === `w-${start / 1000}` && text(r2) !== old, 'window-choice', j({ r1, r2, row2, recent, old }));
+    const row4 = r4.isError ? null : ledger.row('tenant-w2', text(r4));
+    report(sameBucket && r1.isError === true && r1._meta[META.decision] === 'in_progress' && r1._meta[META.key] === recent &&
+      r2.isError === true && r2._meta[META.decision] === 'in_progress' && r2._meta[META.key] === old &&
+      r3.isError === true && r3._meta[META.decision] === 'unknown' && r3._meta[META.key] === lost && text(r3).includes(UNKNOWN) &&
+      row4 && row4.conversation === `w-${start / 1000}` && n === 1 &&
+      r5._meta && r5._meta[`${PREFIX}replay`] === true && text(r5).includes(`(key ${ahead},`),
+    'window-choice', j({ r1, r2, r3, r4, row4, r5, recent, old, lost, ahead }));
     await c16.close();
   }
   // strict: a call that names no conversation is refused; a host key names one
