@@ -329,7 +329,7 @@ async function suite(mode) {
     const t = await caught(callSend(main, args, 'conv-1', { timeout: 300 }));
     await sleep(100); // the cancellation reaches the server, which settles
     const r = await callSend(main, args, 'conv-1');
-    const wantRetry = `send_email was not run: an earlier identical call (key ${r._meta[META.key]}, attempt 1) did not report its outcome: ${UNKNOWN}. Do not call send_email again with these arguments; tell the user it may or may not have happened and that it must be checked in the target system.`;
+    const wantRetry = `send_email was not run: an earlier identical call (key ${r._meta[META.key]}, attempt 1) did not report its outcome: ${UNKNOWN}. Do not call send_email again for this, however its arguments are worded; tell the user it may or may not have happened and that it must be checked in the target system.`;
     checks.report(t.error && r.isError === true && text(r) === wantRetry && r._meta[META.decision] === 'unknown' &&
       target.count(r._meta[META.key]) === 1 && target.countPath('/send') - sent === 1, `${p}cancelled`,
       `first ${t.error ? t.error.message : j(t.value)}, retry ${j(r)}, target saw ${target.count(r._meta && r._meta[META.key])}`);

@@ -209,8 +209,8 @@ try {
     const r1 = await call('act', { x: 6, mode: 'throw' }, conv('c1'));
     const r2 = await call('act', { x: 6, mode: 'throw' }, conv('c1'));
     const k = r1._meta[META.key];
-    const w1 = `act did not finish (key ${k}: Error: socket hang up): ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened and that it must be checked in the target system.`;
-    const w2 = `act was not run: an earlier identical call (key ${k}, attempt 1) did not report its outcome: ${UNKNOWN}. Do not call act again with these arguments; tell the user it may or may not have happened and that it must be checked in the target system.`;
+    const w1 = `act did not finish (key ${k}: Error: socket hang up): ${UNKNOWN}. Do not call act again for this, however its arguments are worded; tell the user it may or may not have happened and that it must be checked in the target system.`;
+    const w2 = `act was not run: an earlier identical call (key ${k}, attempt 1) did not report its outcome: ${UNKNOWN}. Do not call act again for this, however its arguments are worded; tell the user it may or may not have happened and that it must be checked in the target system.`;
     report(runs === before + 1 && r1.isError === true && text(r1) === w1 && r1._meta[META.decision] === 'unknown' &&
       r2.isError === true && text(r2) === w2 && r2._meta[META.key] === r1._meta[META.key], 'unknown', j({ r1, r2 }));
   }
