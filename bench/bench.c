@@ -1353,8 +1353,9 @@ static void bench_targets(void) {
   int nRound = env_int("BENCH_LEDGER_ROUNDS", 15, 3, MAX_ROUND);
   int nTxn = 500, nAuto = env_int("BENCH_AUTOCOMMIT_CALLS", 200, 10, 100000);
   static const char *const azSql[2] = {
-      zClaimSql, "SELECT idem_claim('L','t',:conv,'tool',:args,'external',NULL,"
-                 "'{\"targets\":[\"mailto:' || :conv || '\"]}')"};
+      zClaimSql,
+      "SELECT idem_claim('L','t',:conv,'tool',:args,'external',NULL,"
+      "'{\"targets\":[\"mailto:' || :conv || '\"]}')"};
   static const char *const azName[2] = {"claim naming no target", "claim naming one target"};
   Op aOp[2];
   sqlite3 *aDb[2];
@@ -1383,8 +1384,9 @@ static void bench_targets(void) {
     aTxn[i] = median(aOp[i].aTxn, nRound);
     aAuto[i] = median(aOp[i].aAuto, nRound);
   }
-  printf("\n3b. targets, small arguments (WAL, synchronous=FULL), median of %d rounds, us per call\n",
-         nRound);
+  printf(
+      "\n3b. targets, small arguments (WAL, synchronous=FULL), median of %d rounds, us per call\n",
+      nRound);
   printf("%-60s %12s %12s\n", "", "one txn", "autocommit");
   for (i = 0; i < 2; i++) printf("%-60s %12.3f %12.3f\n", aOp[i].zName, aTxn[i], aAuto[i]);
   printf("targets\n");

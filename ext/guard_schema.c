@@ -115,9 +115,9 @@ int ledger_guard_create(sqlite3 *db, const char *zDb, const char *zLedger, const
   int k, rc = SQLITE_OK;
   for (k = 0; rc == SQLITE_OK && k < IDEM_GUARD_N_TRIGGER; k++) {
     rc = ledger_exec_sql(db,
-                   ledger_guard_trigger_sql(k, zDb, zLedger, zLedgerId, gid, zBase, zTable, zKeyCol,
-                                            zTenCol, zTokCol),
-                   pzErr);
+                         ledger_guard_trigger_sql(k, zDb, zLedger, zLedgerId, gid, zBase, zTable,
+                                                  zKeyCol, zTenCol, zTokCol),
+                         pzErr);
   }
   return rc;
 }

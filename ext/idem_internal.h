@@ -160,6 +160,34 @@ void idem_digest_bytes(const char *zPrefix, size_t nPrefix, const char *z, size_
     ledger_conn_leave(pConn);                                                     \
   }
 
+/*
+** The statuses a row holds, stated once. Open rows (claimed, unknown) are
+** held: never deleted, never taken over by another call's outcome. Terminal
+** rows (succeeded, failed, released) are outcomes: a replay answers them,
+** purge and retention delete them. In SQL the two sets are SQL_OPEN(c) and
+** SQL_TERMINAL(c) for a status column c (SQL_OPEN_EQ without the
+** parentheses, as the open rows' index states it), as OR chains (an IN list makes an
+** ephemeral table per run); every statement of the extension and every
+** trigger text spells them through these (the trigger texts with IS:
+** SQL_OPEN_IS, SQL_TERMINAL_IS; those texts are frozen per format, and the
+** macros keep them byte for byte). In C, ledger_status() reads a stored
+** status through the one table in ledger_rows.c.
+*/
+#define SQL_OPEN_EQ(c) c "='claimed' OR " c "='unknown'"
+#define SQL_OPEN(c) "(" SQL_OPEN_EQ(c) ")"
+#define SQL_TERMINAL(c) "(" c "='succeeded' OR " c "='failed' OR " c "='released')"
+#define SQL_OPEN_IS(c) c " IS 'claimed' OR " c " IS 'unknown'"
+#define SQL_TERMINAL_IS(c) c " IS 'succeeded' OR " c " IS 'failed' OR " c " IS 'released'"
+
+/* The name of guard trigger <kind> (ledger_guard_kind) of ledger <L> on a
+** table guarded under the name <base>: <base>_idem_<L>_<kind> (guard_schema.c
+** makes them). Written once here: as a printf format (base, ledger, kind),
+** and as an SQL expression of SQL texts base and ledger. */
+#define GUARD_TRIGGER_INFIX "_idem_"
+#define GUARD_TRIGGER_FMT "%s" GUARD_TRIGGER_INFIX "%s_%s"
+#define GUARD_TRIGGER_SQL(base, ledger, kind) \
+  base "||'" GUARD_TRIGGER_INFIX "'||" ledger "||'_" kind "'"
+
 #if defined(SQLITE3EXT_H)
 
 /* idem_sqlite_mem: IdemMem over sqlite3_malloc64/realloc64/free. */
@@ -295,8 +323,8 @@ int idem_utf8_invalid_at(const char *z);
 #define IDEM_OPT_ATTEMPTS 1
 #define IDEM_OPT_ARGS_BYTES 2
 #define IDEM_OPT_SINGLE 3
-#define IDEM_OPT_RETENTION 4   /* retention_seconds (ledger_retention.c) */
-#define IDEM_OPT_REQUIRE_TXN 5 /* require_transaction */
+#define IDEM_OPT_RETENTION 4     /* retention_seconds (ledger_retention.c) */
+#define IDEM_OPT_REQUIRE_TXN 5   /* require_transaction */
 #define IDEM_OPT_TARGET_WINDOW 6 /* target_window_seconds (ledger_targets.c) */
 #define IDEM_N_OPT 7
 
@@ -623,14 +651,8 @@ int ledger_token_parse(const char *zHex, sqlite3_int64 *pId, sqlite3_int64 *pRnd
 /* Interface to code in guard_schema.c: the guards' triggers as DDL (the ledger's files) */
 /* ------------------------------------------------------------------ */
 
-/* The name of guard trigger <kind> (ledger_guard_kind) of ledger <L> on a
-** table guarded under the name <base>: <base>_idem_<L>_<kind>. Written
-** once here: as a printf format (base, ledger, kind), and as an SQL
-** expression of SQL texts base and ledger. */
-#define GUARD_TRIGGER_INFIX "_idem_"
-#define GUARD_TRIGGER_FMT "%s" GUARD_TRIGGER_INFIX "%s_%s"
-#define GUARD_TRIGGER_SQL(base, ledger, kind) \
-  base "||'" GUARD_TRIGGER_INFIX "'||" ledger "||'_" kind "'"
+/* The guard trigger names (GUARD_TRIGGER_*) are above the SQLite section,
+** with the other macros of pure SQL text. */
 /* The guard trigger names end in _idem_<ledger>_<kind>; the kind's index
 ** (ledger_guard_kind) when zTrig is one of p's, else -1; *pnBase the
 ** length of the base before it. */
@@ -647,7 +669,7 @@ int ledger_guards_rebuild(sqlite3 *db, const char *zDb, const char *zOld, const 
 
 /* The WHERE of the partial index of open rows (schema_create_indexes),
 ** repeated by the statements that read it so the planner uses it. */
-#define OPEN_WHERE "status='claimed' OR status='unknown'"
+#define OPEN_WHERE SQL_OPEN_EQ("status")
 /*
 ** What the triggers on the ledger's tables and its guarded tables say.
 ** schema_triggers_scan() fills it: mOwn gets a bit per own trigger of the
@@ -1011,6 +1033,21 @@ int ledger_retention_step(IdemLedger *p, const char *zFunc, char **pzErr);
 #define EFF_SUCCEEDED 4
 #define EFF_FAILED 5
 #define EFF_RELEASED 6
+
+/* What a stored status is: STATUS_* bits (the statuses in SQL: SQL_OPEN and
+** SQL_TERMINAL, above the SQLite section). */
+#define STATUS_OPEN 1     /* claimed or unknown */
+#define STATUS_TERMINAL 2 /* succeeded, failed or released */
+#define STATUS_SETTLE 4   /* a status idem_settle may write */
+#define STATUS_RESOLVE 8  /* a status idem_resolve may write */
+/* The STATUS_* bits of stored status z, and its EFF_* code into *peEff
+** (when not NULL); 0 (and *peEff 0) when z is not a status. */
+unsigned ledger_status(const char *z, int *peEff);
+/* "a, b, c or d": the statuses whose bits include mask, in the order the
+** docs list them (sqlite3_malloc; NULL when out of memory). */
+char *ledger_status_list(unsigned mask);
+/* The name of effective status eEff ("claimed" for EFF_EXPIRED). */
+const char *ledger_status_name(int eEff);
 /*
 ** The one rule for a row's effective status: a claimed row whose lease
 ** has passed is unknown when external, or when local and its attempt has
@@ -1026,8 +1063,6 @@ int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
 ** written outside the ledger, with its CHECKs off). */
 int ledger_args_check(IdemLedger *p, const char *zFunc, const char *zKey, const char *zArgs,
                       size_t nArgs, char **pzErr);
-/* The name an effective status shows as ("claimed" for EFF_EXPIRED). */
-const char *ledger_effective_name(int eEff);
 
 /* A validated request. */
 typedef struct LedgerReq LedgerReq;

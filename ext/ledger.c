@@ -659,7 +659,7 @@ static int xBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       const char *z;
       if (sqlite3_vtab_rhs_value(pInfo, i, &pV) == SQLITE_OK && pV &&
           sqlite3_value_type(pV) == SQLITE_TEXT && (z = (const char *)sqlite3_value_text(pV)) &&
-          (strcmp(z, "claimed") == 0 || strcmp(z, "unknown") == 0)) {
+          (ledger_status(z, 0) & STATUS_OPEN)) {
         iStatus = i;
       }
     }
@@ -816,7 +816,7 @@ static int xColumn(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int iCol) {
                               sqlite3_column_int64(pS, RC_LEASE), sqlite3_column_int64(pS, RC_ID),
                               sqlite3_column_int64(pS, RC_ATTEMPT), c->now, &eEff, 0, 0);
     if (rc) return rc;
-    sqlite3_result_text(ctx, ledger_effective_name(eEff), -1, SQLITE_STATIC);
+    sqlite3_result_text(ctx, ledger_status_name(eEff), -1, SQLITE_STATIC);
     return SQLITE_OK;
   }
   if (iCol == COL_TOKEN) {

@@ -57,13 +57,13 @@ int ledger_check_triggers(IdemLedger *p, const char *zFunc, char **pzErr) {
     ** from format 5, targets */
     int iTable;
     rc = SQLITE_OK;
-    for (iTable = LEDGER_TABLE_MEMBERS; rc == SQLITE_OK && p->zForeign == 0 &&
-                                        iTable < ledger_format_tables(p->iFormat);
+    for (iTable = LEDGER_TABLE_MEMBERS;
+         rc == SQLITE_OK && p->zForeign == 0 && iTable < ledger_format_tables(p->iFormat);
          iTable++) {
       char *zTable = sqlite3_mprintf("%s_%s", p->zName, ledger_shadow_suffix[iTable]);
       rc = zTable ? SQLITE_OK : SQLITE_NOMEM;
-      if (rc == SQLITE_OK && sqlite3_table_column_metadata(p->db, p->zDb, zTable, "claim", 0, 0,
-                                                           0, 0, 0) != SQLITE_OK) {
+      if (rc == SQLITE_OK && sqlite3_table_column_metadata(p->db, p->zDb, zTable, "claim", 0, 0, 0,
+                                                           0, 0) != SQLITE_OK) {
         p->zForeign = sqlite3_mprintf(
             "ledger %s is missing its table %s; restore it from a backup, or drop the ledger",
             p->zName, zTable);

@@ -385,7 +385,7 @@ int ledger_health(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr)
   for (i = 0; i < h.n; i++) {
     if (h.a[i].n == 0) continue;
     idem_json_open(&j, 0, '{');
-    idem_json_text(&j, "status", ledger_effective_name(h.a[i].eEff));
+    idem_json_text(&j, "status", ledger_status_name(h.a[i].eEff));
     idem_json_text(&j, "tool", h.a[i].zTool);
     idem_json_int(&j, "rows", h.a[i].n);
     idem_json_close(&j);

@@ -103,7 +103,7 @@ int ledger_lifecycle_held_count(IdemLedger *p, sqlite3_int64 *pn) {
     if ((mMissing & 1) == 0) {
       sqlite3_str_appendf(s,
                           "+(SELECT count(*) FROM \"%w\".\"%w_%s\""
-                          " WHERE status IN ('claimed','unknown'))",
+                          " WHERE " SQL_OPEN("status") ")",
                           p->zDb, p->zName, ledger_shadow_suffix[LEDGER_TABLE_ROWS]);
     }
     zSql = sqlite3_str_finish(s);

@@ -1,6 +1,7 @@
 /*
 ** ledger_rows.c: the ledger's rows, members, targets and guards as the
-** extension reads and writes them: the table of prepared statements (made
+** extension reads and writes them: the statuses a row holds (one table),
+** the table of prepared statements (made
 ** on first use; a statement that does not prepare on an altered shadow
 ** table makes the ledger refused), loading a row into a LedgerRow, the
 ** named operations every other file goes through, the one-writer bracket
@@ -74,6 +75,55 @@ enum {
 
 #define ROW_COLUMNS ROW_COLUMNS_WITH("tenant,\"key\"")
 
+/* The statuses, once (idem_internal.h): in the order the docs list them. */
+static const struct {
+  const char *z;
+  int eEff;
+  unsigned f;
+} aStatus[] = {
+    {"succeeded", EFF_SUCCEEDED, STATUS_TERMINAL | STATUS_SETTLE | STATUS_RESOLVE},
+    {"failed", EFF_FAILED, STATUS_TERMINAL | STATUS_SETTLE | STATUS_RESOLVE},
+    {"released", EFF_RELEASED, STATUS_TERMINAL | STATUS_SETTLE | STATUS_RESOLVE},
+    {"unknown", EFF_UNKNOWN, STATUS_OPEN | STATUS_SETTLE},
+    {"claimed", EFF_CLAIMED, STATUS_OPEN},
+};
+
+#define N_STATUS (int)(sizeof(aStatus) / sizeof(aStatus[0]))
+
+unsigned ledger_status(const char *z, int *peEff) {
+  int i;
+  if (peEff) *peEff = 0;
+  for (i = 0; z && i < N_STATUS; i++) {
+    if (strcmp(z, aStatus[i].z) == 0) {
+      if (peEff) *peEff = aStatus[i].eEff;
+      return aStatus[i].f;
+    }
+  }
+  return 0;
+}
+
+char *ledger_status_list(unsigned mask) {
+  const char *az[N_STATUS];
+  int i, n = 0;
+  for (i = 0; i < N_STATUS; i++) {
+    if (aStatus[i].f & mask) az[n++] = aStatus[i].z;
+  }
+  if (n == 1) return sqlite3_mprintf("%s", az[0]);
+  if (n == 2) return sqlite3_mprintf("%s or %s", az[0], az[1]);
+  if (n == 3) return sqlite3_mprintf("%s, %s or %s", az[0], az[1], az[2]);
+  if (n == 4) return sqlite3_mprintf("%s, %s, %s or %s", az[0], az[1], az[2], az[3]);
+  return sqlite3_mprintf("%s, %s, %s, %s or %s", az[0], az[1], az[2], az[3], az[4]);
+}
+
+const char *ledger_status_name(int eEff) {
+  int i;
+  if (eEff == EFF_EXPIRED) eEff = EFF_CLAIMED; /* a passed lease is still a claim */
+  for (i = 0; i < N_STATUS; i++) {
+    if (aStatus[i].eEff == eEff) return aStatus[i].z;
+  }
+  return "released";
+}
+
 static const char *const azStmtSql[N_STMT] = {
     /* ST_INSERT */
     "INSERT INTO \"%w\".\"%w_rows\"(tenant,\"key\",conversation,tool,args,effect,status,"
@@ -97,11 +147,9 @@ static const char *const azStmtSql[N_STMT] = {
     "UPDATE \"%w\".\"%w_rows\" SET status=?1,result=?2,error=?3,members=?4,updated_at=?5"
     " WHERE id=?6 AND status=?7 AND token=?8",
     /* ST_PURGE */
-    "DELETE FROM \"%w\".\"%w_rows\" WHERE status IN ('succeeded','failed','released')"
-    " AND updated_at<?1",
+    "DELETE FROM \"%w\".\"%w_rows\" WHERE " SQL_TERMINAL("status") " AND updated_at<?1",
     /* ST_DELETE */
-    "DELETE FROM \"%w\".\"%w_rows\" WHERE id=?1 AND status IN "
-    "('succeeded','failed','released')",
+    "DELETE FROM \"%w\".\"%w_rows\" WHERE id=?1 AND " SQL_TERMINAL("status"),
     /* ST_SCHEMA_VERSION */
     "PRAGMA \"%w\".schema_version",
     /* ST_TEMP_SCHEMA_VERSION */
@@ -112,7 +160,7 @@ static const char *const azStmtSql[N_STMT] = {
     " ON t.type='trigger' AND t.name=" GUARD_TRIGGER_SQL("g.tbl", "?1", "insert") " ORDER BY g.id",
     /* ST_COUNT_LIVE */
     "SELECT (SELECT count(*) FROM \"%w\".\"%w_guards\"),"
-    " (SELECT count(*) FROM \"%w\".\"%w_rows\" WHERE status IN ('claimed','unknown'))",
+    " (SELECT count(*) FROM \"%w\".\"%w_rows\" WHERE " SQL_OPEN("status") ")",
     /* ST_GET_KEY (single_tenant ledgers: a key is unique across the ledger) */
     "SELECT " ROW_COLUMNS
     " FROM \"%w\".\"%w_rows\""
@@ -133,14 +181,14 @@ static const char *const azStmtSql[N_STMT] = {
     /* ST_RET_SCAN (ledger_retention.c): ?1 the cursor, ?2 the cutoff (Unix
     ** ms): each row's id, whether it is due, and whether it was created
     ** after the cutoff. RETENTION_SCAN rows. */
-    "SELECT id, (status='succeeded' OR status='failed' OR status='released') AND updated_at<?2,"
+    "SELECT id, " SQL_TERMINAL("status") " AND updated_at<?2,"
     " created_at>=?2 FROM \"%w\".\"%w_rows\" WHERE id>?1 ORDER BY id LIMIT " IDEM_STR(
         RETENTION_SCAN),
     /* ST_RET_DELETE: the same test again at the delete, so a row changed
     ** meanwhile stays. (OR chains rather than IN lists: no ephemeral table
     ** per run.) */
     "DELETE FROM \"%w\".\"%w_rows\" WHERE id=?1"
-    " AND (status='succeeded' OR status='failed' OR status='released') AND updated_at<?2",
+    " AND " SQL_TERMINAL("status") " AND updated_at<?2",
     /* ST_CUR_ALL, ST_CUR_KEY, ST_CUR_TENANT, ST_CUR_TOKEN */
     "SELECT " ROW_COLUMNS ",created_at FROM \"%w\".\"%w_rows\" ORDER BY id",
     "SELECT " ROW_COLUMNS
@@ -177,7 +225,7 @@ static const char *const azStmtSql[N_STMT] = {
     "SELECT " ROW_COLUMNS_WITH("r.tenant,r.\"key\"") " FROM \"%w\".\"%w_targets\" AS t"
     " JOIN \"%w\".\"%w_rows\" AS r ON r.id=t.claim"
     " WHERE t.tenant=?1 AND t.target=?2 AND r.id<>?3"
-    " AND (r.status='claimed' OR r.status='unknown' OR (r.status='succeeded' AND r.updated_at>?4))",
+    " AND (" SQL_OPEN("r.status") " OR (r.status='succeeded' AND r.updated_at>?4))",
     /* ST_TGT_ADD */
     "INSERT INTO \"%w\".\"%w_targets\"(claim,target,tenant,allowed_by,allowed_at,overrode)"
     " VALUES(?1,?2,?3,?4,?5,?6)",
@@ -910,15 +958,13 @@ int storage_target_holder(IdemLedger *p, const char *zTenant, const char *zTarge
   *pbFound = 0;
   while ((rc = sqlite3_step(pS)) == SQLITE_ROW) {
     const char *zSt = (const char *)sqlite3_column_text(pS, RC_STATUS);
-    int bOpen = zSt && strcmp(zSt, "succeeded") != 0, bBetter;
+    int bOpen = (ledger_status(zSt, 0) & STATUS_OPEN) != 0, bBetter;
     if (!*pbFound) {
       bBetter = 1;
     } else {
-      int bOpenR = strcmp(r->zStatus, "succeeded") != 0;
+      int bOpenR = (ledger_status(r->zStatus, 0) & STATUS_OPEN) != 0;
       sqlite3_int64 u = sqlite3_column_int64(pS, RC_UPDATED), id = sqlite3_column_int64(pS, RC_ID);
-      bBetter = bOpen != bOpenR      ? bOpen
-                : u != r->updatedAt ? u > r->updatedAt
-                                    : id > r->id;
+      bBetter = bOpen != bOpenR ? bOpen : u != r->updatedAt ? u > r->updatedAt : id > r->id;
     }
     if (!bBetter) continue;
     ledger_row_free(r);
@@ -1089,8 +1135,7 @@ int storage_guard_open_key(IdemLedger *p, sqlite3_int64 gid, char **pzKey) {
     /* rows written under a claim that is still open are its members */
     zSql = sqlite3_mprintf(
         "SELECT r.\"key\" FROM \"%w\".\"%w_members\" AS m JOIN \"%w\".\"%w_rows\" AS r"
-        " ON r.id=m.claim WHERE m.guard=%lld AND (r.status='claimed' OR r.status='unknown')"
-        " LIMIT 1",
+        " ON r.id=m.claim WHERE m.guard=%lld AND " SQL_OPEN("r.status") " LIMIT 1",
         p->zDb, p->zName, p->zDb, p->zName, gid);
   }
   if (rc == SQLITE_OK) rc = zSql ? sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0) : SQLITE_NOMEM;

@@ -19,6 +19,12 @@ SQLITE_EXTENSION_INIT3
 #include <stdlib.h>
 #include <string.h>
 
+/* The status sets of idem_internal.h in the forms the trigger texts use. */
+#define NEW_TERMINAL SQL_TERMINAL_IS("NEW.status")
+#define OLD_OPEN SQL_OPEN_IS("OLD.status")
+#define R_OPEN SQL_OPEN_IS("r.status")
+#define ROW_OPEN SQL_OPEN_IS("status")
+
 /*
 ** The key grammar (docs/keys.md, "Key grammar") in plain SQL: TEXT of 1 to 128
 ** characters, each in A-Z a-z 0-9 _ -. GLOB stops at an embedded NUL, so
@@ -183,10 +189,8 @@ static const OwnTrigger aOwnV3[] = {
      " AND (NEW.result IS NULL OR typeof(NEW.result)='text')"
      " AND (NEW.error IS NULL OR typeof(NEW.error)='text')"
      " AND (NEW.members IS NULL OR typeof(NEW.members)='text') AND ("
-     "((OLD.status IS 'claimed' AND (NEW.status IS 'succeeded' OR NEW.status IS 'failed'"
-     " OR NEW.status IS 'released' OR NEW.status IS 'unknown')"
-     " OR OLD.status IS 'unknown' AND (NEW.status IS 'succeeded' OR NEW.status IS 'failed'"
-     " OR NEW.status IS 'released'))"
+     "((OLD.status IS 'claimed' AND (" NEW_TERMINAL " OR NEW.status IS 'unknown')"
+     " OR OLD.status IS 'unknown' AND (" NEW_TERMINAL "))"
      " AND NEW.token IS OLD.token AND NEW.attempt IS OLD.attempt"
      " AND NEW.lease_until IS OLD.lease_until AND NEW.expirations IS OLD.expirations"
      " AND (NEW.status IS NOT 'unknown' OR OLD.effect IS 'external')"
@@ -206,8 +210,7 @@ static const OwnTrigger aOwnV3[] = {
      " BEGIN SELECT RAISE(ABORT,'" MSG_UPDATE "'); END"},
     {"rows", "delete",
      "CREATE TRIGGER \"$_rows_delete\" BEFORE DELETE ON \"$_rows\""
-     " WHEN OLD.status IS 'claimed' OR OLD.status IS 'unknown'"
-     " BEGIN SELECT RAISE(ABORT,'" MSG_DELETE "'); END"},
+     " WHEN " OLD_OPEN " BEGIN SELECT RAISE(ABORT,'" MSG_DELETE "'); END"},
     FORGET_AND_META{
         "guards", "insert",
         "CREATE TRIGGER \"$_guards_insert\" BEFORE INSERT ON \"$_guards\" WHEN NOT coalesce(("
@@ -227,7 +230,7 @@ static const OwnTrigger aOwnV3[] = {
      " OR name=OLD.tbl||'" GUARD_TRIGGER_INFIX "@_member' OR name=OLD.tbl||'" GUARD_TRIGGER_INFIX
      "@_update'))"
      " OR EXISTS(SELECT 1 FROM \"$_members\" AS m JOIN \"$_rows\" AS r ON r.id=m.claim"
-     " WHERE m.guard=OLD.id AND (r.status IS 'claimed' OR r.status IS 'unknown')),1)"
+     " WHERE m.guard=OLD.id AND (" R_OPEN ")),1)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_GUARDS "'); END"},
     {"members", "insert",
      "CREATE TRIGGER \"$_members_insert\" BEFORE INSERT ON \"$_members\" WHEN NOT coalesce("
@@ -240,8 +243,7 @@ static const OwnTrigger aOwnV3[] = {
      " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
     {"members", "delete",
      "CREATE TRIGGER \"$_members_delete\" BEFORE DELETE ON \"$_members\" WHEN coalesce("
-     "EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=OLD.claim AND (status IS 'claimed'"
-     " OR status IS 'unknown')),1)"
+     "EXISTS(SELECT 1 FROM \"$_rows\" WHERE id=OLD.claim AND (" ROW_OPEN ")),1)"
      " BEGIN SELECT RAISE(ABORT,'" MSG_MEMBERS "'); END"},
 };
 
@@ -455,9 +457,9 @@ int schema_drop_triggers(sqlite3 *db, const char *zDb, const char *zName, int iF
   const OwnTrigger *a = own_triggers(iFormat, &n);
   for (i = 0; rc == SQLITE_OK && i < n; i++) {
     char *zTrig = trigger_name(&a[i], zName);
-    rc = zTrig
-             ? ledger_exec_sql(db, sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w\"", zDb, zTrig), 0)
-             : SQLITE_NOMEM;
+    rc = zTrig ? ledger_exec_sql(
+                     db, sqlite3_mprintf("DROP TRIGGER IF EXISTS \"%w\".\"%w\"", zDb, zTrig), 0)
+               : SQLITE_NOMEM;
     sqlite3_free(zTrig);
   }
   return rc;
@@ -536,11 +538,12 @@ int schema_create_indexes(sqlite3 *db, const char *zDb, const char *zName, const
         pzErr);
   }
   if (rc == SQLITE_OK) {
-    rc = ledger_exec_sql(db,
-                   sqlite3_mprintf("CREATE INDEX \"%w\".\"idem_%w_open\" ON \"%w_rows\"(status,"
-                                   "lease_until) WHERE " OPEN_WHERE,
-                                   zDb, zId, zName),
-                   pzErr);
+    rc = ledger_exec_sql(
+        db,
+        sqlite3_mprintf("CREATE INDEX \"%w\".\"idem_%w_open\" ON \"%w_rows\"(status,"
+                        "lease_until) WHERE " OPEN_WHERE,
+                        zDb, zId, zName),
+        pzErr);
   }
   return rc;
 }
@@ -548,8 +551,8 @@ int schema_create_indexes(sqlite3 *db, const char *zDb, const char *zName, const
 /* The members table: one row per guarded row written under a local claim. */
 int schema_create_members(sqlite3 *db, const char *zDb, const char *zName, char **pzErr) {
   char *zTable = sqlite3_mprintf("%s_members", zName);
-  int rc =
-      zTable ? ledger_exec_sql(db, schema_table_sql(LEDGER_TABLE_MEMBERS, zDb, zTable), pzErr) : SQLITE_NOMEM;
+  int rc = zTable ? ledger_exec_sql(db, schema_table_sql(LEDGER_TABLE_MEMBERS, zDb, zTable), pzErr)
+                  : SQLITE_NOMEM;
   sqlite3_free(zTable);
   return rc;
 }
@@ -559,15 +562,16 @@ int schema_create_members(sqlite3 *db, const char *zDb, const char *zName, char 
 int schema_create_targets(sqlite3 *db, const char *zDb, const char *zName, const char *zId,
                           char **pzErr) {
   char *zTable = sqlite3_mprintf("%s_targets", zName);
-  int rc =
-      zTable ? ledger_exec_sql(db, schema_table_sql(LEDGER_TABLE_TARGETS, zDb, zTable), pzErr) : SQLITE_NOMEM;
+  int rc = zTable ? ledger_exec_sql(db, schema_table_sql(LEDGER_TABLE_TARGETS, zDb, zTable), pzErr)
+                  : SQLITE_NOMEM;
   sqlite3_free(zTable);
   if (rc == SQLITE_OK) {
-    rc = ledger_exec_sql(db,
-                   sqlite3_mprintf("CREATE INDEX \"%w\".\"idem_%w_targets\" ON \"%w_targets\"("
-                                   "tenant,target)",
-                                   zDb, zId, zName),
-                   pzErr);
+    rc =
+        ledger_exec_sql(db,
+                        sqlite3_mprintf("CREATE INDEX \"%w\".\"idem_%w_targets\" ON \"%w_targets\"("
+                                        "tenant,target)",
+                                        zDb, zId, zName),
+                        pzErr);
   }
   return rc;
 }
@@ -592,9 +596,11 @@ int ledger_create_schema(sqlite3 *db, const char *zDb, const char *zName, const 
   rc = ledger_exec_sql(db, sqlite3_str_finish(s), pzErr);
   if (rc == SQLITE_OK) rc = schema_create_members(db, zDb, zName, pzErr);
   if (rc == SQLITE_OK) rc = schema_create_targets(db, zDb, zName, zId, pzErr);
-  if (rc == SQLITE_OK) rc = schema_create_indexes(db, zDb, zName, zId, (int)aVal[IDEM_OPT_SINGLE], pzErr);
+  if (rc == SQLITE_OK)
+    rc = schema_create_indexes(db, zDb, zName, zId, (int)aVal[IDEM_OPT_SINGLE], pzErr);
   if (rc == SQLITE_OK) {
-    rc = schema_create_triggers(db, zDb, zName, (int)aVal[IDEM_OPT_SINGLE], LEDGER_FORMAT, 0, pzErr);
+    rc =
+        schema_create_triggers(db, zDb, zName, (int)aVal[IDEM_OPT_SINGLE], LEDGER_FORMAT, 0, pzErr);
   }
   return rc;
 }
@@ -609,20 +615,22 @@ int ledger_rename_schema(IdemLedger *p, const char *zNew) {
   int iFormat = p->iFormat >= 5 ? 5 : 4;
   rc = schema_drop_triggers(p->db, p->zDb, p->zName, iFormat);
   if (rc == SQLITE_OK && iFormat >= 5) {
-    rc = ledger_exec_sql(p->db,
-                   sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_targets\" RENAME TO \"%w_targets\"",
-                                   p->zDb, p->zName, zNew),
-                   0);
+    rc = ledger_exec_sql(
+        p->db,
+        sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_targets\" RENAME TO \"%w_targets\"", p->zDb,
+                        p->zName, zNew),
+        0);
   }
   if (rc == SQLITE_OK) {
-    rc = ledger_exec_sql(p->db,
-                   sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" RENAME TO \"%w_rows\";"
-                                   "ALTER TABLE \"%w\".\"%w_meta\" RENAME TO \"%w_meta\";"
-                                   "ALTER TABLE \"%w\".\"%w_guards\" RENAME TO \"%w_guards\";"
-                                   "ALTER TABLE \"%w\".\"%w_members\" RENAME TO \"%w_members\";",
-                                   p->zDb, p->zName, zNew, p->zDb, p->zName, zNew, p->zDb, p->zName,
-                                   zNew, p->zDb, p->zName, zNew),
-                   0);
+    rc = ledger_exec_sql(
+        p->db,
+        sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_rows\" RENAME TO \"%w_rows\";"
+                        "ALTER TABLE \"%w\".\"%w_meta\" RENAME TO \"%w_meta\";"
+                        "ALTER TABLE \"%w\".\"%w_guards\" RENAME TO \"%w_guards\";"
+                        "ALTER TABLE \"%w\".\"%w_members\" RENAME TO \"%w_members\";",
+                        p->zDb, p->zName, zNew, p->zDb, p->zName, zNew, p->zDb, p->zName, zNew,
+                        p->zDb, p->zName, zNew),
+        0);
   }
   if (rc == SQLITE_OK) rc = schema_create_triggers(p->db, p->zDb, zNew, bSingle, iFormat, 0, 0);
   /* the guards' triggers name the ledger too */
@@ -631,16 +639,15 @@ int ledger_rename_schema(IdemLedger *p, const char *zNew) {
 }
 
 int ledger_drop_schema(IdemLedger *p) {
-  return ledger_exec_sql(
-      p->db,
-      sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_rows\";"
-                      "DROP TABLE IF EXISTS \"%w\".\"%w_meta\";"
-                      "DROP TABLE IF EXISTS \"%w\".\"%w_guards\";"
-                      "DROP TABLE IF EXISTS \"%w\".\"%w_members\";"
-                      "DROP TABLE IF EXISTS \"%w\".\"%w_targets\";",
-                      p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName,
-                      p->zDb, p->zName),
-      0);
+  return ledger_exec_sql(p->db,
+                         sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_rows\";"
+                                         "DROP TABLE IF EXISTS \"%w\".\"%w_meta\";"
+                                         "DROP TABLE IF EXISTS \"%w\".\"%w_guards\";"
+                                         "DROP TABLE IF EXISTS \"%w\".\"%w_members\";"
+                                         "DROP TABLE IF EXISTS \"%w\".\"%w_targets\";",
+                                         p->zDb, p->zName, p->zDb, p->zName, p->zDb, p->zName,
+                                         p->zDb, p->zName, p->zDb, p->zName),
+                         0);
 }
 
 /* Record problem zWhy (sqlite3_mprintf'd) unless one is recorded. */
@@ -813,7 +820,8 @@ int schema_triggers_scan(IdemLedger *p, int iFormat, int bDrop, TriggerScan *t) 
     if (iOwn >= 0 && zTSql && strcmp(zTSql, azExpect[iOwn]) == 0) {
       t->mOwn |= 1u << iOwn;
     } else if (iOwn >= 0 && bDrop) {
-      rc = ledger_exec_sql(p->db, sqlite3_mprintf("DROP TRIGGER \"%w\".\"%w\"", p->zDb, azName[iOwn]), 0);
+      rc = ledger_exec_sql(p->db,
+                           sqlite3_mprintf("DROP TRIGGER \"%w\".\"%w\"", p->zDb, azName[iOwn]), 0);
       if (rc == SQLITE_OK) {
         /* the scan statement reads sqlite_schema: start it again */
         sqlite3_reset(pQ);

@@ -27,7 +27,7 @@ SQLITE_EXTENSION_INIT3
 #define UNKNOWN_MSG                                                         \
   "that request may have reached the target system, the outcome is theirs " \
   "to report, and nothing is retried here"
-#define CONFLICT_MSG                                                                  \
+#define CONFLICT_MSG                                                                 \
   "another call of this tenant already touched this target (held_by says which and " \
   "what became of it); this call was not run"
 
@@ -170,21 +170,10 @@ static int is_local(const char *zEffect) { return zEffect && strcmp(zEffect, "lo
 int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
                      sqlite3_int64 leaseUntil, sqlite3_int64 id, sqlite3_int64 attempt,
                      sqlite3_int64 now, int *peEff, char **pzMembers, int *pnMember) {
-  static const struct {
-    const char *z;
-    int e;
-  } aStored[] = {{"claimed", EFF_CLAIMED},
-                 {"unknown", EFF_UNKNOWN},
-                 {"succeeded", EFF_SUCCEEDED},
-                 {"failed", EFF_FAILED},
-                 {"released", EFF_RELEASED}};
-  size_t i;
   *peEff = 0;
   if (pzMembers) *pzMembers = 0;
   if (pnMember) *pnMember = 0;
-  for (i = 0; zStatus && i < sizeof(aStored) / sizeof(aStored[0]); i++) {
-    if (strcmp(zStatus, aStored[i].z) == 0) *peEff = aStored[i].e;
-  }
+  (void)ledger_status(zStatus, peEff);
   if (*peEff == 0) return SQLITE_CORRUPT_VTAB; /* the CHECK on status forbids it */
   if (*peEff != EFF_CLAIMED || now < leaseUntil) return SQLITE_OK;
   if (!is_local(zEffect)) {
@@ -199,17 +188,6 @@ int ledger_effective(IdemLedger *p, const char *zStatus, const char *zEffect,
     if (pnMember) *pnMember = n;
   }
   return SQLITE_OK;
-}
-
-const char *ledger_effective_name(int eEff) {
-  switch (eEff) {
-    case EFF_CLAIMED:
-    case EFF_EXPIRED: return "claimed";
-    case EFF_UNKNOWN: return "unknown";
-    case EFF_SUCCEEDED: return "succeeded";
-    case EFF_FAILED: return "failed";
-    default: return "released";
-  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -376,7 +354,7 @@ static int build_conflict(IdemLedger *p, const char *zFunc, const LedgerReq *q, 
   idem_json_open(&j, "held_by", '{');
   idem_json_text(&j, "key", h->zKey);
   idem_json_text(&j, "tool", h->zTool);
-  idem_json_text(&j, "status", ledger_effective_name(eEff));
+  idem_json_text(&j, "status", ledger_status_name(eEff));
   idem_json_int(&j, "attempt", h->attempt);
   idem_json_int(&j, "updated_at", h->updatedAt);
   if (ok) {
@@ -774,7 +752,6 @@ static int writer_in_progress(sqlite3 *db) {
   return 0;
 }
 
-
 /*
 ** idem_claim's decision for the parsed request q (triggers already
 ** checked): a read pass without a write lock in autocommit, then the write
@@ -889,13 +866,6 @@ done:
 /* idem_settle and idem_resolve                                        */
 /* ------------------------------------------------------------------ */
 
-static int is_status(const char *z, const char *const *az) {
-  for (; *az; az++) {
-    if (strcmp(z, *az) == 0) return 1;
-  }
-  return 0;
-}
-
 /* The end of the JSON value that starts at z[i] (valid JSON assumed). */
 static size_t value_end(const char *z, size_t n, size_t i) {
   int depth = 0, bStr = 0;
@@ -983,7 +953,7 @@ static int outcome_apply(IdemLedger *p, const char *zFunc, LedgerRow *r, const c
   rc = ledger_effective(p, r->zStatus, r->zEffect, r->leaseUntil, r->id, r->attempt, now, &eEff,
                         &zMembers, &nMember);
   if (rc) goto done;
-  zEff = ledger_effective_name(eEff);
+  zEff = ledger_status_name(eEff);
   if (bResolve && strcmp(zEff, "unknown") != 0) {
     if (strcmp(zEff, "claimed") == 0) {
       *pzErr = sqlite3_mprintf(
@@ -1090,9 +1060,6 @@ done:
   return rc;
 }
 
-static const char *const azOutcome[] = {"succeeded", "failed", "released", "unknown", 0};
-static const char *const azResolve[] = {"succeeded", "failed", "released", 0};
-
 /*
 ** The stored form of detail pDetail (TEXT holding JSON) into pBuf:
 ** canonical structure with every number kept as written (docs/design.md,
@@ -1121,20 +1088,21 @@ static int detail_stored_form(const char *zFunc, sqlite3_value *pDetail, IdemBuf
   return n > IDEM_JCS_MAX_BYTES ? SQLITE_TOOBIG : SQLITE_ERROR;
 }
 
-/* Validate status (one of az) and detail (NULL or JSON, in stored form). */
-static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus,
-                        const char *const *az, sqlite3_value *pDetail, IdemBuf *pBuf,
-                        char **pzErr) {
+/* Validate status (one whose STATUS_* bits meet mAllowed) and detail (NULL or JSON, in stored form). */
+static int outcome_args(IdemLedger *p, const char *zFunc, sqlite3_value *pStatus, unsigned mAllowed,
+                        sqlite3_value *pDetail, IdemBuf *pBuf, char **pzErr) {
   int bText = sqlite3_value_type(pStatus) == SQLITE_TEXT; /* before any conversion */
   const char *z = bText ? (const char *)sqlite3_value_text(pStatus) : 0;
   if (bText && z == 0) return SQLITE_NOMEM;
-  if (!bText || !is_status(z, az)) {
+  if (!bText || (ledger_status(z, 0) & mAllowed) == 0) {
     char *zQ = bText ? idem_json_string(z) : 0;
-    if (bText && zQ == 0) return SQLITE_NOMEM;
-    *pzErr = sqlite3_mprintf("%s: status must be one of %s%s%s%s%s; got %s", zFunc, az[0], ", ",
-                             az[1], az[3] ? ", released or " : " or ", az[3] ? az[3] : az[2],
-                             zQ ? zQ : idem_type_name(sqlite3_value_type(pStatus)));
+    char *zList = ledger_status_list(mAllowed);
+    if (zList && (!bText || zQ)) {
+      *pzErr = sqlite3_mprintf("%s: status must be one of %s; got %s", zFunc, zList,
+                               zQ ? zQ : idem_type_name(sqlite3_value_type(pStatus)));
+    }
     sqlite3_free(zQ);
+    sqlite3_free(zList);
     return *pzErr ? SQLITE_CONSTRAINT : SQLITE_NOMEM;
   }
   if (sqlite3_value_type(pDetail) == SQLITE_NULL) return SQLITE_OK;
@@ -1162,10 +1130,12 @@ int ledger_outcome(IdemLedger *p, const char *zFunc, sqlite3_value *pToken, sqli
   if (bResolve) {
     rc = idem_key_error(zFunc, "tenant", pTenant, pzErr);
     if (rc == SQLITE_OK) rc = idem_key_error(zFunc, "key", pKey, pzErr);
-    if (rc == SQLITE_OK) rc = outcome_args(p, zFunc, pStatus, azResolve, pDetail, &detail, pzErr);
+    if (rc == SQLITE_OK)
+      rc = outcome_args(p, zFunc, pStatus, STATUS_RESOLVE, pDetail, &detail, pzErr);
   } else {
     rc = ledger_token_arg(zFunc, pToken, &iId, &iRnd, 0, pzErr);
-    if (rc == SQLITE_OK) rc = outcome_args(p, zFunc, pStatus, azOutcome, pDetail, &detail, pzErr);
+    if (rc == SQLITE_OK)
+      rc = outcome_args(p, zFunc, pStatus, STATUS_SETTLE, pDetail, &detail, pzErr);
   }
   if (rc == SQLITE_OK) rc = ledger_check_triggers(p, zFunc, pzErr);
   if (rc) goto done;

@@ -296,8 +296,7 @@ int ledger_claim_options(IdemLedger *p, const char *zFunc, sqlite3_value *v, Led
     q->targetWindowMs = w * 1000;
   }
   if (iAllowed >= 0) {
-    rc = option_string(zFunc, "allowed_by", aM[iAllowed].zValue, aM[iAllowed].nValue, zOut,
-                       pzErr);
+    rc = option_string(zFunc, "allowed_by", aM[iAllowed].zValue, aM[iAllowed].nValue, zOut, pzErr);
     if (rc) goto done;
     q->zAllowedBy = zOut;
   }

@@ -181,10 +181,11 @@ static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnR
   }
   if (rc == SQLITE_OK) rc = sqlite3_reset(pR);
   if (rc == SQLITE_OK) {
-    rc = ledger_exec_sql(p->db,
-                   sqlite3_mprintf("UPDATE \"%w\".\"%w_members\" SET claim=-claim WHERE claim<0",
-                                   p->zDb, p->zName),
-                   0);
+    rc = ledger_exec_sql(
+        p->db,
+        sqlite3_mprintf("UPDATE \"%w\".\"%w_members\" SET claim=-claim WHERE claim<0", p->zDb,
+                        p->zName),
+        0);
   }
   sqlite3_finalize(pR);
   sqlite3_finalize(pW);
@@ -195,12 +196,12 @@ static int upgrade_copy_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnR
 /* Copy the rows of a format-2 (its marks dropped) or format-3 rows table
 ** into the format-4 table zNew as they are; *pnRow counts them. */
 static int upgrade_same_rows(IdemLedger *p, const char *zNew, sqlite3_int64 *pnRow) {
-  int rc =
-      ledger_exec_sql(p->db,
-                sqlite3_mprintf("INSERT INTO \"%w\".\"%w\"(" ROWS_COLUMNS ") SELECT " ROWS_COLUMNS
-                                " FROM \"%w\".\"%w_rows\" ORDER BY id",
-                                p->zDb, zNew, p->zDb, p->zName),
-                0);
+  int rc = ledger_exec_sql(
+      p->db,
+      sqlite3_mprintf("INSERT INTO \"%w\".\"%w\"(" ROWS_COLUMNS ") SELECT " ROWS_COLUMNS
+                      " FROM \"%w\".\"%w_rows\" ORDER BY id",
+                      p->zDb, zNew, p->zDb, p->zName),
+      0);
   if (rc == SQLITE_OK) *pnRow = sqlite3_changes(p->db);
   return rc;
 }
@@ -229,7 +230,8 @@ static int upgrade_from(IdemLedger *p, IdemSave *pSave, int iFrom, sqlite3_int64
     /* format 1: the rows converted; formats 2 and 3: the same rows (not
     ** format 2's marks); in a table without the grammar CHECKs */
     zNew = sqlite3_mprintf("%s_rows_format4", p->zName);
-    rc = zNew ? ledger_exec_sql(p->db, schema_table_sql(LEDGER_TABLE_ROWS, p->zDb, zNew), 0) : SQLITE_NOMEM;
+    rc = zNew ? ledger_exec_sql(p->db, schema_table_sql(LEDGER_TABLE_ROWS, p->zDb, zNew), 0)
+              : SQLITE_NOMEM;
     if (rc == SQLITE_OK) {
       rc = iFrom == 1 ? upgrade_copy_rows(p, zNew, pnRow) : upgrade_same_rows(p, zNew, pnRow);
     }
@@ -237,23 +239,24 @@ static int upgrade_from(IdemLedger *p, IdemSave *pSave, int iFrom, sqlite3_int64
       /* the savepoint's hold would make the DROPs fail */
       idem_save_pause(pSave);
       rc = ledger_exec_sql(p->db,
-                     sqlite3_mprintf("DROP TABLE \"%w\".\"%w_rows\";"
-                                     "DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";",
-                                     p->zDb, p->zName, p->zDb, p->zName),
-                     0);
+                           sqlite3_mprintf("DROP TABLE \"%w\".\"%w_rows\";"
+                                           "DROP INDEX IF EXISTS \"%w\".\"%w_rows_key\";",
+                                           p->zDb, p->zName, p->zDb, p->zName),
+                           0);
       if (rc == SQLITE_OK) rc = idem_save_hold(pSave, p->zDb);
     }
   }
   if (rc == SQLITE_OK) {
     rc = ledger_exec_sql(p->db,
-                   sqlite3_mprintf("ALTER TABLE \"%w\".\"%w\" RENAME TO \"%w_rows\";"
-                                   "UPDATE \"%w\".\"%w_meta\" SET v=%d WHERE k='format';",
-                                   p->zDb, zNew, p->zName, p->zDb, p->zName, LEDGER_FORMAT),
-                   0);
+                         sqlite3_mprintf("ALTER TABLE \"%w\".\"%w\" RENAME TO \"%w_rows\";"
+                                         "UPDATE \"%w\".\"%w_meta\" SET v=%d WHERE k='format';",
+                                         p->zDb, zNew, p->zName, p->zDb, p->zName, LEDGER_FORMAT),
+                         0);
   }
   if (rc == SQLITE_OK) rc = schema_create_indexes(p->db, p->zDb, p->zName, p->zId, bSingle, 0);
   if (rc == SQLITE_OK) rc = schema_create_targets(p->db, p->zDb, p->zName, p->zId, 0);
-  if (rc == SQLITE_OK) rc = schema_create_triggers(p->db, p->zDb, p->zName, bSingle, LEDGER_FORMAT, 0, 0);
+  if (rc == SQLITE_OK)
+    rc = schema_create_triggers(p->db, p->zDb, p->zName, bSingle, LEDGER_FORMAT, 0, 0);
   *pnTrig = schema_own_count(LEDGER_FORMAT) + n;
   sqlite3_free(zNew);
   return rc;
@@ -270,15 +273,16 @@ static int upgrade_from_4(IdemLedger *p, const TriggerScan *t, int *pnTrig) {
   if (rc == SQLITE_OK) rc = schema_create_targets(p->db, p->zDb, p->zName, p->zId, 0);
   if (rc == SQLITE_OK) {
     rc = ledger_exec_sql(p->db,
-                   sqlite3_mprintf("UPDATE \"%w\".\"%w_meta\" SET v=%d WHERE k='format'", p->zDb,
-                                   p->zName, LEDGER_FORMAT),
-                   0);
-  }
-  if (rc == SQLITE_OK) {
-    rc = schema_create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE], LEDGER_FORMAT, 0,
+                         sqlite3_mprintf("UPDATE \"%w\".\"%w_meta\" SET v=%d WHERE k='format'",
+                                         p->zDb, p->zName, LEDGER_FORMAT),
                          0);
   }
-  if (rc == SQLITE_OK && t->zWhy) rc = ledger_guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
+  if (rc == SQLITE_OK) {
+    rc = schema_create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE],
+                                LEDGER_FORMAT, 0, 0);
+  }
+  if (rc == SQLITE_OK && t->zWhy)
+    rc = ledger_guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);
   *pnTrig = n;
   for (i = 0; i < schema_own_count(LEDGER_FORMAT); i++) {
     *pnTrig += i >= schema_own_count(4) || (t->mOwn & (1u << i)) == 0;
@@ -327,8 +331,8 @@ int ledger_upgrade(IdemLedger *p, const char *zFunc, char **pzJson, char **pzErr
     ** and, when a guard trigger is missing or altered, every guard's
     ** triggers made again */
     int n = 0;
-    rc = schema_create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE], LEDGER_FORMAT,
-                         t.mOwn, 0);
+    rc = schema_create_triggers(p->db, p->zDb, p->zName, (int)p->aOpt[IDEM_OPT_SINGLE],
+                                LEDGER_FORMAT, t.mOwn, 0);
     for (i = 0; i < schema_own_count(LEDGER_FORMAT); i++) nCreated += (t.mOwn & (1u << i)) == 0;
     if (rc == SQLITE_OK && t.zWhy) {
       rc = ledger_guards_rebuild(p->db, p->zDb, p->zName, p->zName, p->zId, &n);

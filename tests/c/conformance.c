@@ -341,11 +341,11 @@ static char *run_step(Seq *s, const char *zStep, Answer *a) {
     char *zArgs = member_json(zStep, "args");
     sqlite3_prepare_v2(
         db,
-        bTgt ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, coalesce(?5, 'external'), ?6,"
-               " json_remove(json_object('targets', json(?7), 'target_window_seconds', ?8,"
-               " 'allowed_by', ?9), CASE WHEN ?7 IS NULL THEN '$.targets' ELSE '$.-' END,"
-               " CASE WHEN ?8 IS NULL THEN '$.target_window_seconds' ELSE '$.-' END,"
-               " CASE WHEN ?9 IS NULL THEN '$.allowed_by' ELSE '$.-' END))"
+        bTgt   ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, coalesce(?5, 'external'), ?6,"
+                 " json_remove(json_object('targets', json(?7), 'target_window_seconds', ?8,"
+                 " 'allowed_by', ?9), CASE WHEN ?7 IS NULL THEN '$.targets' ELSE '$.-' END,"
+                 " CASE WHEN ?8 IS NULL THEN '$.target_window_seconds' ELSE '$.-' END,"
+                 " CASE WHEN ?9 IS NULL THEN '$.allowed_by' ELSE '$.-' END))"
         : bOp  ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, coalesce(?5, 'external'), ?6)"
         : bEff ? "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4, ?5)"
                : "SELECT idem_claim('ledger', ?1, ?2, ?3, ?4)",

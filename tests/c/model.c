@@ -199,7 +199,7 @@ static int nSteps = 2000, shrinkSeconds = 60, bTrace = 0;
 static int avoidBigint = 0, avoidInsertPoison = 0;
 static int avoidLowRowid = 0, avoidRowidUpdate = 0, avoidSentOrder = 0;
 static int leaseS = 2, maxAtt = 3, retentionS = 0;
-static const int targetS = 3; /* target_window_seconds */
+static const int targetS = 3;             /* target_window_seconds */
 static int nConflicts = 0, nTargeted = 0; /* answered as predicted */
 #define NTGT 3
 static const char *CONFLICT_MSG =
@@ -598,8 +598,8 @@ static int target_holder(const State *s, int ten, int slot, int k, i64 now) {
 }
 
 static int predict_claim(State *s, int ten, int slot, const char *zConv, const char *zTool,
-                         const char *zArgs, int local, int tgt, i64 now, int committed,
-                         int durable, int *pDecision, char *zExp, size_t nExp) {
+                         const char *zArgs, int local, int tgt, i64 now, int committed, int durable,
+                         int *pDecision, char *zExp, size_t nExp) {
   MRow *r = &s->r[ten][slot];
   char zKey[48];
   const char *zK = key_of(ten, slot, zKey);
@@ -785,8 +785,8 @@ static void exec_claim(const Op *op) {
   writes = predict_claim(s, op->ten, op->slot, zConv, zTool, zArgs, local, tgt, now, txnOwner != c,
                          aSync[c] == 2, &dec, zExp, sizeof(zExp));
   fmt_str(zOpt, sizeof(zOpt), "{\"targets\":[%s%s%s%s%s]}", tgt & 1 ? "\"x0\"" : "",
-          (tgt & 1) && (tgt & 6) ? "," : "", tgt & 2 ? "\"x1\"" : "", (tgt & 2) && (tgt & 4) ? "," : "",
-          tgt & 4 ? "\"x2\"" : "");
+          (tgt & 1) && (tgt & 6) ? "," : "", tgt & 2 ? "\"x1\"" : "",
+          (tgt & 2) && (tgt & 4) ? "," : "", tgt & 4 ? "\"x2\"" : "");
   /* a conflict writes nothing, but is decided under the write lock */
   if (dec == D_CONFLICT) writes = 1;
   if (avoidInsertPoison && op->d == 1 && writes && dec != D_ADMITTED && txnOwner == c) {
@@ -1674,8 +1674,8 @@ static int compare_rows(int c, State *s, int bAdopt, char *zWhy, size_t nWhy) {
       for (a = 0; a < n; a++) {
         for (k = 0; k < NTGT; k++) {
           if (!(s->r[t][order[a]].tgt & (1 << k))) continue;
-          sqlite3_snprintf((int)(sizeof(zExp) - len), zExp + len, "%st%d/%s:x%d", len ? "," : "",
-                           t, key_of(t, order[a], zKa), k);
+          sqlite3_snprintf((int)(sizeof(zExp) - len), zExp + len, "%st%d/%s:x%d", len ? "," : "", t,
+                           key_of(t, order[a], zKa), k);
           len += strlen(zExp + len);
         }
       }
@@ -2278,9 +2278,10 @@ int main(int argc, char **argv) {
   }
   if (!bFailed) {
     close_all();
-    printf("PASS %s:agree (%d steps, %d kills, %d of them after the commit; %d conflicts of %d "
-           "claims naming targets)\n",
-           zName, nSteps, nKills, nKillAfter, nConflicts, nTargeted);
+    printf(
+        "PASS %s:agree (%d steps, %d kills, %d of them after the commit; %d conflicts of %d "
+        "claims naming targets)\n",
+        zName, nSteps, nKills, nKillAfter, nConflicts, nTargeted);
     sqlite3_free(ops);
     return 0;
   }

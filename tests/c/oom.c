@@ -185,7 +185,8 @@ static const Op aOp[] = {
     {"claim-targets-conflict", K_SQL, F_DET,
      "SELECT idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"x\"}','external',NULL,"
      "'{\"targets\":[\"mailto:bob\"]}')",
-     "SELECT json_remove(idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"y\",\"cc\":1}',"
+     "SELECT "
+     "json_remove(idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"y\",\"cc\":1}',"
      "'external',NULL,'{\"targets\":[\"mailto:ann\",\"mailto:bob\"]}'),'$.held_by.updated_at')"},
     {"claim-targets-allowed", K_SQL, 0,
      "SELECT idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"x\"}','external',NULL,"
@@ -193,7 +194,8 @@ static const Op aOp[] = {
      "SELECT idem_claim('L','t1','c1','send','{\"to\":\"bob\",\"body\":\"y\"}','external',NULL,"
      "'{\"targets\":[\"mailto:bob\"],\"allowed_by\":\"ops\"}')"},
     {"claim-targets-again", K_SQL, 0,
-     "SELECT idem_settle('L',json_extract(idem_claim('L','t1','c1','send','{\"n\":1}','external',NULL,"
+     "SELECT "
+     "idem_settle('L',json_extract(idem_claim('L','t1','c1','send','{\"n\":1}','external',NULL,"
      "'{\"targets\":[\"a\"]}'),'$.token'),'released','{\"sent\":false}')",
      "SELECT idem_claim('L','t1','c1','send','{\"n\":1}','external',NULL,'{\"targets\":[\"b\"]}')"},
     {"claim-targets-refused", K_SQL, F_DET, "",

@@ -448,7 +448,8 @@ static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) 
     rc = sqlite3_create_function(db, "sqltest_wal_hook", 0, SQLITE_UTF8, 0, wal_hook_func, 0, 0);
   }
   if (rc == SQLITE_OK) {
-    rc = sqlite3_create_function(db, "sqltest_overloaded", 0, SQLITE_UTF8, 0, overloaded_func, 0, 0);
+    rc =
+        sqlite3_create_function(db, "sqltest_overloaded", 0, SQLITE_UTF8, 0, overloaded_func, 0, 0);
   }
   if (rc == SQLITE_OK) {
     rc =
