@@ -53,7 +53,8 @@ export interface McpIdempotencyOptions {
   conversation?: (args: any, extra: any) => string | undefined | Promise<string | undefined>;
   /**
    * Refuse a call whose request names no conversation, instead of scoping
-   * it by the window (default false).
+   * it by the window (default false; true for a tool whose annotations say
+   * `destructiveHint: true`, unless given as false).
    */
   strict?: boolean;
   /**
@@ -112,7 +113,10 @@ export interface McpServerLike {
 /**
  * Guards every tool registered on `server` (with `registerTool`, or the
  * older `tool`) after this call; a tool whose annotations say
- * `readOnlyHint: true` runs unguarded. Returns `server`.
+ * `readOnlyHint: true` runs unguarded, one that says `destructiveHint: true`
+ * is strict unless `options.strict` is false, and `idempotentHint: true` is
+ * removed from every wrapped tool (one process warning per tool). Returns
+ * `server`.
  */
 export function withIdempotency<S extends McpServerLike>(server: S, ledger: Ledger, options?: McpIdempotencyOptions): S;
 

@@ -247,12 +247,16 @@ async function part(which, fn, params) {
 
 // The conversation of a call, as Ledger.call takes it: a string, a window
 // (a function, windowScope), or { missing }.
-async function conversationFor(ledger, name, options, tenant, args, extra) {
+// destructive: the tool's annotations say destructiveHint: true, which
+// makes it strict unless options.strict is false.
+async function conversationFor(ledger, name, options, tenant, args, extra, destructive) {
   if (options.conversation) return part('conversation', options.conversation, [args, extra]);
   const named = namedConversation(ledger, extra);
   if (named !== undefined) return named;
-  if (options.strict === true) {
-    return { missing: `the request names none and strict is true: no _meta "${META.conversation}", ${HOSTS.map((h) => `"${h.key}"`).join(' or ')}; give options.conversation` };
+  const why = options.strict === true ? 'strict is true'
+    : options.strict === undefined && destructive ? 'the tool declares destructiveHint: true (strict: false lets the window decide)' : undefined;
+  if (why) {
+    return { missing: `the request names none and ${why}: no _meta "${META.conversation}", ${HOSTS.map((h) => `"${h.key}"`).join(' or ')}; give options.conversation` };
   }
   return windowScope(ledger, tenant, name, args, options.windowSeconds === undefined ? WINDOW_SECONDS : options.windowSeconds);
 }
@@ -314,22 +318,24 @@ async function personAllows(server, words, extra) {
   }
 }
 
-// The guarded callback. readOnly (withIdempotency): reads the registered
-// tool's annotations at call time; readOnlyHint true passes through.
+// The guarded callback. hints (withIdempotency): the registered tool's
+// annotations, read at call time: readOnlyHint true passes through,
+// destructiveHint true makes the tool strict unless options.strict is false.
 // server (withIdempotency): the McpServer, to ask the person through.
-function guard(ledger, name, options, callback, readOnly, server) {
+function guard(ledger, name, options, callback, hints, server) {
   const tenantOf = options.tenant || defaultTenant;
   const callOptions = { waitMs: options.waitMs === undefined ? 0 : options.waitMs };
   for (const k of ['renewSeconds', 'heartbeatSeconds']) if (options[k] !== undefined) callOptions[k] = options[k];
   const wrapped = async function idempotentToolCallback(...params) {
     // The SDKs call (args, extra) for a tool with an input schema, (extra) without.
-    if (readOnly && readOnly()) return callback.apply(this, params);
+    const declared = (hints && hints()) || {};
+    if (declared.readOnlyHint === true) return callback.apply(this, params);
     const withArgs = params.length >= 2;
     const args = withArgs && params[0] !== undefined ? params[0] : {};
     const extra = withArgs ? params[1] : params[0];
     const tenant = await part('tenant', tenantOf, [extra]);
     if (typeof tenant !== 'string') return refusal('no_tenant', say('no_tenant', { tool: name, reason: tenant.missing }));
-    const conversation = await conversationFor(ledger, name, options, tenant, args, extra);
+    const conversation = await conversationFor(ledger, name, options, tenant, args, extra, declared.destructiveHint === true);
     if (conversation && typeof conversation === 'object') {
       return refusal('no_conversation', say('no_conversation', { tool: name, reason: conversation.missing }));
     }
@@ -409,9 +415,26 @@ function idempotentTool(ledger, name, options, callback) {
   return guard(ledger, name, opts, callback);
 }
 
+// A wrapped tool never advertises idempotentHint: true: clients read it as
+// "safe to retry on their own", and the ledger's protection of a call ends
+// when its row is purged. The hint is removed (a process warning says so,
+// once per tool name).
+const hintCleared = new Set();
+function notIdempotent(name, annotations) {
+  if (!annotations || annotations.idempotentHint !== true) return annotations;
+  const { idempotentHint, ...rest } = annotations; // eslint-disable-line no-unused-vars
+  if (!hintCleared.has(name)) {
+    hintCleared.add(name);
+    process.emitWarning(`tool "${name}" declared idempotentHint: true, which withIdempotency removed: clients retry a tool so hinted on their own, and the ledger's protection of a call ends when its row is purged (retention_seconds, idem_purge)`,
+      { type: 'sqlite-idempotency/mcp', code: 'IDEM_IDEMPOTENT_HINT' });
+  }
+  return rest;
+}
+
 // Wraps every tool registered on server (registerTool, and the older tool())
 // after this call; tools whose annotations say readOnlyHint: true pass
-// through. Returns server.
+// through, destructiveHint: true is strict unless options.strict is false,
+// idempotentHint: true is removed (notIdempotent). Returns server.
 function withIdempotency(server, ledger, options) {
   if (!server || typeof server.registerTool !== 'function') {
     throw new TypeError('withIdempotency: server must be an McpServer (an object with registerTool)');
@@ -426,17 +449,19 @@ function withIdempotency(server, ledger, options) {
       const i = rest.length - 1;
       const cb = rest[i];
       let registered;
-      const readOnly = () => !!(registered && registered.annotations && registered.annotations.readOnlyHint === true);
-      if (typeof cb === 'function' && !cb[WRAPPED]) rest[i] = guard(ledger, name, opts, cb, readOnly, server);
+      const hints = () => registered && registered.annotations;
+      if (typeof cb === 'function' && !cb[WRAPPED]) rest[i] = guard(ledger, name, opts, cb, hints, server);
       registered = original.call(this, name, ...rest);
+      if (registered && registered.annotations) registered.annotations = notIdempotent(name, registered.annotations);
       if (registered && typeof registered.update === 'function') {
         // a callback given later by update() is guarded too (under the tool's name then)
         const update = registered.update;
         registered.update = function (updates) {
           if (updates && typeof updates.name === 'string') name = updates.name;
           if (updates && typeof updates.callback === 'function' && !updates.callback[WRAPPED]) {
-            updates = { ...updates, callback: guard(ledger, name, opts, updates.callback, readOnly, server) };
+            updates = { ...updates, callback: guard(ledger, name, opts, updates.callback, hints, server) };
           }
+          if (updates && updates.annotations) updates = { ...updates, annotations: notIdempotent(name, updates.annotations) };
           return update.call(this, updates);
         };
       }

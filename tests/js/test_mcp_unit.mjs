@@ -371,6 +371,43 @@ try {
       'strict', j({ r1, r2 }));
     await c12.close();
   }
+  // annotations: destructiveHint true makes the tool strict (unless strict
+  // is false: then the window decides); idempotentHint true is never
+  // advertised (removed at registration and at update, one warning a tool)
+  {
+    const warned = [];
+    const onWarning = (w) => { if (w.code === 'IDEM_IDEMPOTENT_HINT') warned.push(w.message); };
+    process.on('warning', onWarning);
+    const s17 = new McpServer({ name: 'hints', version: '0' });
+    withIdempotency(s17, ledger, { tenant: () => 'tenant-h' });
+    let wipes = 0;
+    s17.registerTool('wipe', { annotations: { destructiveHint: true } }, async () => { wipes += 1; return { content: [{ type: 'text', text: `wiped ${wipes}` }] }; });
+    const again = s17.registerTool('again', { annotations: { idempotentHint: true, title: 'Again' } }, async () => ({ content: [{ type: 'text', text: 'again' }] }));
+    const c17 = await pair(s17);
+    const r1 = await c17.callTool({ name: 'wipe', arguments: {} });
+    const r2 = await c17.callTool({ name: 'wipe', arguments: {}, _meta: conv('c-h') });
+    const want = 'wipe was not run: no conversation for this call (the request names none and the tool declares destructiveHint: true (strict: false lets the window decide): no _meta "io.github.sqlite-idempotency/conversation", "openai/session" or "vscode.conversationId"; give options.conversation); the application must supply it, and nothing was sent. Do not call wipe again until it does.';
+    report(text(r1) === want && r1._meta[META.decision] === 'no_conversation' && text(r2) === 'wiped 1' && wipes === 1,
+      'destructive-strict', j({ r1, r2 }));
+    again.update({ annotations: { idempotentHint: true, title: 'Again 2' } });
+    await sleep(0); // process warnings are emitted on the next tick
+    const listed = (await c17.listTools()).tools.find((t) => t.name === 'again');
+    report(j(listed.annotations) === j({ title: 'Again 2' }) && warned.length === 1 &&
+      warned[0] === 'tool "again" declared idempotentHint: true, which withIdempotency removed: clients retry a tool so hinted on their own, and the ledger\'s protection of a call ends when its row is purged (retention_seconds, idem_purge)',
+    'idempotent-hint-removed', j({ listed, warned }));
+    process.off('warning', onWarning);
+    await c17.close();
+    // strict: false: a destructive tool without a conversation takes the window
+    const s18 = new McpServer({ name: 'hints2', version: '0' });
+    withIdempotency(s18, ledger, { tenant: () => 'tenant-h2', strict: false });
+    let drops = 0;
+    s18.registerTool('drop', { annotations: { destructiveHint: true } }, async () => { drops += 1; return { content: [{ type: 'text', text: `dropped ${drops}` }] }; });
+    const c18 = await pair(s18);
+    const d1 = await c18.callTool({ name: 'drop', arguments: {} });
+    const d2 = await c18.callTool({ name: 'drop', arguments: {} });
+    report(text(d1) === 'dropped 1' && d2._meta[META.replay] === true && drops === 1, 'destructive-strict-false', j({ d1, d2 }));
+    await c18.close();
+  }
   // a tenant function that rejects, or a conversation function that throws: refused, not a raw error
   {
     const s13 = new McpServer({ name: 'throws', version: '0' });
