@@ -87,7 +87,7 @@ class NotCommitted extends IdempotencyError {
 
 class ClaimInProgress extends IdempotencyError {
   constructor(decision) {
-    super(`${decision.key} is in progress (attempt ${decision.attempt}, lease until ${decision.lease_until}); nothing was sent`);
+    super(`${decision.key} is in progress (attempt ${decision.attempt}, lease until ${new Date(decision.lease_until).toISOString()}); nothing was sent`);
     this.key = decision.key;
     this.decision = decision;
     this.renewedAt = decision.renewed_at; // when the holder claimed or last renewed it (Unix ms)

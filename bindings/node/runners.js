@@ -19,8 +19,10 @@
 // ToolCallError for every decision but in_progress (and such a conflict). Everything else is the runner's to retry as
 // it would: ClaimInProgress (another holder is running the call: a later
 // retry reads its outcome, or unknown once its lease is gone), LeaseLost
-// and NotSent (nothing was sent), and the tool's own errors.
-const { ClaimMismatch, OutcomeUnknown, TargetConflict } = require('./index.js');
+// and NotSent (nothing was sent), and the tool's own errors; with the retry
+// option, ClaimInProgress is the runner's retryable error delayed to the
+// holder's lease end (retryAt).
+const { ClaimInProgress, ClaimMismatch, OutcomeUnknown, TargetConflict } = require('./index.js');
 const { ToolCallError } = require('./agent-tools.js');
 
 const describe = (v) => (typeof v === 'string' ? JSON.stringify(v) : v === null ? 'null' : typeof v);
@@ -34,23 +36,54 @@ function isFinalRefusal(error) {
   return error instanceof ToolCallError && error.decision !== 'in_progress' && !(error.decision === 'conflict' && held(error.cause));
 }
 
+// The second after which a retry of the step can learn more than now: for
+// a call another holder is running (ClaimInProgress, or an adapter's
+// in_progress refusal caused by one), the end of that holder's lease plus
+// a second. By then the holder has settled (a retry replays it), renewed
+// (in_progress again, with a later lease), or died (its external claim is
+// unknown: final). A runner's own retry delays (the DevKit's one second,
+// three times) can all land inside a dead holder's lease, and the run then
+// fails on "in progress", never reaching unknown. undefined for any other
+// error.
+const LEASE_MARGIN_MS = 1000;
+function retryAt(error) {
+  const held = error instanceof ToolCallError && error.decision === 'in_progress' ? error.cause : error;
+  if (!(held instanceof ClaimInProgress) || !held.decision || typeof held.decision.lease_until !== 'number') return undefined;
+  return new Date(held.decision.lease_until + LEASE_MARGIN_MS);
+}
+
 // A rejection handler: a final refusal is thrown as make(refusal) (the
 // runner's non-retryable error, its cause the refusal unless make set one);
-// any other error is thrown as it is.
-function nonRetryable(make) {
+// with options.retry, a call another holder is running is thrown as
+// retry(error, at) (the runner's retryable error with a delay: at is
+// retryAt(error)); any other error is thrown as it is.
+function nonRetryable(make, options) {
   const where = 'sqlite-idempotency/runners: nonRetryable';
   if (typeof make !== 'function') {
     throw new TypeError(`${where}: make must be a function of the refusal that returns the runner's non-retryable error (e.g. (e) => new FatalError(e.message)), got ${describe(make)}`);
   }
-  return (error) => {
-    if (!isFinalRefusal(error)) throw error;
-    const out = make(error);
+  if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+    throw new TypeError(`${where}: options must be an object ({ retry }), got ${Array.isArray(options) ? 'an array' : describe(options)}`);
+  }
+  const retry = options && options.retry;
+  if (retry !== undefined && typeof retry !== 'function') {
+    throw new TypeError(`${where}: options.retry must be a function of the error and the Date to retry at that returns the runner's retryable error (e.g. (e, at) => new RetryableError(e.message, { retryAfter: at })), got ${describe(retry)}`);
+  }
+  const thrown = (out, error, what) => {
     if (!(out instanceof Error)) {
-      throw new TypeError(`${where}: make must return an Error (the runner's non-retryable error), got ${describe(out)} for the refusal: ${error.message}`, { cause: error });
+      const kind = what === 'make' ? "the runner's non-retryable error), got " : "the runner's retryable error), got ";
+      const of = what === 'make' ? 'the refusal' : 'the call in progress';
+      throw new TypeError(`${where}: ${what} must return an Error (${kind}${describe(out)} for ${of}: ${error.message}`, { cause: error });
     }
     if (out.cause === undefined) out.cause = error;
-    throw out;
+    return out;
+  };
+  return (error) => {
+    if (isFinalRefusal(error)) throw thrown(make(error), error, 'make');
+    const at = retry ? retryAt(error) : undefined;
+    if (at) throw thrown(retry(error, at), error, 'options.retry');
+    throw error;
   };
 }
 
-module.exports = { isFinalRefusal, nonRetryable };
+module.exports = { isFinalRefusal, nonRetryable, retryAt, LEASE_MARGIN_MS };

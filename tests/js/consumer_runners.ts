@@ -2,7 +2,7 @@
 // and misuse the declarations refuse (each @ts-expect-error must be an error).
 import Database from 'better-sqlite3';
 import { Ledger } from 'sqlite-idempotency';
-import { isFinalRefusal, nonRetryable } from 'sqlite-idempotency/runners';
+import { isFinalRefusal, nonRetryable, retryAt, LEASE_MARGIN_MS } from 'sqlite-idempotency/runners';
 
 class FatalError extends Error {}
 const ledger = Ledger.open(new Database(':memory:'));
@@ -11,6 +11,13 @@ const sent: Promise<{ n: number }> = ledger.call('tenant-a', 'chat-1', 'send_ema
   .catch(nonRetryable((e) => new FatalError(e.message)));
 const retry: (error: unknown) => boolean = (error) => !isFinalRefusal(error);
 void sent; void retry;
+class RetryableError extends Error {
+  constructor(message: string, public options: { retryAfter: Date }) { super(message); }
+}
+const waited = nonRetryable((e) => new FatalError(e.message), { retry: (e, at) => new RetryableError(e.message, { retryAfter: at }) });
+const at: Date | undefined = retryAt(new Error('x'));
+const margin: number = LEASE_MARGIN_MS;
+void waited; void at; void margin;
 
 // @ts-expect-error: make must be a function of the refusal
 nonRetryable(FatalError);
@@ -18,3 +25,5 @@ nonRetryable(FatalError);
 nonRetryable((e) => e.message);
 // @ts-expect-error: isFinalRefusal takes one error
 isFinalRefusal();
+// @ts-expect-error: retry must return an Error
+nonRetryable((e) => new FatalError(e.message), { retry: (e: Error, when: Date) => when });

@@ -273,6 +273,11 @@ async function run(tmp) {
   waited = Date.now() - t0;
   report(e instanceof idem.ClaimInProgress && e.decision.key === hd.key && waited >= 300 && waited < 1500 && act.runs === 0,
          'wait-deadline-in-progress', `${desc(e)} after ${waited} ms`);
+  {
+    // the message gives the lease's end as ISO 8601 (SQLite's own reading of the row's lease_until)
+    const until = ledger.db.prepare("SELECT strftime('%Y-%m-%dT%H:%M:%S', lease_until / 1000, 'unixepoch') || '.' || printf('%03d', lease_until % 1000) || 'Z' AS t FROM ledger_rows WHERE key = ?").get(hd.key).t;
+    report(e.message === `${hd.key} is in progress (attempt 1, lease until ${until}); nothing was sent`, 'in-progress-message-iso', `${e.message} (want lease until ${until})`);
+  }
   e = await rejected(ledger.wait(T, C, 'x', {}, { timeoutMs: -1 }));
   report(e instanceof RangeError && e.message === 'Ledger.wait: timeoutMs must be a number of milliseconds >= 0, got -1',
          'wait-bad-timeout', desc(e));

@@ -17,6 +17,11 @@
 //                    stepId): replay
 //   re-run           the workflow is started again from the start (a new
 //                    run, new stepIds): replay
+//   dead-holder      a holder took the call and died with 4 s of lease
+//                    left; with nonRetryable's retry option the step's
+//                    in_progress is a RetryableError to be retried after
+//                    that lease, so the run ends on unknown (nothing sent
+//                    here), not on a retry budget spent inside the lease
 // and, given the docs (argv[2]), the Durable runners section's workflow
 // module, built and run as written: docs-example.
 import fs from 'node:fs';
@@ -147,6 +152,21 @@ try {
     checks.report(target.count(key) === 1 && first.runId !== second.runId && stepIds(seen).length === 2
       && j(first.value) === j([{ idempotent: false, key, n: 1 }]) && j(second.value) === j([{ idempotent: true, key, n: 1 }]),
     're-run', `the target saw ${target.count(key)} (want 1); runs ${first.runId} and ${second.runId}; attempts ${j(seen)} (want two stepIds); the runs returned ${j(first.value ?? first.error?.message)} and ${j(second.value ?? second.error?.message)}`);
+  }
+  // dead-holder: the step waits out a dead holder's lease, then reads unknown
+  {
+    const jb = job('deadholder', { guard: true, waitOut: true });
+    const key = keyOf(jb);
+    const held = ledger.claim(jb.tenant, jb.conversation, 'send_email', jb.args);
+    const lease = ledger.renew(held.token, 4);
+    const t0 = Date.now();
+    const out = await run(email, [jb]);
+    const took = Date.now() - t0;
+    const seen = attempts(jb);
+    const want = `outcome of ${key} is unknown (an earlier attempt may have reached the target); it will not be retried: reconcile with the target, then resolve`;
+    checks.report(held.decision === 'admitted' && target.count(key) === 0 && seen.length === 2 && stepIds(seen).length === 1 && took >= 4000
+      && ledger.row(jb.tenant, key)?.status === 'unknown' && out.error?.message === `Workflow run "${out.runId}" failed: ${want}`,
+    'dead-holder', `the holder's claim ${held.decision}, its lease until ${j(lease)}; the target saw ${target.count(key)} (want 0); attempts ${j(seen)} (want 2 of one stepId); the row is ${ledger.row(jb.tenant, key)?.status} (want unknown); the run took ${took} ms (want at least the 4 s lease) and ${out.error ? `failed: ${out.error.message}` : `returned ${j(out.value)}`} (want it failed: ${want})`);
   }
   if (docs) await docsCase();
 } catch (e) {

@@ -4,7 +4,7 @@
 import Database from 'better-sqlite3';
 import { Ledger, ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted, NotSent, OutcomeUnknown } from 'sqlite-idempotency';
 import { ToolCallError } from 'sqlite-idempotency/ai';
-import { isFinalRefusal, nonRetryable } from 'sqlite-idempotency/runners';
+import { isFinalRefusal, nonRetryable, retryAt, LEASE_MARGIN_MS } from 'sqlite-idempotency/runners';
 import { Checks } from './checks.mjs';
 
 const checks = new Checks('runners.unit');
@@ -49,6 +49,40 @@ for (const [name, [error, final]] of Object.entries(errors)) {
   checks.report(e1 instanceof TypeError && e1.message === 'sqlite-idempotency/runners: nonRetryable: make must be a function of the refusal that returns the runner\'s non-retryable error (e.g. (e) => new FatalError(e.message)), got "FatalError"'
     && e2 instanceof TypeError && e2.message === `sqlite-idempotency/runners: nonRetryable: make must return an Error (the runner's non-retryable error), got "fatal" for the refusal: ${errors.ClaimMismatch[0].message}` && e2.cause === errors.ClaimMismatch[0],
   'bad-arguments', `${e1?.message} / ${e2?.message}`);
+}
+
+// retryAt and the retry option: a call another holder is running is the
+// runner's retryable error, to be retried a second after the holder's lease
+// ends; every other error is as without the option
+{
+  class RetryableError extends Error {
+    constructor(message, { retryAfter } = {}) { super(message); this.retryAfter = retryAfter; }
+  }
+  const handler = nonRetryable((e) => new FatalError(e.message), { retry: (e, at) => new RetryableError(e.message, { retryAfter: at }) });
+  const lease = Date.UTC(2026, 11, 7, 15, 0, 0, 250);
+  const held = new ClaimInProgress({ key: 'idem1-00000000000000000000000000000000', attempt: 1, lease_until: lease });
+  const viaAdapter = new ToolCallError('send_email was not run', { decision: 'in_progress', cause: held });
+  const outcomes = [];
+  for (const error of [held, viaAdapter, errors.OutcomeUnknown[0], errors.NotSent[0], errors['ToolCallError in_progress'][0]]) {
+    try { handler(error); } catch (e) { outcomes.push([e.constructor.name, e.retryAfter instanceof Date ? e.retryAfter.toISOString() : null, e === error || e.cause === error]); }
+  }
+  checks.report(LEASE_MARGIN_MS === 1000 && retryAt(held).toISOString() === '2026-12-07T15:00:01.250Z' && retryAt(viaAdapter).getTime() === lease + 1000
+    && retryAt(errors.NotSent[0]) === undefined && retryAt(errors['ToolCallError in_progress'][0]) === undefined
+    && held.message === 'idem1-00000000000000000000000000000000 is in progress (attempt 1, lease until 2026-12-07T15:00:00.250Z); nothing was sent'
+    && j(outcomes) === j([
+      ['RetryableError', '2026-12-07T15:00:01.250Z', true],
+      ['RetryableError', '2026-12-07T15:00:01.250Z', true],
+      ['FatalError', null, true],
+      ['NotSent', null, true],
+      ['ToolCallError', null, true],
+    ]), 'retry-at-lease-end', `${held.message}; ${j(outcomes)}`);
+  let e1; try { nonRetryable((e) => new FatalError(e.message), { retry: 'later' }); } catch (e) { e1 = e; }
+  let e2; try { nonRetryable((e) => new FatalError(e.message), { retry: () => 'later' })(held); } catch (e) { e2 = e; }
+  let e3; try { nonRetryable((e) => new FatalError(e.message), []); } catch (e) { e3 = e; }
+  checks.report(e1 instanceof TypeError && e1.message === 'sqlite-idempotency/runners: nonRetryable: options.retry must be a function of the error and the Date to retry at that returns the runner\'s retryable error (e.g. (e, at) => new RetryableError(e.message, { retryAfter: at })), got "later"'
+    && e2 instanceof TypeError && e2.message === `sqlite-idempotency/runners: nonRetryable: options.retry must return an Error (the runner's retryable error), got "later" for the call in progress: ${held.message}` && e2.cause === held
+    && e3 instanceof TypeError && e3.message === 'sqlite-idempotency/runners: nonRetryable: options must be an object ({ retry }), got an array',
+  'retry-bad-arguments', `${e1?.message} / ${e2?.message} / ${e3?.message}`);
 }
 
 // end to end without a runner: an unknown call's retry, through Ledger.call

@@ -12,11 +12,14 @@
 //                      settled (the runner retries the step)
 //   job.guard          the ledger's final refusal is the runner's FatalError
 //                      (sqlite-idempotency/runners), ending its retries
+//   job.waitOut        with job.guard: a call another holder is running is
+//                      the runner's RetryableError, retried after that
+//                      holder's lease (nonRetryable's retry option)
 //   job.steps          how many times the workflow runs the step with the
 //                      same arguments (a model re-planning the call)
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
-import { FatalError, getStepMetadata } from 'workflow';
+import { FatalError, RetryableError, getStepMetadata } from 'workflow';
 import { Ledger } from 'sqlite-idempotency';
 import { nonRetryable } from 'sqlite-idempotency/runners';
 
@@ -32,7 +35,8 @@ async function sendEmail(job) {
       if (job.fail === 'inside') throw new Error('the connection reset after the request was sent');
       return body;
     });
-    if (job.guard) call = call.catch(nonRetryable((e) => new FatalError(e.message)));
+    const waitOut = job.waitOut ? { retry: (e, at) => new RetryableError(e.message, { retryAfter: at }) } : undefined;
+    if (job.guard) call = call.catch(nonRetryable((e) => new FatalError(e.message), waitOut));
     const out = await call;
     if (job.fail === 'after' && attempt === 1) throw new Error('writing the receipt failed after the email was sent');
     return { idempotent: out.idempotent, key: out.key, n: out.result.n };

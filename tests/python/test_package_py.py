@@ -318,6 +318,12 @@ def run(tmp):
     waited = time.monotonic() - t0
     report(isinstance(e, idem.ClaimInProgress) and e.decision.key == hd.key and 0.3 <= waited < 1.5 and act.runs == 0,
            "wait-deadline-in-progress", f"{e!r} after {waited:.2f}s")
+    # the message gives the lease's end as ISO 8601 (SQLite's own reading of the row's lease_until)
+    until = ledger.conn.execute("SELECT strftime('%Y-%m-%dT%H:%M:%S', lease_until / 1000, 'unixepoch') || '.' || "
+                                "printf('%03d', lease_until % 1000) || 'Z' FROM ledger_rows WHERE key = ?",
+                                (hd.key,)).fetchone()[0]
+    report(str(e) == f"{hd.key} is in progress (attempt 1, lease until {until}); nothing was sent",
+           "in-progress-message-iso", f"{e} (want lease until {until})")
     e = raised(lambda: ledger.wait(T, C, "x", {}, timeout=-1))
     report(isinstance(e, ValueError) and str(e) == "Ledger.wait: timeout must be a number of seconds >= 0, got -1",
            "wait-bad-timeout", f"got {e!r}")

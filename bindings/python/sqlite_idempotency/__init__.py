@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import words as _words
+from .state import iso as _iso
 from .words import say
 
 __version__ = "0.1.0"
@@ -191,7 +192,7 @@ class ClaimInProgress(IdempotencyError):
 
     def __init__(self, decision: "InProgress"):
         super().__init__(f"{decision.key} is in progress (attempt {decision.attempt}, lease "
-                         f"until {decision.lease_until}); nothing was sent")
+                         f"until {_iso(decision.lease_until)}); nothing was sent")
         self.key = decision.key
         self.decision = decision
         self.renewed_at = decision.renewed_at

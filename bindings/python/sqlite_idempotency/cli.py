@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
-from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .state import _uri_path as _uri_part
-from .state import (STATUSES, CommandError, age_now, exit_status, now_ms, open_file, pick, plural, probe, q,
+from .state import (STATUSES, CommandError, age_now, exit_status, iso, now_ms, open_file, pick, plural, probe, q,
                     read_state)
 
 USAGE = """usage: sqlite-idempotency COMMAND FILE [ARGUMENTS] [--ledger NAME] [--json]
@@ -181,13 +180,6 @@ def jdump(v: Any, ind: str = "") -> str:
             return "[]"
         return "[\n" + ",\n".join(inner + jdump(x, inner) for x in v) + f"\n{ind}]"
     raise TypeError(f"jdump: {v!r}")
-
-
-def iso(ms: Optional[int]) -> str:
-    if ms is None:
-        return "-"
-    secs, rest = divmod(int(ms), 1000)
-    return datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{rest:03d}Z"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

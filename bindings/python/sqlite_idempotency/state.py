@@ -15,7 +15,17 @@ import json
 import os
 import re
 import sqlite3
+from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
+
+
+def iso(ms: Optional[int]) -> str:
+    """Unix milliseconds as ISO 8601 in UTC, as JavaScript's toISOString
+    writes it ("-" for none): every time the package shows a person."""
+    if ms is None:
+        return "-"
+    secs, rest = divmod(int(ms), 1000)
+    return datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{rest:03d}Z"
 
 STATUSES = ("claimed", "unknown", "succeeded", "failed", "released")
 # Unix ms from the statement's clock, exactly (julianday would round).
