@@ -8,14 +8,17 @@ from the package on Debian's python3 and a ledger file:
              bound read from the ledger), a new process's retry raises
              OutcomeUnknown (the decision unknown), and the action never
              runs again
-  renewed    while a long action runs (call: a thread with its own
-             connection; acall: a task of the loop), another connection
+  renewed    while a long action runs (call and acall: a thread with its
+             own connection), another connection
              sees lease_until and updated_at move, each beat 3 beats ahead;
              after the action ended (returned, raised, NotSent, ToolFailed,
              a result the ledger cannot store, a settle that failed,
              KeyboardInterrupt, a cancelled task) no renewal is made through a beat and a half
   in-tx      a beat while a transaction is open on the ledger's connection
              is skipped, and the beats resume after COMMIT
+  blocking   an async def action that blocks its loop (time.sleep) past
+             its first lease is still beaten for: another caller reads
+             in_progress, never unknown
   lost       a beat refused (the claim's lease ran out before it) stops the
              beats and is attempt.lease_lost; the settle decides as
              without a heartbeat
@@ -425,6 +428,38 @@ def none_result(checks, mem):
                   stored == "null", "none-succeeded-null", f"first {first}, replay {again}, async {asynced}, row {r}")
 
 
+def blocking_async(checks, tmp):
+    """An async def action that blocks its loop (time.sleep) past the lease
+    the claim started with: the beats (a thread) keep it live, so another
+    caller reads in_progress, never unknown, and the action's outcome is
+    recorded."""
+    db = os.path.join(tmp, "blocking.db")
+    ledger = Counted.open(db, heartbeat_seconds=BEAT)
+    rival = idem.Ledger(connect(db), "ledger", heartbeat_seconds=0)
+    seen = {}
+
+    async def blocks(attempt):
+        first = attempt.lease_until
+        until(ledger.conn, first + 500)  # the loop is blocked past the first lease, and half a second more
+        try:
+            rival.call("t", "c", "blocking", {"n": 1}, lambda a: {"by": "rival"})
+        except BaseException as e:  # noqa: BLE001
+            seen["rival"] = e
+        seen["first"], seen["now"] = first, now_ms(ledger.conn)
+        return {"by": "holder"}
+
+    Counted.renewals = []
+    out = asyncio.run(ledger.acall("t", "c", "blocking", {"n": 1}, blocks))
+    e = seen.get("rival")
+    checks.report(out.status == "succeeded" and out.result == {"by": "holder"} and isinstance(e, idem.ClaimInProgress)
+                  and seen["now"] > seen["first"] and len(Counted.renewals) >= 1,
+                  "acall-blocking-loop-beats",
+                  f"outcome {out}; the rival got {type(e).__name__}: {e} (want ClaimInProgress); "
+                  f"renewals {Counted.renewals}")
+    rival.conn.close()
+    ledger.close()
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] in ("child", "retry"):
         return (child if sys.argv[1] == "child" else retry)(sys.argv[2], sys.argv[3]) or 0
@@ -441,6 +476,7 @@ def main():
         killed(checks, tmp, srv, url)
         renewed(checks, tmp)
         in_transaction(checks, tmp)
+        blocking_async(checks, tmp)
         lost(checks, tmp)
         off(checks, tmp)
     except Exception as e:  # noqa: BLE001

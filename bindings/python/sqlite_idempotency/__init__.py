@@ -464,7 +464,7 @@ def _beat(attempt: Attempt, renew: Callable[[str, int], int], seconds: int) -> b
 
 
 class _Heartbeat:
-    """The heartbeat of `Ledger.call`: a thread that renews the claim while the action runs.
+    """The heartbeat of `Ledger.call` and `acall`: a thread that renews the claim while the action runs.
 
     The action runs in the caller's thread on the ledger's connection, so
     the beats use a connection of their own to the same database file (the
@@ -509,7 +509,7 @@ class _Heartbeat:
 
 
 class _TaskHeartbeat:
-    """The heartbeat of `Ledger.acall`: the beats (`Ledger._abeats`) as a task of the running loop.
+    """The heartbeat of `Ledger.acall` on a ledger in memory: the beats (`Ledger._abeats`) as a task of the loop.
 
     It starts when made and runs only on this loop, between the action's
     steps; as a context manager, it is cancelled as the block is left, so
@@ -1106,9 +1106,14 @@ class Ledger:
         claim sleeps with ``asyncio.sleep``. The claim and settle statements
         run on the event loop's thread (the connection's), each blocking it
         at most ``busy_timeout`` while another process holds the write lock.
-        The heartbeat is a task of the loop renewing on the ledger's own
-        connection between the action's steps (a beat while a transaction is
-        open on it is skipped), cancelled as the action ends. A task
+        The heartbeat is the thread of `call`, with a connection of its own
+        to the ledger's file: an ``async def`` action that blocks its loop (a
+        ``time.sleep``, a synchronous client) is still beaten for, so no other
+        caller is told ``unknown`` while it runs. A beat while a transaction
+        is open on the ledger's connection is skipped; the thread is stopped
+        (and joined, a beat's time at most) as the action ends. A ledger in
+        memory has no file for that connection: its beats are a task of the
+        loop on the ledger's own connection, between the action's steps. A task
         cancelled while its action runs (``asyncio.wait_for`` timing out,
         say) settles the claim unknown: the action may have sent; the
         CancelledError propagates.
@@ -1123,9 +1128,14 @@ class Ledger:
         attempt = self._admit(d, renew_seconds)
         if isinstance(attempt, Outcome):
             return attempt
-        beats = _TaskHeartbeat(self._abeats(attempt, beat)) if beat else contextlib.nullcontext()
+        if not beat:
+            beats: Any = contextlib.nullcontext()
+        elif self._beat_file():
+            beats = _Heartbeat(self, attempt, beat, self._beat_where)  # beats while the loop is blocked too
+        else:
+            beats = _TaskHeartbeat(self._abeats(attempt, beat))
         try:
-            with beats:  # cancelled as the action ends, however it ends: before the settle
+            with beats:  # stopped as the action ends, however it ends: before the settle
                 result = action(attempt)
                 if inspect.isawaitable(result):
                     result = await result
