@@ -316,8 +316,10 @@ try {
     let n = 0;
     s16.registerTool('win', { inputSchema: { x: z.number() } }, async (args, extra) => { n += 1; return { content: [{ type: 'text', text: attemptOf(extra).key }] }; });
     const c16 = await pair(s16);
-    // inside a bucket, 1 ms to 2 s before its end, so both cases hold as built
-    while (Date.now() % W < 1 || Date.now() % W >= W - 2000) await sleep(50);
+    // 1 s into a bucket to 2 s before its end, so every case holds as built
+    // (the call a moment ahead, made at 0.5 s into the next bucket, is then
+    // less than a window away; the recent one, 1 s before this bucket, too)
+    while (Date.now() % W < 1000 || Date.now() % W >= W - 2000) await sleep(50);
     const start = Math.floor(Date.now() / W) * W;
     const previous = `w-${(start - W) / 1000}`;
     const forger = new Database(path.join(tmp, 'agent.db'));
