@@ -566,7 +566,7 @@ struct IdemLedger {
   sqlite3_stmt *aStmt[40];
   unsigned mBusy; /* aStmt slots lent to an open cursor (the cursor slots are below 32) */
   int iFormat;    /* of the file: 1 until idem_upgrade, else LEDGER_FORMAT (or 4) */
-  int iDurable;   /* synchronous >= FULL as read in this write transaction; -1 unread */
+  int iDurable;   /* synchronous as read in this write transaction (sync_level); -1 unread */
   int iDqlite;    /* ledger_under_dqlite() of its schema (fixed while attached); -1 unread */
   sqlite3_vfs *pClockVfs;       /* the VFS ledger_now() reads; NULL until first read */
   unsigned int uDurableVersion; /* the data version iDurable was read at */

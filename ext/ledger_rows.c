@@ -445,66 +445,74 @@ int ledger_row_fetch(sqlite3_stmt *pS, LedgerRow *r, int *pbFound) {
   return rc;
 }
 
-/* synchronous >= FULL on the ledger's schema: a power loss keeps the claim */
-int ledger_durable(IdemLedger *p) {
+/*
+** synchronous, read once: the level of the ledger's schema (0 OFF to 3
+** EXTRA; 0 for a memory or temp database, where nothing is synced; -1 when
+** it cannot be read), for both the answer ("durable", ledger_durable) and
+** the decision to lower it for a settle (storage_sync_lower).
+**
+** Every run of a PRAGMA statement prepares it again (SQLite marks them
+** run-once), about 8,000 instructions. Within one write transaction the
+** level read by its first claim is kept: the transaction's claims are made
+** durable (or not) by the same commit. The transaction is told by the
+** pager's data version, which every commit changes, and a claim or settle
+** that starts outside a write transaction forgets the level
+** (ledger_durable_forget), as does every change of it here (sync_set), so
+** one read in an earlier transaction, before a PRAGMA synchronous changed
+** it, is never reused.
+*/
+static int sync_level(IdemLedger *p, int *pRc) {
   sqlite3_stmt *pS = 0;
-  int durable = 0;
+  int iLevel = -1, rc;
   unsigned int uVersion = 0;
-  /* Every run of a PRAGMA statement prepares it again (SQLite marks them
-  ** run-once), about 8,000 instructions. Within one write transaction the
-  ** value read by its first claim is kept: the transaction's claims are
-  ** made durable (or not) by the same commit. The transaction is told by
-  ** the pager's data version, which every commit changes, and a claim
-  ** that starts outside a write transaction forgets the value
-  ** (ledger_durable_forget), so one read in an earlier transaction, before a
-  ** PRAGMA synchronous changed it, is never reused. */
+  const char *zFile = sqlite3_db_filename(p->db, p->zDb);
+  if (zFile == 0 || zFile[0] == 0) return 0; /* memory or temp database */
   sqlite3_file_control(p->db, p->zDb, SQLITE_FCNTL_DATA_VERSION, &uVersion);
   if (p->iDurable >= 0 && p->uDurableVersion == uVersion &&
       sqlite3_txn_state(p->db, p->zDb) == SQLITE_TXN_WRITE) {
     return p->iDurable;
   }
-  if (ledger_stmt(p, ST_SYNCHRONOUS, &pS) == SQLITE_OK) {
-    if (sqlite3_step(pS) == SQLITE_ROW) durable = sqlite3_column_int(pS, 0) >= 2;
-    sqlite3_reset(pS);
+  rc = ledger_stmt(p, ST_SYNCHRONOUS, &pS);
+  if (rc == SQLITE_OK) {
+    if (sqlite3_step(pS) == SQLITE_ROW) iLevel = sqlite3_column_int(pS, 0);
+    rc = sqlite3_reset(pS);
+    if (rc != SQLITE_OK) iLevel = -1;
   }
-  if (durable) {
-    const char *zFile = sqlite3_db_filename(p->db, p->zDb);
-    if (zFile == 0 || zFile[0] == 0) durable = 0; /* memory or temp database */
-  }
-  p->iDurable = durable;
+  if (pRc) *pRc = rc;
+  p->iDurable = iLevel;
   p->uDurableVersion = uVersion;
-  return durable;
+  return iLevel;
 }
+
+/* synchronous >= FULL on a file: a power loss keeps the claim */
+int ledger_durable(IdemLedger *p) { return sync_level(p, 0) >= 2; }
 
 void ledger_durable_forget(IdemLedger *p) {
   if (sqlite3_txn_state(p->db, p->zDb) != SQLITE_TXN_WRITE) p->iDurable = -1;
 }
 
 /* PRAGMA synchronous takes effect when it is prepared (SQLite sets the
-** pager's flags while it compiles it), so each change is a fresh one */
+** pager's flags while it compiles it), so each change is a fresh one; the
+** level kept by sync_level is forgotten */
 static int sync_set(IdemLedger *p, const char *zLevel) {
   char *zSql = sqlite3_mprintf("PRAGMA \"%w\".synchronous=%s", p->zDb, zLevel);
   int rc = zSql ? sqlite3_exec(p->db, zSql, 0, 0, 0) : SQLITE_NOMEM;
   sqlite3_free(zSql);
+  p->iDurable = -1;
   return rc;
 }
 
 int storage_sync_lower(IdemLedger *p, int *pbLowered, int *pbSynced) {
   sqlite3_stmt *pS = 0;
-  int rc, iLevel = -1, bLower = 0;
-  const char *zFile = sqlite3_db_filename(p->db, p->zDb);
+  int rc = SQLITE_OK, iLevel, bLower = 0;
   char *zSql;
   *pbLowered = *pbSynced = 0;
   /* a file at exactly FULL (EXTRA is a choice this does not second-guess)
-  ** in WAL mode; synchronous first, through the storage's own statement:
-  ** below FULL that is the only read. A level that cannot be read is not
-  ** reported synced (as ledger_durable) */
-  if (zFile == 0 || zFile[0] == 0) return SQLITE_OK; /* memory or temp database */
-  rc = ledger_stmt(p, ST_SYNCHRONOUS, &pS);
-  if (rc == SQLITE_OK && sqlite3_step(pS) == SQLITE_ROW) iLevel = sqlite3_column_int(pS, 0);
-  if (pS) rc = sqlite3_reset(pS);
-  if (rc == SQLITE_OK) *pbSynced = iLevel >= 2;
-  if (rc || iLevel != 2) return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
+  ** in WAL mode. A level that cannot be read is not reported synced (as
+  ** ledger_durable), and is not lowered */
+  iLevel = sync_level(p, &rc);
+  *pbSynced = iLevel >= 2;
+  if (iLevel != 2) return (rc & 0xff) == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_OK;
   zSql = sqlite3_mprintf("PRAGMA \"%w\".journal_mode", p->zDb);
   if (zSql == 0) return SQLITE_NOMEM;
   rc = sqlite3_prepare_v2(p->db, zSql, -1, &pS, 0);
