@@ -309,6 +309,9 @@ function commandTests() {
   const st = JSON.parse(text);
   eq('cmd:status-json', [rc, st.oldest_unknown, st.counts[0], st.live_claims],
     [1, { tenant: 'acme', key: keyB, tool: 'charge_card', created_at: created, age_seconds: 90 }, { status: 'claimed', tool: 'send_email', rows: 1 }, 1]);
+  // idem_health's answer whole but for now (docs/operating.md), file first
+  eq('cmd:status-json-members', Object.keys(st), ['file', 'ledger', 'schema', 'format', 'verdict', 'problems', 'attention', 'tables',
+    'triggers', 'guards', 'options', 'live_claims', 'unknown', 'expired_claims', 'oldest_unknown', 'targets', 'counts']);
   eq('cmd:metrics-member-dropped-down', run(['metrics', f('h-member.db')])[1].split('\n').filter((l) => l.startsWith('idempotency_ledger_up')),
     ['idempotency_ledger_up{ledger="ledger"} 0']);
 }

@@ -352,6 +352,10 @@ def command_tests():
     eq("cmd:status-json", (rc, st["oldest_unknown"], st["counts"][0], st["live_claims"]),
        (1, {"tenant": "acme", "key": key_b, "tool": "charge_card", "created_at": created, "age_seconds": 90},
         {"status": "claimed", "tool": "send_email", "rows": 1}, 1))
+    # idem_health's answer whole but for now (docs/operating.md), file first
+    eq("cmd:status-json-members", list(st), ["file", "ledger", "schema", "format", "verdict", "problems", "attention",
+                                             "tables", "triggers", "guards", "options", "live_claims", "unknown",
+                                             "expired_claims", "oldest_unknown", "targets", "counts"])
     rc, text = run("metrics", f("h-member.db"))
     eq("cmd:metrics-member-dropped-down", [ln for ln in text.splitlines() if ln.startswith("idempotency_ledger_up")],
        ['idempotency_ledger_up{ledger="ledger"} 0'])
