@@ -23,6 +23,8 @@ commands:
   show FILE KEY        one row and its targets (--tenant T when several tenants hold the key)
   resolve FILE KEY STATUS [--detail JSON] [--tenant T]
                        settles an unknown row: succeeded, failed or released
+  resolve FILE --all STATUS [--tool T] [--tenant T] [--older-than AGE] [--detail JSON] [--dry-run]
+                       settles every unknown row that matches, in one transaction
   purge FILE --older-than AGE
                        deletes settled rows not updated for AGE (ends their deduplication)
   check FILE           format, own and guard triggers, options, refusal, integrity_check, rows
@@ -38,11 +40,13 @@ const COMMANDS = {
   status: [['FILE'], []],
   list: [['FILE'], ['--status', '--tool', '--tenant', '--target', '--older-than', '--limit']],
   show: [['FILE', 'KEY'], ['--tenant']],
-  resolve: [['FILE', 'KEY', 'STATUS'], ['--detail', '--tenant']],
+  resolve: [['FILE', 'KEY', 'STATUS'], ['--detail', '--tenant', '--all', '--tool', '--older-than']],
   purge: [['FILE'], ['--older-than']],
   check: [['FILE'], []],
   metrics: [['FILE'], []],
 };
+// options that take no value, by command
+const FLAGS = { resolve: ['--dry-run'] };
 const AGE = /^([0-9]{1,12})([smhd]?)$/;
 const UNIT = { '': 1, s: 1, m: 60, h: 3600, d: 86400 };
 const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
@@ -68,6 +72,12 @@ function parse(argv) {
         json = true;
         continue;
       }
+      if (has(FLAGS, command) && FLAGS[command].includes(name)) {
+        if (eqAt >= 0) throw new CommandError(`sqlite-idempotency: ${name} takes no value`, 64);
+        if (has(opts, name)) throw new CommandError(`sqlite-idempotency: option ${name} is given twice`, 64);
+        opts[name] = '';
+        continue;
+      }
       const allowed = ['--ledger', ...(has(COMMANDS, command) ? COMMANDS[command][1] : [])];
       if (!allowed.includes(name)) {
         throw new CommandError(`sqlite-idempotency: unknown option ${name}${has(COMMANDS, command) ? ` for ${command}` : ''} (see --help)`, 64);
@@ -89,7 +99,14 @@ function parse(argv) {
     }
   }
   if (command === undefined) throw new CommandError('sqlite-idempotency: no command given (see --help)', 64);
-  const need = COMMANDS[command][0];
+  let need = COMMANDS[command][0];
+  if (command === 'resolve' && has(opts, '--all')) {
+    need = ['FILE'];
+  } else if (command === 'resolve') {
+    for (const name of ['--tool', '--older-than', '--dry-run']) {
+      if (has(opts, name)) throw new CommandError(`sqlite-idempotency: ${name} applies to resolve --all only`, 64);
+    }
+  }
   if (pos.length < need.length) throw new CommandError(`sqlite-idempotency: ${command} needs ${need.join(' ')}`, 64);
   if (pos.length > need.length) throw new CommandError(`sqlite-idempotency: ${command} takes ${need.join(' ')}; unexpected argument "${pos[need.length]}"`, 64);
   if (command === 'metrics' && json) throw new CommandError('sqlite-idempotency: metrics prints the Prometheus text format; --json does not apply', 64);
@@ -349,6 +366,7 @@ function cmdShow(a, out) {
 }
 
 function cmdResolve(a, out) {
+  if (has(a.opts, '--all')) return cmdResolveAll(a, out);
   const [file, key, status] = a.pos;
   if (!['succeeded', 'failed', 'released'].includes(status)) {
     throw new CommandError(`sqlite-idempotency: resolve STATUS must be succeeded, failed or released; got "${status}"`, 64);
@@ -363,6 +381,65 @@ function cmdResolve(a, out) {
     throw new CommandError(`sqlite-idempotency: ${e.message}`);
   }
   out.push(a.json ? `${answer}\n` : `resolved ${tenant} ${key}: ${status}\n`);
+  return 0;
+}
+
+// resolve --all: every unknown row that matches, resolved in one write
+// transaction (cli.py's cmd_resolve_all says why: chosen inside BEGIN
+// IMMEDIATE, no row is resolved twice; a refusal rolls every row back).
+function cmdResolveAll(a, out) {
+  const file = a.pos[0];
+  const status = a.opts['--all'];
+  if (!['succeeded', 'failed', 'released'].includes(status)) {
+    throw new CommandError(`sqlite-idempotency: resolve --all STATUS must be succeeded, failed or released; got "${status}"`, 64);
+  }
+  const older = has(a.opts, '--older-than') ? ageSeconds(a.opts['--older-than'], '--older-than') : null;
+  const dry = has(a.opts, '--dry-run');
+  const db = openFile(file, !dry);
+  const name = pick(db, file, a.opts['--ledger']);
+  const where = ["status = 'unknown'"];
+  const params = [];
+  for (const [opt, col] of [['--tool', 'tool'], ['--tenant', 'tenant']]) {
+    if (has(a.opts, opt)) {
+      where.push(`${col} = ?`);
+      params.push(a.opts[opt]);
+    }
+  }
+  const detail = has(a.opts, '--detail') ? a.opts['--detail'] : null;
+  const done = [];
+  try {
+    if (!dry) db.exec('BEGIN IMMEDIATE');
+    if (older !== null) {
+      where.push('updated_at <= ?');
+      params.push(ageNow(nowMs(db)) - older * 1000);
+    }
+    const rows = db.prepare(`SELECT tenant, key, tool, updated_at FROM ${q(name)} WHERE ${where.join(' AND ')} ORDER BY rowid`).raw().all(...params);
+    const resolve = db.prepare('SELECT idem_resolve(?, ?, ?, ?, ?)').pluck();
+    for (const [tenant, key, tool, updated] of rows) {
+      if (!dry) {
+        try {
+          resolve.get(name, tenant, key, status, detail);
+        } catch (e) {
+          if (e instanceof CommandError) throw e;
+          throw new CommandError(`sqlite-idempotency: ${e.message} (tenant ${tenant}, tool ${tool}); nothing was resolved`);
+        }
+      }
+      done.push({ tenant, key, tool, updated_at: updated });
+    }
+    if (!dry) db.exec('COMMIT');
+  } catch (e) {
+    if (e instanceof CommandError) throw e;
+    throw new CommandError(`sqlite-idempotency: ${e.message}; nothing was resolved`);
+  } finally {
+    if (db.inTransaction) db.exec('ROLLBACK');
+  }
+  if (a.json) {
+    out.push(`${jdump({ status, dry_run: dry, count: done.length, rows: done })}\n`);
+    return 0;
+  }
+  const verb = dry ? 'would resolve' : 'resolved';
+  for (const r of done) out.push(`${verb} ${r.tenant} ${r.key} (${r.tool}, updated ${iso(r.updated_at)}): ${status}\n`);
+  out.push(dry ? `${plural(done.length, 'unknown row')} would be resolved ${status}; nothing was changed\n` : `resolved ${plural(done.length, 'row')} ${status}\n`);
   return 0;
 }
 

@@ -154,6 +154,10 @@ if [ "$have_py" = 1 ] && [ "$have_node" = 1 ]; then
   same 64 purge one.db
   same 64 metrics one.db --json
   same 64 resolve one.db "$key" done
+  same 64 resolve one.db --all done
+  same 64 resolve one.db "$key" failed --dry-run
+  same 64 resolve one.db --all failed --dry-run=yes
+  same 64 resolve one.db "$key" failed --all failed
   same 0 --help
   # the writing subcommands, each command on its own copy
   for c in p n; do cp "$F/one.db" "$F/w$c.db"; done
@@ -181,6 +185,29 @@ if [ "$have_py" = 1 ] && [ "$have_node" = 1 ]; then
     pass cli:resolve-refused-message || fail cli:resolve-refused-message "got: $got"
   resolve_both 0 purge --older-than 0
   resolve_both 0 purge --older-than 7d --json
+  # resolve --all, each command on a fresh copy: a dry run changes nothing;
+  # a refusal of one row (released without {"sent": false}) resolves none;
+  # the real run resolves the two unknown rows in one transaction
+  for c in p n; do cp "$F/one.db" "$F/w$c.db"; done
+  before=$(sha256sum "$F/wp.db" | cut -d' ' -f1)
+  resolve_both 0 resolve --all failed --dry-run
+  resolve_both 0 resolve --all failed --tool charge_card --tenant acme --dry-run --json
+  resolve_both 0 resolve --all failed --older-than 1h --dry-run
+  [ "$(sha256sum "$F/wp.db" | cut -d' ' -f1)" = "$before" ] && pass cli:resolve-all-dry-run-unchanged ||
+    fail cli:resolve-all-dry-run-unchanged "the file changed"
+  resolve_both 2 resolve --all released
+  got=$(cd "$F" && pycli resolve wp.db --all released 2>&1)
+  unknown_left=$(cd "$F" && sqlite3 wp.db "SELECT count(*) FROM ledger_rows WHERE status = 'unknown'")
+  case $got in
+    "sqlite-idempotency: idem_resolve: "*"(tenant acme, tool charge_card); nothing was resolved")
+      [ "$unknown_left" = 2 ] && pass cli:resolve-all-refusal-resolves-none ||
+        fail cli:resolve-all-refusal-resolves-none "$unknown_left unknown rows left, want 2" ;;
+    *) fail cli:resolve-all-refusal-resolves-none "got: $got" ;;
+  esac
+  resolve_both 0 resolve --all failed --detail '{"checked":"by hand"}'
+  resolve_both 0 resolve --all failed --json
+  got=$(cd "$F" && sqlite3 wp.db "SELECT group_concat(tenant || ':' || status, ',') FROM (SELECT tenant, status FROM ledger_rows WHERE error = '{\"checked\":\"by hand\"}' ORDER BY id)")
+  [ "$got" = "acme:failed,globex:failed" ] && pass cli:resolve-all-resolved || fail cli:resolve-all-resolved "got: $got"
   got=$(cd "$F" && pycli status missing.db 2>&1)
   [ "$got" = "sqlite-idempotency: no such file: missing.db" ] && pass cli:missing-message || fail cli:missing-message "got: $got"
   got=$(cd "$F" && pycli status notdb.db 2>&1)

@@ -30,6 +30,8 @@ commands:
   show FILE KEY        one row and its targets (--tenant T when several tenants hold the key)
   resolve FILE KEY STATUS [--detail JSON] [--tenant T]
                        settles an unknown row: succeeded, failed or released
+  resolve FILE --all STATUS [--tool T] [--tenant T] [--older-than AGE] [--detail JSON] [--dry-run]
+                       settles every unknown row that matches, in one transaction
   purge FILE --older-than AGE
                        deletes settled rows not updated for AGE (ends their deduplication)
   check FILE           format, own and guard triggers, options, refusal, integrity_check, rows
@@ -45,11 +47,13 @@ _COMMANDS: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     "status": (("FILE",), ()),
     "list": (("FILE",), ("--status", "--tool", "--tenant", "--target", "--older-than", "--limit")),
     "show": (("FILE", "KEY"), ("--tenant",)),
-    "resolve": (("FILE", "KEY", "STATUS"), ("--detail", "--tenant")),
+    "resolve": (("FILE", "KEY", "STATUS"), ("--detail", "--tenant", "--all", "--tool", "--older-than")),
     "purge": (("FILE",), ("--older-than",)),
     "check": (("FILE",), ()),
     "metrics": (("FILE",), ()),
 }
+# options that take no value, by command
+_FLAGS: Dict[str, Tuple[str, ...]] = {"resolve": ("--dry-run",)}
 _AGE = re.compile(r"([0-9]{1,12})([smhd]?)")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -80,6 +84,13 @@ def parse(argv: Sequence[str]) -> Args:
                     raise CommandError("sqlite-idempotency: --json takes no value", 64)
                 json_out = True
                 continue
+            if name in _FLAGS.get(command or "", ()):
+                if eq:
+                    raise CommandError(f"sqlite-idempotency: {name} takes no value", 64)
+                if name in opts:
+                    raise CommandError(f"sqlite-idempotency: option {name} is given twice", 64)
+                opts[name] = ""
+                continue
             allowed = ("--ledger",) + (_COMMANDS[command][1] if command in _COMMANDS else ())
             if name not in allowed:
                 where = f" for {command}" if command in _COMMANDS else ""
@@ -105,6 +116,12 @@ def parse(argv: Sequence[str]) -> Args:
     if command is None:
         raise CommandError("sqlite-idempotency: no command given (see --help)", 64)
     need = _COMMANDS[command][0]
+    if command == "resolve" and "--all" in opts:
+        need = ("FILE",)
+    elif command == "resolve":
+        for name in ("--tool", "--older-than", "--dry-run"):
+            if name in opts:
+                raise CommandError(f"sqlite-idempotency: {name} applies to resolve --all only", 64)
     if len(pos) < len(need):
         raise CommandError(f"sqlite-idempotency: {command} needs {' '.join(need)}", 64)
     if len(pos) > len(need):
@@ -409,6 +426,8 @@ def cmd_show(a: Args, out: List[str]) -> int:
 
 
 def cmd_resolve(a: Args, out: List[str]) -> int:
+    if "--all" in a.opts:
+        return cmd_resolve_all(a, out)
     path, key, status = a.pos
     if status not in ("succeeded", "failed", "released"):
         raise CommandError(f"sqlite-idempotency: resolve STATUS must be succeeded, failed or released; got \"{status}\"", 64)
@@ -424,6 +443,68 @@ def cmd_resolve(a: Args, out: List[str]) -> int:
         out.append(answer + "\n")
     else:
         out.append(f"resolved {tenant} {key}: {status}\n")
+    return 0
+
+
+def cmd_resolve_all(a: Args, out: List[str]) -> int:
+    """resolve --all: every unknown row that matches, resolved in one write transaction.
+
+    The rows are chosen inside the transaction (BEGIN IMMEDIATE), so a
+    resolver working at the same time either finished before (its rows are
+    no longer unknown, and are not chosen) or waits until this one is
+    done: no row is resolved twice. A refusal of any row (released without
+    {"sent": false} for an external call, say) rolls back every row, and
+    names the row; --dry-run lists the rows and changes nothing.
+    """
+    path = a.pos[0]
+    status = a.opts["--all"]
+    if status not in ("succeeded", "failed", "released"):
+        raise CommandError(f"sqlite-idempotency: resolve --all STATUS must be succeeded, failed or released; "
+                           f"got \"{status}\"", 64)
+    older = age_seconds(a.opts["--older-than"], "--older-than") if "--older-than" in a.opts else None
+    dry = "--dry-run" in a.opts
+    conn = open_file(path, write=not dry)
+    name = pick(conn, path, a.opts.get("--ledger"))
+    where, params = ["status = 'unknown'"], []
+    for opt, col in (("--tool", "tool"), ("--tenant", "tenant")):
+        if opt in a.opts:
+            where.append(f"{col} = ?")
+            params.append(a.opts[opt])
+    done: List[Dict[str, Any]] = []
+    try:
+        if not dry:
+            conn.execute("BEGIN IMMEDIATE")
+        if older is not None:
+            where.append("updated_at <= ?")
+            params.append(age_now(now_ms(conn)) - older * 1000)
+        rows = conn.execute(f"SELECT tenant, key, tool, updated_at FROM {q(name)} WHERE {' AND '.join(where)} "
+                            "ORDER BY rowid", params).fetchall()
+        for tenant, key, tool, updated in rows:
+            if not dry:
+                try:
+                    conn.execute("SELECT idem_resolve(?, ?, ?, ?, ?)",
+                                 (name, tenant, key, status, a.opts.get("--detail"))).fetchone()
+                except sqlite3.Error as e:
+                    raise CommandError(f"sqlite-idempotency: {e} (tenant {tenant}, tool {tool}); nothing was "
+                                       f"resolved") from None
+            done.append({"tenant": tenant, "key": key, "tool": tool, "updated_at": updated})
+        if not dry:
+            conn.execute("COMMIT")
+    except sqlite3.Error as e:
+        raise CommandError(f"sqlite-idempotency: {e}; nothing was resolved") from None
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    if a.json:
+        out.append(jdump({"status": status, "dry_run": dry, "count": len(done), "rows": done}) + "\n")
+        return 0
+    verb = "would resolve" if dry else "resolved"
+    for r in done:
+        out.append(f"{verb} {r['tenant']} {r['key']} ({r['tool']}, updated {iso(r['updated_at'])}): {status}\n")
+    if dry:
+        out.append(f"{plural(len(done), 'unknown row')} would be resolved {status}; nothing was changed\n")
+    else:
+        out.append(f"resolved {plural(len(done), 'row')} {status}\n")
     return 0
 
 
