@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The other bindings' examples of docs/install.md ("Other bindings"), run
+# as written: each block marked <!-- run by tests/suites/51-more-bindings.sh -->
+# (python with APSW, ruby with the sqlite3 gem, php with SQLite3) is a
+# program run in a fresh directory holding the extension as ./idempotency.so,
+# its stdout compared with the ```text block marked <!-- output --> after it.
+# A runtime that is absent is a SKIP naming the Debian package (.ci/run
+# installs them).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/interp.sh
+plain_ext bindings apsw ruby php
+PY=/usr/bin/python3
+PAGE=docs/install.md
+rc=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# the marked blocks, as NN.<lang> and NN.out
+if ! names=$("$PY" - "$PAGE" "$tmp/blocks" <<'PY'
+import os, re, sys
+page, out = sys.argv[1], sys.argv[2]
+os.makedirs(out)
+lines = open(page, encoding="utf-8").read().split("\n")
+mark = "<!-- run by tests/suites/51-more-bindings.sh -->"
+n, i, last = 0, 0, None
+while i < len(lines):
+    m = re.match(r"^```(\w+)\s*$", lines[i])
+    if not m:
+        i += 1
+        continue
+    before = lines[i - 1].strip() if i else ""
+    j = i + 1
+    while lines[j].strip() != "```":
+        j += 1
+    body = "\n".join(lines[i + 1:j]) + "\n"
+    if before == mark:
+        n += 1
+        ext = {"python": "py", "ruby": "rb", "php": "php"}[m.group(1)]
+        last = os.path.join(out, f"{n:02d}")
+        open(f"{last}.{ext}", "w", encoding="utf-8").write(body)
+        print(f"{n:02d}.{ext}")
+    elif before == "<!-- output -->" and m.group(1) == "text" and last:
+        open(f"{last}.out", "w", encoding="utf-8").write(body)
+        last = None
+    else:
+        last = None
+    i = j + 1
+PY
+); then
+  echo "FAIL bindings.more: the blocks of $PAGE could not be read: $names"
+  exit 1
+fi
+[ -n "$names" ] || { echo "FAIL bindings.more: $PAGE has no block marked for this suite"; exit 1; }
+
+for f in $names; do
+  n=${f%.*}
+  lang=${f#*.}
+  case $lang in
+    py) name=apsw; ready=$("$PY" -c 'import apsw' 2>&1) && ready=; cmd=("$PY" "$f"); pkg=python3-apsw ;;
+    rb) name=ruby; ready=$(ruby -e 'require "sqlite3"' 2>&1) && ready=; cmd=(ruby "$f"); pkg=ruby-sqlite3 ;;
+    php) name=php; ready=$(php -r 'exit(class_exists("SQLite3") ? 0 : 1);' 2>&1 || echo "no SQLite3 class") && ready=
+         cmd=(php -d "sqlite3.extension_dir=$tmp/run-$n" "$f"); pkg="php8.2-cli php8.2-sqlite3" ;;
+  esac
+  if [ -n "$ready" ] || ! command -v "${cmd[0]}" >/dev/null 2>&1; then
+    echo "SKIP bindings.$name: its runtime is absent (Debian: apt-get install $pkg)"
+    continue
+  fi
+  if [ ! -f "$tmp/blocks/$n.out" ]; then
+    echo "FAIL bindings.$name:docs-example: the block is not followed by its <!-- output --> text block"
+    rc=1
+    continue
+  fi
+  mkdir -p "$tmp/run-$n"
+  cp "$ext" "$tmp/run-$n/idempotency.so"
+  cp "$tmp/blocks/$f" "$tmp/run-$n/$f"
+  out=$(cd "$tmp/run-$n" && timeout 60 "${cmd[@]}" 2>&1)
+  status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "FAIL bindings.$name:docs-example: exit $status: $(head -c 400 <<<"$out")"
+    rc=1
+  elif [ "$out" != "$(cat "$tmp/blocks/$n.out")" ]; then
+    echo "FAIL bindings.$name:docs-example: printed $(head -c 400 <<<"$out" | tr '\n' '|') (want $(tr '\n' '|' <"$tmp/blocks/$n.out"))"
+    rc=1
+  else
+    echo "PASS bindings.$name:docs-example ($PAGE, $(wc -l <<<"$out") lines as shown)"
+  fi
+done
+exit $rc
