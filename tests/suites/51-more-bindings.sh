@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The other bindings' examples of docs/install.md ("Other bindings"), run
 # as written: each block marked <!-- run by tests/suites/51-more-bindings.sh -->
-# (python with APSW, ruby with the sqlite3 gem, php with SQLite3) is a
+# (python with APSW, ruby with the sqlite3 gem, php with SQLite3, go with
+# mattn/go-sqlite3 in GOPATH mode over Debian's package) is a
 # program run in a fresh directory holding the extension as ./idempotency.so,
 # its stdout compared with the ```text block marked <!-- output --> after it.
 # A runtime that is absent is a SKIP naming the Debian package (.ci/run
@@ -9,7 +10,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/interp.sh
-plain_ext bindings apsw ruby php
+plain_ext bindings apsw ruby php go
 PY=/usr/bin/python3
 PAGE=docs/install.md
 rc=0
@@ -36,7 +37,7 @@ while i < len(lines):
     body = "\n".join(lines[i + 1:j]) + "\n"
     if before == mark:
         n += 1
-        ext = {"python": "py", "ruby": "rb", "php": "php"}[m.group(1)]
+        ext = {"python": "py", "ruby": "rb", "php": "php", "go": "go"}[m.group(1)]
         last = os.path.join(out, f"{n:02d}")
         open(f"{last}.{ext}", "w", encoding="utf-8").write(body)
         print(f"{n:02d}.{ext}")
@@ -59,6 +60,10 @@ for f in $names; do
   case $lang in
     py) name=apsw; ready=$("$PY" -c 'import apsw' 2>&1) && ready=; cmd=("$PY" "$f"); pkg=python3-apsw ;;
     rb) name=ruby; ready=$(ruby -e 'require "sqlite3"' 2>&1) && ready=; cmd=(ruby "$f"); pkg=ruby-sqlite3 ;;
+    go) name=go; ready=
+        command -v go >/dev/null 2>&1 || ready="no go"
+        [ -d /usr/share/gocode/src/github.com/mattn/go-sqlite3 ] || ready="no mattn/go-sqlite3"
+        cmd=(sh -c "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$tmp/gocache GOFLAGS= go build -o example $f && ./example"); pkg="golang-go golang-github-mattn-go-sqlite3-dev" ;;
     php) name=php; ready=$(php -r 'exit(class_exists("SQLite3") ? 0 : 1);' 2>&1 || echo "no SQLite3 class") && ready=
          cmd=(php -d "sqlite3.extension_dir=$tmp/run-$n" "$f"); pkg="php8.2-cli php8.2-sqlite3" ;;
   esac
