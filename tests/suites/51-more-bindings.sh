@@ -2,7 +2,8 @@
 # The other bindings' examples of docs/install.md ("Other bindings"), run
 # as written: each block marked <!-- run by tests/suites/51-more-bindings.sh -->
 # (python with APSW, ruby with the sqlite3 gem, php with SQLite3, go with
-# mattn/go-sqlite3 in GOPATH mode over Debian's package) is a
+# mattn/go-sqlite3 in GOPATH mode over Debian's package, and a console
+# transcript of sqlite-utils, each "$ " line run and its output compared) is a
 # program run in a fresh directory holding the extension as ./idempotency.so,
 # its stdout compared with the ```text block marked <!-- output --> after it.
 # A runtime that is absent is a SKIP naming the Debian package (.ci/run
@@ -10,7 +11,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/interp.sh
-plain_ext bindings apsw ruby php go
+plain_ext bindings apsw ruby php go sqlite-utils
 PY=/usr/bin/python3
 PAGE=docs/install.md
 rc=0
@@ -37,9 +38,12 @@ while i < len(lines):
     body = "\n".join(lines[i + 1:j]) + "\n"
     if before == mark:
         n += 1
-        ext = {"python": "py", "ruby": "rb", "php": "php", "go": "go"}[m.group(1)]
+        ext = {"python": "py", "ruby": "rb", "php": "php", "go": "go", "console": "console"}[m.group(1)]
         last = os.path.join(out, f"{n:02d}")
         open(f"{last}.{ext}", "w", encoding="utf-8").write(body)
+        if ext == "console":  # a transcript: it is its own expected output
+            open(f"{last}.out", "w", encoding="utf-8").write(body)
+            last = None
         print(f"{n:02d}.{ext}")
     elif before == "<!-- output -->" and m.group(1) == "text" and last:
         open(f"{last}.out", "w", encoding="utf-8").write(body)
@@ -54,6 +58,15 @@ PY
 fi
 [ -n "$names" ] || { echo "FAIL bindings.more: $PAGE has no block marked for this suite"; exit 1; }
 
+# a console block's transcript: each "$ command" line run with bash, then its output
+cat >"$tmp/transcript.py" <<'PY'
+import subprocess, sys
+for line in open(sys.argv[1], encoding="utf-8").read().split("\n"):
+    if line.startswith("$ "):
+        r = subprocess.run(["bash", "-c", line[2:]], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        sys.stdout.write(line + "\n" + r.stdout)
+PY
+
 for f in $names; do
   n=${f%.*}
   lang=${f#*.}
@@ -64,6 +77,8 @@ for f in $names; do
         command -v go >/dev/null 2>&1 || ready="no go"
         [ -d /usr/share/gocode/src/github.com/mattn/go-sqlite3 ] || ready="no mattn/go-sqlite3"
         cmd=(sh -c "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$tmp/gocache GOFLAGS= go build -o example $f && ./example"); pkg="golang-go golang-github-mattn-go-sqlite3-dev" ;;
+    console) name=sqlite-utils; ready=$(command -v sqlite-utils >/dev/null 2>&1 || echo "no sqlite-utils")
+        cmd=("$PY" "$tmp/transcript.py" "$f"); pkg=sqlite-utils ;;
     php) name=php; ready=$(php -r 'exit(class_exists("SQLite3") ? 0 : 1);' 2>&1 || echo "no SQLite3 class") && ready=
          cmd=(php -d "sqlite3.extension_dir=$tmp/run-$n" "$f"); pkg="php8.2-cli php8.2-sqlite3" ;;
   esac
