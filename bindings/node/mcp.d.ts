@@ -86,6 +86,14 @@ export interface McpIdempotencyOptions {
    * time; an accept with confirm checked runs it (default false).
    */
   askSecondWrite?: boolean;
+  /**
+   * The argument of the tool's own schema that a deliberate repeat sets to a
+   * value not used before ("send Bob another $5": `repeat: 2`), named in its
+   * replay's words so the model knows the way; a retry sends the same
+   * arguments, so it cannot take it by accident. withIdempotency: an object
+   * of argument names by tool name; idempotentTool: the name.
+   */
+  repeatArgument?: string | { [tool: string]: string };
 }
 
 /** The `_meta` keys hosts send that name a conversation, and the tag each gets in the key. */

@@ -46,7 +46,7 @@ const KEY_PART = /^[A-Za-z0-9_-]{1,128}$/; // the key grammar (docs/keys.md)
 const KEY_RULE = '1 to 128 characters of A-Za-z0-9_-';
 const WINDOW_SECONDS = 600; // docs/design.md, "The deduplication window"
 const WINDOW_MAX_SECONDS = 86400;
-const OPTIONS = ['tenant', 'conversation', 'strict', 'windowSeconds', 'waitMs', 'renewSeconds', 'heartbeatSeconds', 'targets', 'allowedBy', 'askSecondWrite'];
+const OPTIONS = ['tenant', 'conversation', 'strict', 'windowSeconds', 'waitMs', 'renewSeconds', 'heartbeatSeconds', 'targets', 'allowedBy', 'askSecondWrite', 'repeatArgument'];
 const WRAPPED = Symbol.for('sqlite-idempotency/mcp.wrapped');
 const ATTEMPT = Symbol.for('sqlite-idempotency/mcp.attempt');
 
@@ -195,7 +195,30 @@ function checkOptions(where, options) {
         : `${where}: options.targets must be a function of the tool's arguments returning an array of strings, got ${options.targets === null ? 'null' : typeof options.targets}`);
     }
   }
+  if (options.repeatArgument !== undefined) {
+    // idempotentTool: the argument's name; withIdempotency: an object of
+    // names by tool name
+    const perTool = where.startsWith('withIdempotency');
+    const r = options.repeatArgument;
+    const ok = perTool
+      ? r !== null && typeof r === 'object' && !Array.isArray(r) && Object.values(r).every((n) => typeof n === 'string' && n !== '')
+      : typeof r === 'string' && r !== '';
+    if (!ok) {
+      throw new TypeError(perTool
+        ? `${where}: options.repeatArgument must be an object of argument names by tool name ({ transfer: 'repeat' }), got ${r === null ? 'null' : JSON.stringify(r) ?? typeof r}`
+        : `${where}: options.repeatArgument must be the name of an argument of the tool (a non-empty string), got ${r === null ? 'null' : JSON.stringify(r) ?? typeof r}`);
+    }
+  }
   return options;
+}
+
+// The argument a deliberate repeat of tool name sets (options.repeatArgument),
+// named in its replay's words; undefined when it has none.
+function repeatArgumentOf(options, name) {
+  const r = options.repeatArgument;
+  if (typeof r === 'string') return r;
+  if (r && Object.hasOwn(r, name)) return r[name];
+  return undefined;
 }
 
 // The targets function of tool name under options, or undefined.
@@ -400,6 +423,7 @@ function guard(ledger, name, options, callback, hints, server) {
     const words = { tool: name, key: out.key, attempt: out.attempt };
     if (!out.idempotent) return told(stored, say('failed', words), {}); // the failure is recorded: the model is told so
     words.at = out.settled_at; // when the first call's outcome was recorded
+    words.repeat = repeatArgumentOf(options, name); // the way to a deliberate repeat, when the tool has one
     return told(stored, say(out.status === 'succeeded' ? 'replay' : 'failed_replay', words), { [META.replay]: true });
   };
   wrapped[WRAPPED] = true;

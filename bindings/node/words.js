@@ -4,7 +4,7 @@
 // from and docs/integrations.md shows.
 //
 //   say('replay', { tool: 'send_email', key, attempt: 1, at: 1796005624636 })
-//   // 'send_email already ran at 2026-11-30T... with these arguments (key ..., attempt 1) and was not run again. ...'
+//   // 'send_email was not run again: this request is identical to a call that already ran at 2026-11-30T... (key ..., attempt 1), ...'
 //
 // {name} in a text is a field of the call, required unless the kind lists
 // it under optional (then its fragment is written when the field is given,

@@ -115,7 +115,7 @@ function isReplayOf(r, first, tenant = 'tenant-a') {
   const key = keyOf(first);
   const row = key && rowOf(tenant, key);
   if (!row || !replayed(r)) return false;
-  const words = `send_email already ran at ${new Date(row.updated_at).toISOString()} with these arguments (key ${key}, attempt 1) and was not run again. This is the result of that run:`;
+  const words = `send_email was not run again: this request is identical to a call that already ran at ${new Date(row.updated_at).toISOString()} (key ${key}, attempt 1), so nothing new was done, and the result below is that earlier run's: do not report it as done a second time. The result of that run:`;
   return r.content[0].type === 'text' && r.content[0].text === words && isDeepStrictEqual(r.content.slice(1), first.content) &&
     isDeepStrictEqual(r.structuredContent, first.structuredContent);
 }

@@ -30,7 +30,7 @@ const text = (r) => r && r.content && r.content[0] && r.content[0].text;
 // attempt), then the first result's content as it was.
 const iso = (key, tenant = 'tenant-a') => new Date(ledger.row(tenant, key).updated_at).toISOString();
 const replayWords = (tool, key, tenant = 'tenant-a', attempt = 1) =>
-  `${tool} already ran at ${iso(key, tenant)} with these arguments (key ${key}, attempt ${attempt}) and was not run again. This is the result of that run:`;
+  `${tool} was not run again: this request is identical to a call that already ran at ${iso(key, tenant)} (key ${key}, attempt ${attempt}), so nothing new was done, and the result below is that earlier run's: do not report it as done a second time. The result of that run:`;
 const isReplayOf = (r, first, tool, tenant) => r && r._meta && r._meta[META.replay] === true && r.content.length === first.content.length + 1 &&
   text(r) === replayWords(tool, r._meta[META.key] || keyIn(r), tenant) && isDeepStrictEqual(r.content.slice(1), first.content);
 // the key a replayed result of these tools names in its words
@@ -410,6 +410,47 @@ try {
     report(text(d1) === 'dropped 1' && d2._meta[META.replay] === true && drops === 1, 'destructive-strict-false', j({ d1, d2 }));
     await c18.close();
   }
+  // a deliberate repeat: "send Bob another $5" inside the window is a
+  // replay whose words say nothing new was done (one payment); with
+  // repeatArgument the words name the way, and the model's call that sets
+  // it is a new call (two payments); a retry of that one replays again
+  {
+    const runPay = async (options) => {
+      const s = new McpServer({ name: 'pay', version: '0' });
+      withIdempotency(s, ledger, { tenant: () => 'tenant-pay', ...options });
+      const paid = [];
+      s.registerTool('pay', { inputSchema: { to: z.string(), amount: z.number(), repeat: z.number().optional() } }, async (args) => {
+        paid.push(args);
+        return { content: [{ type: 'text', text: `paid ${args.amount} to ${args.to}` }] };
+      });
+      const c = await pair(s);
+      return { c, paid };
+    };
+    const a = await runPay({});
+    await a.c.callTool({ name: 'pay', arguments: { to: 'bob', amount: 5 }, _meta: conv('c-pay-1') });
+    const again = await a.c.callTool({ name: 'pay', arguments: { to: 'bob', amount: 5 }, _meta: conv('c-pay-1') });
+    const key1 = again._meta[META.key] || keyIn(again);
+    report(a.paid.length === 1 && again._meta[META.replay] === true &&
+      text(again) === `pay was not run again: this request is identical to a call that already ran at ${iso(key1, 'tenant-pay')} (key ${key1}, attempt 1), so nothing new was done, and the result below is that earlier run's: do not report it as done a second time. The result of that run:`,
+    'repeat-without-a-way', `paid ${j(a.paid)}, ${j(again)}`);
+    await a.c.close();
+    const b = await runPay({ repeatArgument: { pay: 'repeat' } });
+    await b.c.callTool({ name: 'pay', arguments: { to: 'bob', amount: 5 }, _meta: conv('c-pay-2') });
+    const told2 = await b.c.callTool({ name: 'pay', arguments: { to: 'bob', amount: 5 }, _meta: conv('c-pay-2') });
+    const key2 = keyIn(told2);
+    const second = await b.c.callTool({ name: 'pay', arguments: { to: 'bob', amount: 5, repeat: 2 }, _meta: conv('c-pay-2') });
+    const retry = await b.c.callTool({ name: 'pay', arguments: { to: 'bob', amount: 5, repeat: 2 }, _meta: conv('c-pay-2') });
+    report(b.paid.length === 2 && j(b.paid[1]) === j({ to: 'bob', amount: 5, repeat: 2 }) && told2._meta[META.replay] === true &&
+      text(told2) === `pay was not run again: this request is identical to a call that already ran at ${iso(key2, 'tenant-pay')} (key ${key2}, attempt 1), so nothing new was done, and the result below is that earlier run's: do not report it as done a second time. To do it again on purpose, call pay with "repeat" set to a value not used before. The result of that run:` &&
+      !second.isError && text(second) === 'paid 5 to bob' && retry._meta[META.replay] === true,
+    'repeat-with-repeat-argument', `paid ${j(b.paid)}, ${j({ told2, second, retry })}`);
+    await b.c.close();
+    report(threw(() => idempotentTool(ledger, 'x', { repeatArgument: { x: 'again' } }, async () => ({}))) ===
+      'TypeError: idempotentTool: options.repeatArgument must be the name of an argument of the tool (a non-empty string), got {"x":"again"}' &&
+      threw(() => withIdempotency(new McpServer({ name: 'r', version: '0' }), ledger, { repeatArgument: 'again' })) ===
+      'TypeError: withIdempotency: options.repeatArgument must be an object of argument names by tool name ({ transfer: \'repeat\' }), got "again"',
+    'repeat-argument-errors', 'no error');
+  }
   // a tenant function that rejects, or a conversation function that throws: refused, not a raw error
   {
     const s13 = new McpServer({ name: 'throws', version: '0' });
@@ -569,7 +610,7 @@ try {
     const want = [
       'TypeError: withIdempotency: server must be an McpServer (an object with registerTool)',
       'TypeError: withIdempotency: ledger must be a Ledger of sqlite-idempotency, got object',
-      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, strict, windowSeconds, waitMs, renewSeconds, heartbeatSeconds, targets, allowedBy, askSecondWrite)',
+      'TypeError: withIdempotency: unknown option "tenants" (options are tenant, conversation, strict, windowSeconds, waitMs, renewSeconds, heartbeatSeconds, targets, allowedBy, askSecondWrite, repeatArgument)',
       'TypeError: withIdempotency: options.tenant must be a function, got string',
       'RangeError: withIdempotency: options.waitMs must be a number of milliseconds >= 0, got -1',
       'TypeError: idempotentTool: name must be a non-empty string, got ""',

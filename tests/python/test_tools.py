@@ -121,8 +121,10 @@ def main():
         # the words the model reads: none for the call that ran, the replay's for the replay
         at = ledger.row("u1", a.key)["updated_at"]
         checks.report(a.text is None and b.text == idem.say("replay", tool="send_email", key=a.key, attempt=1, at=at) and
-                      re.fullmatch(rf"send_email already ran at \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z with these arguments "
-                                   rf"\(key {a.key}, attempt 1\) and was not run again\. This is the result of that run:", b.text),
+                      re.fullmatch(rf"send_email was not run again: this request is identical to a call that already ran at "
+                                   rf"\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z \(key {a.key}, attempt 1\), so nothing new "
+                                   rf"was done, and the result below is that earlier run's: do not report it as done a second "
+                                   rf"time\. The result of that run:", b.text),
                       "sync-text", repr(b.text))
         # the replay's words take the time from the claim's answer, not from a second read of the row
         checks.report(reads == 0 and b.settled_at == at and a.settled_at == at, "sync-text-no-row-read",
