@@ -21,7 +21,8 @@
 // re-plans. An abort of details.signal (a run aborted, the tool's
 // timeoutMs) after the tool started leaves the call unknown; with
 // timeoutMs and no timeoutErrorFunction of its own, what the model reads
-// on that timeout says so (the SDK's default only says it timed out).
+// on that timeout says so, naming the call's key as every adapter's unknown
+// does (the SDK's default only says it timed out).
 const { ToolCallError, currentAttempt, checkOptions, runTool, asText, say } = require('./agent-tools.js');
 
 function idempotentTool(ledger, name, options, toolOptions) {
@@ -30,20 +31,32 @@ function idempotentTool(ledger, name, options, toolOptions) {
   if (!toolOptions || typeof toolOptions.execute !== 'function') {
     throw new TypeError(`${where}: the tool options must have an execute function (what tool({ name, parameters, execute }) takes)`);
   }
+  // the key of each call whose tool is running, by the SDK's call id: the
+  // timeout's words name it (the SDK calls timeoutErrorFunction while the
+  // tool still runs; the entry goes when execute ends)
+  const running = new Map();
+  const callIdOf = (details) => details && details.toolCall && details.toolCall.callId;
   return {
     ...toolOptions,
     name: toolOptions.name ?? name,
     ...(toolOptions.timeoutMs !== undefined && toolOptions.timeoutErrorFunction === undefined && {
-      timeoutErrorFunction: () => say('outcome_unknown', { tool: name, reason: `timed out after ${toolOptions.timeoutMs} ms` }),
+      timeoutErrorFunction: (context, error, details) => say('outcome_unknown', {
+        tool: name, key: running.get(callIdOf(details)), reason: `timed out after ${toolOptions.timeoutMs} ms`,
+      }),
     }),
     async execute(input, runContext, details) {
+      const callId = callIdOf(details);
       let r;
       try {
-        r = await runTool(ledger, name, spec, input, [input, runContext, details], details && details.signal,
-          () => toolOptions.execute(input, runContext, details));
+        r = await runTool(ledger, name, spec, input, [input, runContext, details], details && details.signal, () => {
+          if (callId !== undefined) running.set(callId, currentAttempt().key);
+          return toolOptions.execute(input, runContext, details);
+        });
       } catch (e) {
         if (e instanceof ToolCallError) return e.message;
         throw e;
+      } finally {
+        if (callId !== undefined) running.delete(callId);
       }
       return r.replay ? `${r.note}\n${asText(r.result)}` : r.result;
     },

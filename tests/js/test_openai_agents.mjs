@@ -61,7 +61,7 @@ await main({ prefix: 'integrations.openai-agents', turn }, async ({ ledger, targ
     const seen = await turn(job, { toolTimeoutMs: 300 });
     const n = (await target.counts())[key];
     const status = ledger.row(job.tenant, key)?.status;
-    report(n === 1 && status === 'unknown' && seen.length === 2 && seen.every((t) => t.includes(UNKNOWN)) && seen[0].startsWith('send_email did not finish (timed out after 300 ms): '),
+    report(n === 1 && status === 'unknown' && seen.length === 2 && seen.every((t) => t.includes(UNKNOWN)) && seen[0].startsWith(`send_email did not finish (key ${key}: timed out after 300 ms): `),
       'tool-timeout', `the target saw ${n} (want 1), the row is ${status}; the model read ${j(seen)}`);
   }
   {
