@@ -3,7 +3,9 @@
 # as written: each block marked <!-- run by tests/suites/51-more-bindings.sh -->
 # (python with APSW, ruby with the sqlite3 gem, php with SQLite3, go with
 # mattn/go-sqlite3 in GOPATH mode over Debian's package, and a console
-# transcript of sqlite-utils, each "$ " line run and its output compared) is a
+# transcript of sqlite-utils, each "$ " line run and its output compared;
+# rust with rusqlite, a Cargo project of the page's toml blocks, offline over
+# Debian's crates) is a
 # program run in a fresh directory holding the extension as ./idempotency.so,
 # its stdout compared with the ```text block marked <!-- output --> after it.
 # A runtime that is absent is a SKIP naming the Debian package (.ci/run
@@ -11,7 +13,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/interp.sh
-plain_ext bindings apsw ruby php go sqlite-utils
+plain_ext bindings apsw ruby php go rust sqlite-utils
 PY=/usr/bin/python3
 PAGE=docs/install.md
 rc=0
@@ -38,13 +40,14 @@ while i < len(lines):
     body = "\n".join(lines[i + 1:j]) + "\n"
     if before == mark:
         n += 1
-        ext = {"python": "py", "ruby": "rb", "php": "php", "go": "go", "console": "console"}[m.group(1)]
+        ext = {"python": "py", "ruby": "rb", "php": "php", "go": "go", "console": "console", "rust": "rs", "toml": "toml"}[m.group(1)]
         last = os.path.join(out, f"{n:02d}")
         open(f"{last}.{ext}", "w", encoding="utf-8").write(body)
         if ext == "console":  # a transcript: it is its own expected output
             open(f"{last}.out", "w", encoding="utf-8").write(body)
             last = None
-        print(f"{n:02d}.{ext}")
+        if ext != "toml":  # a Rust program's Cargo.toml and .cargo/config.toml, before it
+            print(f"{n:02d}.{ext}")
     elif before == "<!-- output -->" and m.group(1) == "text" and last:
         open(f"{last}.out", "w", encoding="utf-8").write(body)
         last = None
@@ -79,6 +82,16 @@ for f in $names; do
         cmd=(sh -c "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$tmp/gocache GOFLAGS= go build -o example $f && ./example"); pkg="golang-go golang-github-mattn-go-sqlite3-dev" ;;
     console) name=sqlite-utils; ready=$(command -v sqlite-utils >/dev/null 2>&1 || echo "no sqlite-utils")
         cmd=("$PY" "$tmp/transcript.py" "$f"); pkg=sqlite-utils ;;
+    rs) name=rust; ready=
+        command -v cargo >/dev/null 2>&1 || ready="no cargo"
+        [ -d /usr/share/cargo/registry/rusqlite-0.28.0 ] || ready="no rusqlite in Debian's registry"
+        # the Cargo project: the page's two toml blocks before the program
+        mkdir -p "$tmp/run-$n/src" "$tmp/run-$n/.cargo"
+        for t in "$tmp"/blocks/*.toml; do
+          if grep -q '^\[package\]' "$t"; then cp "$t" "$tmp/run-$n/Cargo.toml"; else cp "$t" "$tmp/run-$n/.cargo/config.toml"; fi
+        done
+        cp "$tmp/blocks/$f" "$tmp/run-$n/src/main.rs"
+        cmd=(sh -c "CARGO_TARGET_DIR=$tmp/cargo-target cargo run -q"); pkg="cargo librust-rusqlite-dev" ;;
     php) name=php; ready=$(php -r 'exit(class_exists("SQLite3") ? 0 : 1);' 2>&1 || echo "no SQLite3 class") && ready=
          cmd=(php -d "sqlite3.extension_dir=$tmp/run-$n" "$f"); pkg="php8.2-cli php8.2-sqlite3" ;;
   esac
