@@ -8,12 +8,15 @@
 # Debian's crates) is a
 # program run in a fresh directory holding the extension as ./idempotency.so,
 # its stdout compared with the ```text block marked <!-- output --> after it.
-# A runtime that is absent is a SKIP naming the Debian package (.ci/run
-# installs them).
+# js blocks run on Node 24's node:sqlite and on Deno (the same program), or
+# on Bun (a bun:sqlite program); those runtimes are npm packages installed
+# once into build/runtimes. A runtime that is absent is a SKIP naming the
+# Debian package or the npm install that failed (.ci/run installs the Debian
+# ones).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/interp.sh
-plain_ext bindings apsw ruby php go rust sqlite-utils
+plain_ext bindings apsw ruby php go rust sqlite-utils node-sqlite deno bun
 PY=/usr/bin/python3
 PAGE=docs/install.md
 rc=0
@@ -40,9 +43,13 @@ while i < len(lines):
     body = "\n".join(lines[i + 1:j]) + "\n"
     if before == mark:
         n += 1
-        ext = {"python": "py", "ruby": "rb", "php": "php", "go": "go", "console": "console", "rust": "rs", "toml": "toml"}[m.group(1)]
+        ext = {"python": "py", "ruby": "rb", "php": "php", "go": "go", "console": "console", "rust": "rs", "toml": "toml",
+               "js": "bun" if "bun:sqlite" in body else "mjs"}[m.group(1)]
         last = os.path.join(out, f"{n:02d}")
         open(f"{last}.{ext}", "w", encoding="utf-8").write(body)
+        if ext == "mjs":  # node:sqlite: Node 24, and Deno's node:sqlite, the same program
+            open(f"{last}.deno", "w", encoding="utf-8").write(body)
+            print(f"{n:02d}.deno")
         if ext == "console":  # a transcript: it is its own expected output
             open(f"{last}.out", "w", encoding="utf-8").write(body)
             last = None
@@ -61,6 +68,21 @@ PY
 fi
 [ -n "$names" ] || { echo "FAIL bindings.more: $PAGE has no block marked for this suite"; exit 1; }
 
+# Node 24 (node:sqlite), Deno and Bun are npm packages (node@24, deno, bun:
+# each ships its binary), installed once into build/runtimes; a machine
+# that cannot reach npm skips them
+RUNTIMES=$PWD/build/runtimes
+if [ ! -x "$RUNTIMES/node_modules/.bin/bun" ] || [ ! -x "$RUNTIMES/node_modules/.bin/deno" ] || [ ! -x "$RUNTIMES/node_modules/.bin/node" ]; then
+  mkdir -p "$RUNTIMES"
+  if ! command -v npm >/dev/null 2>&1; then
+    runtimes_why="npm is not installed"
+  elif ! runtimes_why=$(cd "$RUNTIMES" && timeout 300 npm install --no-audit --no-fund --loglevel=error --no-save node@24 deno bun 2>&1); then
+    runtimes_why="npm install node@24 deno bun failed: $(tail -1 <<<"$runtimes_why")"
+  else
+    runtimes_why=
+  fi
+fi
+
 # a console block's transcript: each "$ command" line run with bash, then its output
 cat >"$tmp/transcript.py" <<'PY'
 import subprocess, sys
@@ -73,30 +95,40 @@ PY
 for f in $names; do
   n=${f%.*}
   lang=${f#*.}
+  dir=$tmp/run-$n-$lang
+  run=$f # the program's file name in $dir
+  case $lang in deno | bun) run=$n.mjs ;; esac
   case $lang in
-    py) name=apsw; ready=$("$PY" -c 'import apsw' 2>&1) && ready=; cmd=("$PY" "$f"); pkg=python3-apsw ;;
-    rb) name=ruby; ready=$(ruby -e 'require "sqlite3"' 2>&1) && ready=; cmd=(ruby "$f"); pkg=ruby-sqlite3 ;;
+    py) name=apsw; ready=$("$PY" -c 'import apsw' 2>&1) && ready=; cmd=("$PY" "$f"); pkg="Debian: apt-get install python3-apsw" ;;
+    rb) name=ruby; ready=$(ruby -e 'require "sqlite3"' 2>&1) && ready=; cmd=(ruby "$f"); pkg="Debian: apt-get install ruby-sqlite3" ;;
     go) name=go; ready=
         command -v go >/dev/null 2>&1 || ready="no go"
         [ -d /usr/share/gocode/src/github.com/mattn/go-sqlite3 ] || ready="no mattn/go-sqlite3"
-        cmd=(sh -c "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$tmp/gocache GOFLAGS= go build -o example $f && ./example"); pkg="golang-go golang-github-mattn-go-sqlite3-dev" ;;
+        cmd=(sh -c "GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$tmp/gocache GOFLAGS= go build -o example $f && ./example"); pkg="Debian: apt-get install golang-go golang-github-mattn-go-sqlite3-dev" ;;
     console) name=sqlite-utils; ready=$(command -v sqlite-utils >/dev/null 2>&1 || echo "no sqlite-utils")
-        cmd=("$PY" "$tmp/transcript.py" "$f"); pkg=sqlite-utils ;;
+        cmd=("$PY" "$tmp/transcript.py" "$f"); pkg="Debian: apt-get install sqlite-utils" ;;
     rs) name=rust; ready=
         command -v cargo >/dev/null 2>&1 || ready="no cargo"
         [ -d /usr/share/cargo/registry/rusqlite-0.28.0 ] || ready="no rusqlite in Debian's registry"
         # the Cargo project: the page's two toml blocks before the program
-        mkdir -p "$tmp/run-$n/src" "$tmp/run-$n/.cargo"
+        mkdir -p "$dir/src" "$dir/.cargo"
         for t in "$tmp"/blocks/*.toml; do
-          if grep -q '^\[package\]' "$t"; then cp "$t" "$tmp/run-$n/Cargo.toml"; else cp "$t" "$tmp/run-$n/.cargo/config.toml"; fi
+          if grep -q '^\[package\]' "$t"; then cp "$t" "$dir/Cargo.toml"; else cp "$t" "$dir/.cargo/config.toml"; fi
         done
-        cp "$tmp/blocks/$f" "$tmp/run-$n/src/main.rs"
-        cmd=(sh -c "CARGO_TARGET_DIR=$tmp/cargo-target cargo run -q"); pkg="cargo librust-rusqlite-dev" ;;
-    php) name=php; ready=$(php -r 'exit(class_exists("SQLite3") ? 0 : 1);' 2>&1 || echo "no SQLite3 class") && ready=
-         cmd=(php -d "sqlite3.extension_dir=$tmp/run-$n" "$f"); pkg="php8.2-cli php8.2-sqlite3" ;;
+        cp "$tmp/blocks/$f" "$dir/src/main.rs"
+        cmd=(sh -c "CARGO_TARGET_DIR=$tmp/cargo-target cargo run -q"); pkg="Debian: apt-get install cargo librust-rusqlite-dev" ;;
+    mjs) name=node-sqlite; ready=${runtimes_why:-}; [ -x "$RUNTIMES/node_modules/.bin/node" ] || ready=${ready:-no node@24}
+        cmd=("$RUNTIMES/node_modules/.bin/node" "$f"); pkg="npm install node@24, which failed or was not run" ;;
+    deno) name=deno; ready=${runtimes_why:-}; [ -x "$RUNTIMES/node_modules/.bin/deno" ] || ready=${ready:-no deno}
+        cmd=(env NO_COLOR=1 DENO_DIR="$tmp/deno" "$RUNTIMES/node_modules/.bin/deno" run --allow-ffi --allow-read --allow-write "$run"); pkg="npm install deno, which failed or was not run" ;;
+    bun) name=bun; ready=${runtimes_why:-}; [ -x "$RUNTIMES/node_modules/.bin/bun" ] || ready=${ready:-no bun}
+        cmd=("$RUNTIMES/node_modules/.bin/bun" "$run"); pkg="npm install bun, which failed or was not run" ;;
+    php) name=php; ready=
+         php -r 'exit(class_exists("SQLite3") ? 0 : 1);' >/dev/null 2>&1 || ready="no php, or no SQLite3 class"
+         cmd=(php -d "sqlite3.extension_dir=$dir" "$f"); pkg="Debian: apt-get install php8.2-cli php8.2-sqlite3" ;;
   esac
   if [ -n "$ready" ] || ! command -v "${cmd[0]}" >/dev/null 2>&1; then
-    echo "SKIP bindings.$name: its runtime is absent (Debian: apt-get install $pkg)"
+    echo "SKIP bindings.$name: its runtime is absent (${ready:-not found}; $pkg)"
     continue
   fi
   if [ ! -f "$tmp/blocks/$n.out" ]; then
@@ -104,10 +136,10 @@ for f in $names; do
     rc=1
     continue
   fi
-  mkdir -p "$tmp/run-$n"
-  cp "$ext" "$tmp/run-$n/idempotency.so"
-  cp "$tmp/blocks/$f" "$tmp/run-$n/$f"
-  out=$(cd "$tmp/run-$n" && timeout 60 "${cmd[@]}" 2>&1)
+  mkdir -p "$dir"
+  cp "$ext" "$dir/idempotency.so"
+  cp "$tmp/blocks/$f" "$dir/$run"
+  out=$(cd "$dir" && timeout 60 "${cmd[@]}" 2>&1)
   status=$?
   if [ "$status" -ne 0 ]; then
     echo "FAIL bindings.$name:docs-example: exit $status: $(head -c 400 <<<"$out")"
