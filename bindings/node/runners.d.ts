@@ -38,3 +38,13 @@ export function retryAt(error: unknown): Date | undefined;
 
 /** The second added to a holder's lease end by retryAt (1000). */
 export const LEASE_MARGIN_MS: number;
+
+/**
+ * Retry settings for a runner whose delays are fixed (DBOS's step config):
+ * the fewest attempts whose delays (intervalSeconds, times backoffRate each
+ * time) reach past a holder's lease of `seconds` plus LEASE_MARGIN_MS, so a
+ * call in progress at the first attempt is read again after the lease.
+ * RangeError for a bad argument.
+ */
+export function retriesSpanning(seconds: number, options?: { intervalSeconds?: number; backoffRate?: number }):
+  { retriesAllowed: true; intervalSeconds: number; backoffRate: number; maxAttempts: number };

@@ -86,4 +86,25 @@ function nonRetryable(make, options) {
   };
 }
 
-module.exports = { isFinalRefusal, nonRetryable, retryAt, LEASE_MARGIN_MS };
+// For a runner whose retry delays are fixed settings (DBOS's step
+// retriesAllowed, intervalSeconds, backoffRate, maxAttempts): the fewest
+// attempts whose delays reach past a holder's lease of seconds (plus
+// LEASE_MARGIN_MS), so that when a crashed holder's call is in progress
+// at the first attempt, a later attempt reads its outcome or unknown rather
+// than the retries ending inside the lease. seconds: the ledger's
+// lease_seconds (3 heartbeats for a ledger Ledger.open created: 15).
+function retriesSpanning(seconds, { intervalSeconds = 1, backoffRate = 2 } = {}) {
+  const where = 'sqlite-idempotency/runners: retriesSpanning';
+  if (!(Number.isFinite(seconds) && seconds >= 0)) throw new RangeError(`${where}: seconds must be a number of seconds >= 0 (the ledger's lease_seconds), got ${describe(seconds)}`);
+  if (!(Number.isFinite(intervalSeconds) && intervalSeconds > 0)) throw new RangeError(`${where}: intervalSeconds must be a number > 0, got ${describe(intervalSeconds)}`);
+  if (!(Number.isFinite(backoffRate) && backoffRate >= 1)) throw new RangeError(`${where}: backoffRate must be a number >= 1, got ${describe(backoffRate)}`);
+  const need = seconds + LEASE_MARGIN_MS / 1000;
+  let maxAttempts = 1;
+  for (let waited = 0, delay = intervalSeconds; waited < need; delay *= backoffRate) {
+    waited += delay;
+    maxAttempts += 1;
+  }
+  return { retriesAllowed: true, intervalSeconds, backoffRate, maxAttempts };
+}
+
+module.exports = { isFinalRefusal, nonRetryable, retryAt, retriesSpanning, LEASE_MARGIN_MS };

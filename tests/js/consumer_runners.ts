@@ -2,7 +2,7 @@
 // and misuse the declarations refuse (each @ts-expect-error must be an error).
 import Database from 'better-sqlite3';
 import { Ledger } from 'sqlite-idempotency';
-import { isFinalRefusal, nonRetryable, retryAt, LEASE_MARGIN_MS } from 'sqlite-idempotency/runners';
+import { isFinalRefusal, nonRetryable, retryAt, retriesSpanning, LEASE_MARGIN_MS } from 'sqlite-idempotency/runners';
 
 class FatalError extends Error {}
 const ledger = Ledger.open(new Database(':memory:'));
@@ -18,6 +18,8 @@ const waited = nonRetryable((e) => new FatalError(e.message), { retry: (e, at) =
 const at: Date | undefined = retryAt(new Error('x'));
 const margin: number = LEASE_MARGIN_MS;
 void waited; void at; void margin;
+const attempts: number = retriesSpanning(15, { backoffRate: 2 }).maxAttempts;
+void attempts;
 
 // @ts-expect-error: make must be a function of the refusal
 nonRetryable(FatalError);

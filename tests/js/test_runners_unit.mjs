@@ -4,7 +4,7 @@
 import Database from 'better-sqlite3';
 import { Ledger, ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted, NotSent, OutcomeUnknown } from 'sqlite-idempotency';
 import { ToolCallError } from 'sqlite-idempotency/ai';
-import { isFinalRefusal, nonRetryable, retryAt, LEASE_MARGIN_MS } from 'sqlite-idempotency/runners';
+import { isFinalRefusal, nonRetryable, retryAt, retriesSpanning, LEASE_MARGIN_MS } from 'sqlite-idempotency/runners';
 import { Checks } from './checks.mjs';
 
 const checks = new Checks('runners.unit');
@@ -83,6 +83,25 @@ for (const [name, [error, final]] of Object.entries(errors)) {
     && e2 instanceof TypeError && e2.message === `sqlite-idempotency/runners: nonRetryable: options.retry must return an Error (the runner's retryable error), got "later" for the call in progress: ${held.message}` && e2.cause === held
     && e3 instanceof TypeError && e3.message === 'sqlite-idempotency/runners: nonRetryable: options must be an object ({ retry }), got an array',
   'retry-bad-arguments', `${e1?.message} / ${e2?.message} / ${e3?.message}`);
+}
+
+// retriesSpanning: the fewest attempts whose delays reach past the lease
+// and its margin (15 s + 1 s: 1+2+4+8+16 = 31 s of delays, six attempts;
+// five would stop at 15 s, inside it), and its refusals
+{
+  const got = [retriesSpanning(15), retriesSpanning(0), retriesSpanning(15, { intervalSeconds: 2, backoffRate: 1 })];
+  const bad = [() => retriesSpanning(-1), () => retriesSpanning(15, { backoffRate: 0.5 }), () => retriesSpanning(15, { intervalSeconds: 0 })].map((f) => {
+    try { f(); return 'no error'; } catch (e) { return `${e.name}: ${e.message}`; }
+  });
+  checks.report(j(got) === j([
+    { retriesAllowed: true, intervalSeconds: 1, backoffRate: 2, maxAttempts: 6 },
+    { retriesAllowed: true, intervalSeconds: 1, backoffRate: 2, maxAttempts: 2 },
+    { retriesAllowed: true, intervalSeconds: 2, backoffRate: 1, maxAttempts: 9 },
+  ]) && j(bad) === j([
+    "RangeError: sqlite-idempotency/runners: retriesSpanning: seconds must be a number of seconds >= 0 (the ledger's lease_seconds), got number",
+    'RangeError: sqlite-idempotency/runners: retriesSpanning: backoffRate must be a number >= 1, got number',
+    'RangeError: sqlite-idempotency/runners: retriesSpanning: intervalSeconds must be a number > 0, got number',
+  ]), 'retries-spanning', `${j(got)} ${j(bad)}`);
 }
 
 // end to end without a runner: an unknown call's retry, through Ledger.call
