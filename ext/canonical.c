@@ -1379,3 +1379,28 @@ int idem_jcs_canonicalize_stored(const char *zIn, size_t nIn, const IdemMem *pMe
                                  void *pSinkCtx, IdemJcsError *pErr) {
   return jcs_run(zIn, nIn, pMem, xSink, pSinkCtx, pErr, 1);
 }
+
+/* The end of the well-formed JSON value (or member name) at z[i]. */
+size_t idem_jcs_value_end(const char *z, size_t n, size_t i) {
+  int depth = 0, bStr = 0;
+  for (; i < n; i++) {
+    char c = z[i];
+    if (bStr) {
+      if (c == '\\') i++;
+      else if (c == '"') {
+        bStr = 0;
+        if (depth == 0) return i + 1;
+      }
+    } else if (c == '"') {
+      bStr = 1;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return i; /* the end of the enclosing object or array */
+      if (--depth == 0) return i + 1;
+    } else if (c == ',' && depth == 0) {
+      return i;
+    }
+  }
+  return n;
+}

@@ -93,6 +93,14 @@ int idem_jcs_canonicalize_stored(const char *zIn, size_t nIn, const IdemMem *pMe
 */
 int idem_jcs_number(double v, char *zOut);
 
+/*
+** In well-formed JSON z[0..n) (the canonical or stored form the ledger
+** writes), the end of the value that starts at z[i] (a member's name is a
+** value too): the index after it, or the index of the comma or closing
+** bracket that ends the enclosing object or array, or n.
+*/
+size_t idem_jcs_value_end(const char *z, size_t n, size_t i);
+
 /* A growable byte buffer that is also a sink (ctx = IdemBuf*). */
 typedef struct IdemBuf IdemBuf;
 struct IdemBuf {

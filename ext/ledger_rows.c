@@ -103,16 +103,15 @@ unsigned ledger_status(const char *z, int *peEff) {
 }
 
 char *ledger_status_list(unsigned mask) {
-  const char *az[N_STATUS];
-  int i, n = 0;
+  sqlite3_str *pStr = sqlite3_str_new(0);
+  int i, n = 0, nAll = 0;
+  for (i = 0; i < N_STATUS; i++) nAll += (aStatus[i].f & mask) != 0;
   for (i = 0; i < N_STATUS; i++) {
-    if (aStatus[i].f & mask) az[n++] = aStatus[i].z;
+    if ((aStatus[i].f & mask) == 0) continue;
+    n++;
+    sqlite3_str_appendf(pStr, "%s%s", n == 1 ? "" : n == nAll ? " or " : ", ", aStatus[i].z);
   }
-  if (n == 1) return sqlite3_mprintf("%s", az[0]);
-  if (n == 2) return sqlite3_mprintf("%s or %s", az[0], az[1]);
-  if (n == 3) return sqlite3_mprintf("%s, %s or %s", az[0], az[1], az[2]);
-  if (n == 4) return sqlite3_mprintf("%s, %s, %s or %s", az[0], az[1], az[2], az[3]);
-  return sqlite3_mprintf("%s, %s, %s, %s or %s", az[0], az[1], az[2], az[3], az[4]);
+  return sqlite3_str_finish(pStr);
 }
 
 const char *ledger_status_name(int eEff) {

@@ -866,31 +866,6 @@ done:
 /* idem_settle and idem_resolve                                        */
 /* ------------------------------------------------------------------ */
 
-/* The end of the JSON value that starts at z[i] (valid JSON assumed). */
-static size_t value_end(const char *z, size_t n, size_t i) {
-  int depth = 0, bStr = 0;
-  for (; i < n; i++) {
-    char c = z[i];
-    if (bStr) {
-      if (c == '\\') i++;
-      else if (c == '"') {
-        bStr = 0;
-        if (depth == 0) return i + 1;
-      }
-    } else if (c == '"') {
-      bStr = 1;
-    } else if (c == '{' || c == '[') {
-      depth++;
-    } else if (c == '}' || c == ']') {
-      if (depth == 0) return i; /* the end of the enclosing object */
-      if (--depth == 0) return i + 1;
-    } else if (c == ',' && depth == 0) {
-      return i;
-    }
-  }
-  return n;
-}
-
 /*
 ** Canonical JSON z[0..n): when it is an object whose member "sent" is
 ** false, write it to *pOut with that member first (the plain-SQL trigger
@@ -904,8 +879,8 @@ static int sent_first(const char *z, size_t n, IdemBuf *pOut) {
   /* pass 0 finds the member, pass 1 writes the others after it */
   for (pass = 0; pass < 2; pass++) {
     for (i = 1; i < n && z[i] == '"';) {
-      size_t iEnd = value_end(z, n, i); /* the end of the key */
-      size_t iNext = value_end(z, n, iEnd + 1);
+      size_t iEnd = idem_jcs_value_end(z, n, i); /* the end of the key */
+      size_t iNext = idem_jcs_value_end(z, n, iEnd + 1);
       int bSent = iEnd - i == 6 && memcmp(z + i, "\"sent\"", 6) == 0;
       if (pass == 0 && bSent) {
         if (iNext - iEnd - 1 != 5 || memcmp(z + iEnd + 1, "false", 5) != 0) return 0;

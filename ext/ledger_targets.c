@@ -31,32 +31,6 @@ SQLITE_EXTENSION_INIT3
 #include <stdlib.h>
 #include <string.h>
 
-/* The end of the canonical JSON value that starts at z[i] (the
-** canonicaliser made it, so it is well formed); a key is a value too. */
-static size_t value_end(const char *z, size_t n, size_t i) {
-  int depth = 0, bStr = 0;
-  for (; i < n; i++) {
-    char c = z[i];
-    if (bStr) {
-      if (c == '\\') i++;
-      else if (c == '"') {
-        bStr = 0;
-        if (depth == 0) return i + 1;
-      }
-    } else if (c == '"') {
-      bStr = 1;
-    } else if (c == '{' || c == '[') {
-      depth++;
-    } else if (c == '}' || c == ']') {
-      if (depth == 0) return i;
-      if (--depth == 0) return i + 1;
-    } else if (c == ',' && depth == 0) {
-      return i;
-    }
-  }
-  return n;
-}
-
 /* One member (or element) of a canonical object (or array): its name's
 ** span (with the quotes; 0 bytes for an element) and its value's. */
 typedef struct Span Span;
@@ -85,13 +59,13 @@ static int spans(const char *z, size_t n, int bObject, Span **paSpan, int *pn) {
     if (bObject) {
       if (z[i] != '"') break;
       s.zName = z + i;
-      s.nName = value_end(z, n, i) - i;
+      s.nName = idem_jcs_value_end(z, n, i) - i;
       i += s.nName;
       if (i >= n - 1 || z[i] != ':') break;
       i++;
     }
     s.zValue = z + i;
-    s.nValue = value_end(z, n - 1, i) - i;
+    s.nValue = idem_jcs_value_end(z, n - 1, i) - i;
     if (s.nValue == 0) break;
     i += s.nValue;
     if (nA == nAlloc) {

@@ -216,6 +216,24 @@ const storedNote = (name, refused) => `read from ${name}_rows, stored statuses (
 
 const ROW_COLS = 'tenant, key, conversation, tool, effect, status, attempt, created_at, updated_at, lease_until';
 
+// The WHERE terms and parameters of --tool, --tenant and --older-than
+// (seconds, measured from now).
+function rowFilters(a, older, now) {
+  const where = [];
+  const params = [];
+  for (const [opt, col] of [['--tool', 'tool'], ['--tenant', 'tenant']]) {
+    if (has(a.opts, opt)) {
+      where.push(`${col} = ?`);
+      params.push(a.opts[opt]);
+    }
+  }
+  if (older !== null) {
+    where.push('updated_at <= ?');
+    params.push(ageNow(now) - older * 1000);
+  }
+  return { where, params };
+}
+
 function cmdList(a, out) {
   const file = a.pos[0];
   const status = has(a.opts, '--status') ? a.opts['--status'] : 'open';
@@ -232,18 +250,7 @@ function cmdList(a, out) {
   const name = pick(db, file, a.opts['--ledger']);
   const refused = probe(db, name);
   const now = nowMs(db);
-  const where = [];
-  const params = [];
-  for (const [opt, col] of [['--tool', 'tool'], ['--tenant', 'tenant']]) {
-    if (has(a.opts, opt)) {
-      where.push(`${col} = ?`);
-      params.push(a.opts[opt]);
-    }
-  }
-  if (older !== null) {
-    where.push('updated_at <= ?');
-    params.push(ageNow(now) - older * 1000);
-  }
+  const { where, params } = rowFilters(a, older, now);
   let targetsSql = null;
   if (has(a.opts, '--target')) {
     if (!targetsKept(db, name)) {
@@ -397,22 +404,12 @@ function cmdResolveAll(a, out) {
   const dry = has(a.opts, '--dry-run');
   const db = openFile(file, !dry);
   const name = pick(db, file, a.opts['--ledger']);
-  const where = ["status = 'unknown'"];
-  const params = [];
-  for (const [opt, col] of [['--tool', 'tool'], ['--tenant', 'tenant']]) {
-    if (has(a.opts, opt)) {
-      where.push(`${col} = ?`);
-      params.push(a.opts[opt]);
-    }
-  }
   const detail = has(a.opts, '--detail') ? a.opts['--detail'] : null;
   const done = [];
   try {
     if (!dry) db.exec('BEGIN IMMEDIATE');
-    if (older !== null) {
-      where.push('updated_at <= ?');
-      params.push(ageNow(nowMs(db)) - older * 1000);
-    }
+    const { where, params } = rowFilters(a, older, nowMs(db)); // the clock read inside the transaction
+    where.unshift("status = 'unknown'");
     const rows = db.prepare(`SELECT tenant, key, tool, updated_at FROM ${q(name)} WHERE ${where.join(' AND ')} ORDER BY rowid`).raw().all(...params);
     const resolve = db.prepare('SELECT idem_resolve(?, ?, ?, ?, ?)').pluck();
     for (const [tenant, key, tool, updated] of rows) {

@@ -69,19 +69,18 @@ function nonRetryable(make, options) {
   if (retry !== undefined && typeof retry !== 'function') {
     throw new TypeError(`${where}: options.retry must be a function of the error and the Date to retry at that returns the runner's retryable error (e.g. (e, at) => new RetryableError(e.message, { retryAfter: at })), got ${describe(retry)}`);
   }
-  const thrown = (out, error, what) => {
+  // out, the runner's error made by fn ("make" or "options.retry") for error
+  const thrown = (out, error, fn, kind, of) => {
     if (!(out instanceof Error)) {
-      const kind = what === 'make' ? "the runner's non-retryable error), got " : "the runner's retryable error), got ";
-      const of = what === 'make' ? 'the refusal' : 'the call in progress';
-      throw new TypeError(`${where}: ${what} must return an Error (${kind}${describe(out)} for ${of}: ${error.message}`, { cause: error });
+      throw new TypeError(`${where}: ${fn} must return an Error (the runner's ${kind} error), got ${describe(out)} for ${of}: ${error.message}`, { cause: error });
     }
     if (out.cause === undefined) out.cause = error;
     return out;
   };
   return (error) => {
-    if (isFinalRefusal(error)) throw thrown(make(error), error, 'make');
+    if (isFinalRefusal(error)) throw thrown(make(error), error, 'make', 'non-retryable', 'the refusal');
     const at = retry ? retryAt(error) : undefined;
-    if (at) throw thrown(retry(error, at), error, 'options.retry');
+    if (at) throw thrown(retry(error, at), error, 'options.retry', 'retryable', 'the call in progress');
     throw error;
   };
 }

@@ -264,6 +264,19 @@ def stored_note(name: str, refused: str) -> str:
 _ROW_COLS = "tenant, key, conversation, tool, effect, status, attempt, created_at, updated_at, lease_until"
 
 
+def row_filters(a: Args, older: Optional[int], now: int) -> Tuple[List[str], List[Any]]:
+    """The WHERE terms and parameters of --tool, --tenant and --older-than (seconds, measured from now)."""
+    where, params = [], []
+    for opt, col in (("--tool", "tool"), ("--tenant", "tenant")):
+        if opt in a.opts:
+            where.append(f"{col} = ?")
+            params.append(a.opts[opt])
+    if older is not None:
+        where.append("updated_at <= ?")
+        params.append(age_now(now) - older * 1000)
+    return where, params
+
+
 def cmd_list(a: Args, out: List[str]) -> int:
     path = a.pos[0]
     status = a.opts.get("--status", "open")
@@ -279,15 +292,8 @@ def cmd_list(a: Args, out: List[str]) -> int:
     name = pick(conn, path, a.opts.get("--ledger"))
     refused = probe(conn, name)
     now = now_ms(conn)
-    where, params = [], []
+    where, params = row_filters(a, older, now)
     targets_sql = None
-    for opt, col in (("--tool", "tool"), ("--tenant", "tenant")):
-        if opt in a.opts:
-            where.append(f"{col} = ?")
-            params.append(a.opts[opt])
-    if older is not None:
-        where.append("updated_at <= ?")
-        params.append(age_now(now) - older * 1000)
     if "--target" in a.opts:
         if not _targets_kept(conn, name):
             raise CommandError(f"sqlite-idempotency: ledger {name} keeps no targets (format 4); upgrade it once "
@@ -465,18 +471,12 @@ def cmd_resolve_all(a: Args, out: List[str]) -> int:
     dry = "--dry-run" in a.opts
     conn = open_file(path, write=not dry)
     name = pick(conn, path, a.opts.get("--ledger"))
-    where, params = ["status = 'unknown'"], []
-    for opt, col in (("--tool", "tool"), ("--tenant", "tenant")):
-        if opt in a.opts:
-            where.append(f"{col} = ?")
-            params.append(a.opts[opt])
     done: List[Dict[str, Any]] = []
     try:
         if not dry:
             conn.execute("BEGIN IMMEDIATE")
-        if older is not None:
-            where.append("updated_at <= ?")
-            params.append(age_now(now_ms(conn)) - older * 1000)
+        where, params = row_filters(a, older, now_ms(conn))  # the clock read inside the transaction
+        where.insert(0, "status = 'unknown'")
         rows = conn.execute(f"SELECT tenant, key, tool, updated_at FROM {q(name)} WHERE {' AND '.join(where)} "
                             "ORDER BY rowid", params).fetchall()
         for tenant, key, tool, updated in rows:
