@@ -609,45 +609,34 @@ static int own_save_end(IdemLedger *p, int bSave, int rc) {
   return rc;
 }
 
-/* Step own write pS to its end (ledger_step_done) as the extension. */
-static int own_step_done(IdemLedger *p, sqlite3_stmt *pS) {
+/* Run one own write as the extension: prepared statement pS stepped to its
+** end (ledger_step_done), or SQL text zSql (sqlite3_malloc'd, freed) run by
+** ledger_exec_sql; its changes and rowid kept as it ends. */
+static int own_run(IdemLedger *p, sqlite3_stmt *pS, char *zSql) {
   OwnWrite w;
   int rc, bSave;
   rc = own_save_begin(p, &bSave);
   if (rc) {
-    sqlite3_reset(pS);
+    if (pS) sqlite3_reset(pS);
+    sqlite3_free(zSql);
     return rc;
   }
   own_begin(p, &w);
-  rc = ledger_step_done(pS);
+  rc = pS ? ledger_step_done(pS) : ledger_exec_sql(p->db, zSql, 0);
   p->nOwnChanges = sqlite3_changes(p->db);
   p->iOwnRowid = sqlite3_last_insert_rowid(p->db);
   own_end(p, &w);
   return own_save_end(p, bSave, rc);
 }
+
+static int own_step_done(IdemLedger *p, sqlite3_stmt *pS) { return own_run(p, pS, 0); }
+
+static int own_exec_free(IdemLedger *p, char *zSql) { return own_run(p, 0, zSql); }
 
 int storage_own_changes(const IdemLedger *p) { return p->nOwnChanges; }
 
 sqlite3_int64 storage_own_rowid(const IdemLedger *p) { return p->iOwnRowid; }
 
-static int own_exec_free(IdemLedger *p, char *zSql) {
-  OwnWrite w;
-  int rc, bSave;
-  rc = own_save_begin(p, &bSave);
-  if (rc) {
-    sqlite3_free(zSql);
-    return rc;
-  }
-  own_begin(p, &w);
-  rc = ledger_exec_sql(p->db, zSql, 0);
-  p->nOwnChanges = sqlite3_changes(p->db);
-  p->iOwnRowid = sqlite3_last_insert_rowid(p->db);
-  own_end(p, &w);
-  return own_save_end(p, bSave, rc);
-}
-
-/* SQLITE_OK, or the refusal of a connection whose idem_own_write() is not
-** the extension's. */
 /*
 ** A function registered over idem_own_write() on this connection expires
 ** every prepared statement of it (SQLite does so for any function it
