@@ -99,8 +99,12 @@ for f in $names; do
   run=$f # the program's file name in $dir
   case $lang in deno | bun) run=$n.mjs ;; esac
   case $lang in
-    py) name=apsw; ready=$("$PY" -c 'import apsw' 2>&1) && ready=; cmd=("$PY" "$f"); pkg="Debian: apt-get install python3-apsw" ;;
-    rb) name=ruby; ready=$(ruby -e 'require "sqlite3"' 2>&1) && ready=; cmd=(ruby "$f"); pkg="Debian: apt-get install ruby-sqlite3" ;;
+    py) name=apsw; ready=
+        "$PY" -c 'import apsw' >/dev/null 2>&1 || ready="$PY cannot import apsw"
+        cmd=("$PY" "$f"); pkg="Debian: apt-get install python3-apsw" ;;
+    rb) name=ruby; ready=
+        ruby -e 'require "sqlite3"' >/dev/null 2>&1 || ready="no ruby, or no sqlite3 gem"
+        cmd=(ruby "$f"); pkg="Debian: apt-get install ruby-sqlite3" ;;
     go) name=go; ready=
         command -v go >/dev/null 2>&1 || ready="no go"
         [ -d /usr/share/gocode/src/github.com/mattn/go-sqlite3 ] || ready="no mattn/go-sqlite3"
