@@ -12,6 +12,7 @@ const {
   ClaimInProgress, ClaimMismatch, IdempotencyError, LeaseLost, NotCommitted, NotSent, OutcomeUnknown, TargetConflict, ToolFailed,
 } = require('./index.js');
 const { say, because, sayConflict, UNKNOWN } = require('./words.js');
+const JSON_OF_PACKAGE = require('./index.js')[Symbol.for('sqlite-idempotency.json')];
 
 const running = new AsyncLocalStorage();
 
@@ -58,7 +59,9 @@ const describe = (v) => (typeof v === 'string' ? JSON.stringify(v) : v === null 
 // of the tool's input giving what the write touches, docs/ledger.md
 // "Targets"; allowedBy a function of the call, as tenant is, giving who
 // allows a deliberate second write to a held target, or undefined).
-// defaults may give a conversation function.
+// defaults may give a conversation function and a window ({ strict,
+// strictReason, seconds }: a conversation function returning undefined or
+// null then means the window, or with strict the refusal strictReason).
 function checkOptions(where, ledger, name, options, defaults = {}) {
   if (!ledger || typeof ledger.call !== 'function') {
     throw new TypeError(`${where}: ledger must be a Ledger (Ledger.open(db)), got ${describe(ledger)}`);
@@ -70,6 +73,7 @@ function checkOptions(where, ledger, name, options, defaults = {}) {
     throw new TypeError(`${where}: options must be an object with tenant and conversation functions, got ${describe(options)}`);
   }
   const spec = { tenant: options.tenant, conversation: options.conversation ?? defaults.conversation, waitMs: options.waitMs ?? 0, call: {} };
+  if (defaults.window) spec.window = defaults.window;
   for (const part of ['tenant', 'conversation']) {
     if (typeof spec[part] !== 'function') {
       throw new TypeError(`${where}: options.${part} must be a function of the call that returns the ${part} (a non-empty string), got ${describe(options[part])}`);
@@ -170,7 +174,11 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
     let reason;
     try {
       v = await spec[part](...parts);
-      if (typeof v !== 'string' || v === '') reason = `options.${part} returned ${describe(v)}`;
+      if (part === 'conversation' && spec.window && (v === undefined || v === null)) {
+        // none named: the adapter's window (Mastra without memory), or its refusal with strict
+        if (spec.window.strict) reason = spec.window.strictReason;
+        else v = windowScope(ledger, who.tenant, name, input, spec.window.seconds);
+      } else if (typeof v !== 'string' || v === '') reason = `options.${part} returned ${describe(v)}`;
     } catch (e) {
       reason = `options.${part} threw ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`;
     }
@@ -223,6 +231,62 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
   return r;
 }
 
+
+const WINDOW_SECONDS = 600; // docs/design.md, "The deduplication window"
+const WINDOW_MAX_SECONDS = 86400;
+
+// The window options of an adapter that has one (MCP, Mastra): strict, a
+// boolean; windowSeconds, 1 to WINDOW_MAX_SECONDS, and not with strict.
+function checkWindow(where, options) {
+  if (options.strict !== undefined && typeof options.strict !== 'boolean') {
+    throw new TypeError(`${where}: options.strict must be a boolean, got ${typeof options.strict}`);
+  }
+  if (options.windowSeconds !== undefined && !(Number.isInteger(options.windowSeconds) && options.windowSeconds >= 1 && options.windowSeconds <= WINDOW_MAX_SECONDS)) {
+    throw new RangeError(`${where}: options.windowSeconds must be an integer from 1 to ${WINDOW_MAX_SECONDS}, got ${options.windowSeconds}`);
+  }
+  if (options.strict === true && options.windowSeconds !== undefined) {
+    throw new TypeError(`${where}: options.windowSeconds is of no use with strict: true (a call that names no conversation is refused)`);
+  }
+}
+
+// The conversation of a call that names none: a per-tenant sliding window
+// of `seconds`, as a function Ledger.call runs under the ledger's write lock
+// (claimChosen), so racing processes choose alike. Buckets of `seconds`
+// named "w-<start, Unix seconds>".
+//   1. An identical call (this tenant, tool and arguments) of any window
+//      that is still claimed or unknown is this call, however long ago it
+//      was made: its answer (in progress, unknown) is this call's, and it
+//      is never admitted a second time, so "unknown is never retried here"
+//      holds past the window too. Read through the partial index of open
+//      rows, so its cost is the open rows', not the ledger's.
+//   2. Else the operation of a neighbouring bucket that holds an identical
+//      claim made less than `seconds` from now (the previous bucket; the
+//      next one, when the clock stepped back across an edge), so an
+//      identical call within `seconds` of the operation's first call is
+//      that operation, also across a bucket's edge.
+//   3. Else the operation of the current bucket: one `seconds` or more
+//      after a settled first call is a new one.
+function windowScope(ledger, tenant, tool, args, seconds) {
+  const span = seconds * 1000;
+  // the arguments as Ledger.call writes them, so the probe's key is the claim's
+  const text = JSON_OF_PACKAGE.jsonText(args, 'args');
+  return (nowMs) => {
+    const open = ledger.value(
+      `SELECT conversation AS v FROM ${ledger.sqlName('_rows')} WHERE (status='claimed' OR status='unknown')`
+      + " AND tenant = ? AND tool = ? AND args = idem_canonical(?) AND substr(conversation, 1, 2) = 'w-'"
+      + ' ORDER BY created_at DESC LIMIT 1', [tenant, tool, text]);
+    if (typeof open === 'string') return open;
+    const start = Math.floor(nowMs / span) * span;
+    for (const bucket of [start - span, start + span]) {
+      const conversation = `w-${bucket / 1000}`;
+      const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', [tenant, conversation, tool, text]);
+      const created = ledger.value(`SELECT created_at AS v FROM ${ledger.sqlName()} WHERE tenant = ? AND key = ?`, [tenant, key]);
+      if (created !== undefined && created !== null && Math.abs(nowMs - Number(created)) < span) return conversation;
+    }
+    return `w-${start / 1000}`;
+  };
+}
+
 // A value as the model reads it after the words: a string as it is, else JSON.
 function asText(v) {
   if (typeof v === 'string') return v;
@@ -237,4 +301,6 @@ function asText(v) {
 // How far past the holder's lease_until the LangGraph wait claims again.
 const LEASE_END_MARGIN_MS = 250;
 
-module.exports = { UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, asText, say, conflictText };
+module.exports = {
+  UNKNOWN, ToolCallError, currentAttempt, checkOptions, runTool, asText, say, conflictText, windowScope, checkWindow, WINDOW_SECONDS,
+};

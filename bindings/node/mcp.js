@@ -26,7 +26,7 @@ const {
   Ledger, NotSent, ToolFailed, OutcomeUnknown, ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted, TargetConflict,
 } = require('./index.js');
 const { say, because, sayConflict } = require('./words.js');
-const JSON_OF_PACKAGE = require('./index.js')[Symbol.for('sqlite-idempotency.json')];
+const { windowScope, checkWindow, WINDOW_SECONDS } = require('./agent-tools.js');
 
 const PREFIX = 'io.github.sqlite-idempotency/';
 const META = {
@@ -44,8 +44,6 @@ const HOSTS = Object.freeze([
 ]);
 const KEY_PART = /^[A-Za-z0-9_-]{1,128}$/; // the key grammar (docs/keys.md)
 const KEY_RULE = '1 to 128 characters of A-Za-z0-9_-';
-const WINDOW_SECONDS = 600; // docs/design.md, "The deduplication window"
-const WINDOW_MAX_SECONDS = 86400;
 const OPTIONS = ['tenant', 'conversation', 'strict', 'windowSeconds', 'waitMs', 'renewSeconds', 'heartbeatSeconds', 'targets', 'allowedBy', 'askSecondWrite', 'repeatArgument'];
 const WRAPPED = Symbol.for('sqlite-idempotency/mcp.wrapped');
 const ATTEMPT = Symbol.for('sqlite-idempotency/mcp.attempt');
@@ -107,44 +105,6 @@ function namedConversation(ledger, extra) {
   return undefined;
 }
 
-// The conversation of a call that names none: a per-tenant sliding window
-// of `seconds`, as a function Ledger.call runs under the ledger's write lock
-// (claimChosen), so racing processes choose alike. Buckets of `seconds`
-// named "w-<start, Unix seconds>".
-//   1. An identical call (this tenant, tool and arguments) of any window
-//      that is still claimed or unknown is this call, however long ago it
-//      was made: its answer (in progress, unknown) is this call's, and it
-//      is never admitted a second time, so "unknown is never retried here"
-//      holds past the window too. Read through the partial index of open
-//      rows, so its cost is the open rows', not the ledger's.
-//   2. Else the operation of a neighbouring bucket that holds an identical
-//      claim made less than `seconds` from now (the previous bucket; the
-//      next one, when the clock stepped back across an edge), so an
-//      identical call within `seconds` of the operation's first call is
-//      that operation, also across a bucket's edge.
-//   3. Else the operation of the current bucket: one `seconds` or more
-//      after a settled first call is a new one.
-function windowScope(ledger, tenant, tool, args, seconds) {
-  const span = seconds * 1000;
-  // the arguments as Ledger.call writes them, so the probe's key is the claim's
-  const text = JSON_OF_PACKAGE.jsonText(args, 'args');
-  return (nowMs) => {
-    const open = ledger.value(
-      `SELECT conversation AS v FROM ${ledger.sqlName('_rows')} WHERE (status='claimed' OR status='unknown')`
-      + " AND tenant = ? AND tool = ? AND args = idem_canonical(?) AND substr(conversation, 1, 2) = 'w-'"
-      + ' ORDER BY created_at DESC LIMIT 1', [tenant, tool, text]);
-    if (typeof open === 'string') return open;
-    const start = Math.floor(nowMs / span) * span;
-    for (const bucket of [start - span, start + span]) {
-      const conversation = `w-${bucket / 1000}`;
-      const key = ledger.value('SELECT idem_key(?, ?, ?, ?) AS v', [tenant, conversation, tool, text]);
-      const created = ledger.value(`SELECT created_at AS v FROM ${ledger.sqlName()} WHERE tenant = ? AND key = ?`, [tenant, key]);
-      if (created !== undefined && created !== null && Math.abs(nowMs - Number(created)) < span) return conversation;
-    }
-    return `w-${start / 1000}`;
-  };
-}
-
 function checkOptions(where, options) {
   if (options === undefined || options === null) return {};
   if (typeof options !== 'object') throw new TypeError(`${where}: options must be an object, got ${typeof options}`);
@@ -156,15 +116,7 @@ function checkOptions(where, options) {
       throw new TypeError(`${where}: options.${k} must be a function, got ${typeof options[k]}`);
     }
   }
-  if (options.strict !== undefined && typeof options.strict !== 'boolean') {
-    throw new TypeError(`${where}: options.strict must be a boolean, got ${typeof options.strict}`);
-  }
-  if (options.windowSeconds !== undefined && !(Number.isInteger(options.windowSeconds) && options.windowSeconds >= 1 && options.windowSeconds <= WINDOW_MAX_SECONDS)) {
-    throw new RangeError(`${where}: options.windowSeconds must be an integer from 1 to ${WINDOW_MAX_SECONDS}, got ${options.windowSeconds}`);
-  }
-  if (options.strict === true && options.windowSeconds !== undefined) {
-    throw new TypeError(`${where}: options.windowSeconds is of no use with strict: true (a call that names no conversation is refused)`);
-  }
+  checkWindow(where, options);
   if (options.waitMs !== undefined && !(Number.isFinite(options.waitMs) && options.waitMs >= 0)) {
     throw new RangeError(`${where}: options.waitMs must be a number of milliseconds >= 0, got ${options.waitMs}`);
   }

@@ -4,14 +4,14 @@
 // compares its output with the ```text block that follows it (where <time>
 // stands for any ISO 8601 UTC time).
 //
-// Usage: node doc_examples.mjs DOCS_MD FRAMEWORK...   (ai, openai-agents, langchain)
+// Usage: node doc_examples.mjs DOCS_MD FRAMEWORK...   (ai, openai-agents, langchain, mastra)
 //   a section whose framework is not named skips, saying so.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Checks } from './checks.mjs';
 
-const SECTIONS = { 'The Vercel AI SDK': 'ai', 'OpenAI Agents': 'openai-agents', 'LangChain and LangGraph': 'langchain' };
+const SECTIONS = { 'The Vercel AI SDK': 'ai', 'OpenAI Agents': 'openai-agents', 'LangChain and LangGraph': 'langchain', Mastra: 'mastra' };
 const [docs, ...ready] = process.argv.slice(2);
 const tally = new Checks('integrations.docs');
 

@@ -1,4 +1,4 @@
-// The words the model reads, the same in all five integrations: each real
+// The words the model reads, the same in all six integrations: each real
 // adapter driven to each decision on one ledger file, what its model reads
 // compared with sqlite-idempotency/words' say() (words.json) and with the
 // other adapters' (the key and the adapter's own reason taken out):
@@ -11,6 +11,9 @@
 //   openai     run() with a scripted Model: the function_call_result's text
 //   langchain  the tool invoked with a tool call, as a ToolNode does: the
 //              ToolMessage's content (not_sent is thrown: its message)
+//   mastra     a Mastra Agent with MockLanguageModelV3 (strict: a call with
+//              no conversation is refused, not windowed): the tool result
+//              in the model's next prompt
 //   python     @ledger.tool in a Python process (tests/python/drive_words.py):
 //              .text of the Outcome or of what is raised
 //
@@ -45,6 +48,10 @@ import { withIdempotency } from 'sqlite-idempotency/mcp';
 import * as ai from 'sqlite-idempotency/ai';
 import * as oa from 'sqlite-idempotency/openai-agents';
 import * as lc from 'sqlite-idempotency/langchain';
+import * as ma from 'sqlite-idempotency/mastra';
+import { Agent as MastraAgent } from '@mastra/core/agent';
+import { createTool } from '@mastra/core/tools';
+import { RequestContext } from '@mastra/core/request-context';
 import { say } from 'sqlite-idempotency/words';
 import { Checks } from './checks.mjs';
 
@@ -178,6 +185,39 @@ const adapters = {
       return seen;
     },
     reasons: {},
+  },
+  mastra: {
+    async read(job) {
+      const t = createTool(ma.idempotentTool(ledger, TOOL, {
+        tenant: (input, context) => context.requestContext.get('tenant'),
+        conversation: (input, context) => context.requestContext.get('conversation'),
+        strict: true,
+        targets: () => job.targets,
+      }, { id: TOOL, description: 'send', inputSchema: schema, execute: async (input) => act(input) }));
+      const seen = [];
+      for (let i = 0; i < job.calls; i++) {
+        let step = 0;
+        let last = [];
+        const model = new MockLanguageModelV3({
+          doGenerate: async ({ prompt }) => {
+            step += 1;
+            last = prompt;
+            if (step === 1) {
+              return { content: [{ type: 'tool-call', toolCallId: `ma-${++ids}`, toolName: TOOL, input: j(job.args) }], finishReason: { unified: 'tool-calls', raw: undefined }, usage, warnings: [] };
+            }
+            return { content: [{ type: 'text', text: 'ok' }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
+          },
+        });
+        const requestContext = new RequestContext();
+        requestContext.set('tenant', job.tenant);
+        if (job.conversation !== undefined) requestContext.set('conversation', job.conversation);
+        await new MastraAgent({ id: 'words', name: 'words', instructions: 'go', model, tools: { [TOOL]: t } }).generate('go', { requestContext, maxSteps: 2 });
+        const part = last.filter((m) => m.role === 'tool').flatMap((m) => m.content).find((p) => p.type === 'tool-result');
+        seen.push(part.output.type === 'json' ? j(part.output.value) : part.output.value);
+      }
+      return seen;
+    },
+    reasons: { no_conversation: 'the run has no Mastra memory thread and strict is true; give options.conversation or run the agent with memory' },
   },
   python: {
     // all of python's jobs in one process, after their claims were set up

@@ -5,6 +5,10 @@
 #   ai             sqlite-idempotency/ai: generateText with the AI SDK's
 #                  MockLanguageModelV3 re-emitting a tool call under a new id
 #   openai-agents  sqlite-idempotency/openai-agents: run() with a custom Model
+#   mastra         sqlite-idempotency/mastra: a Mastra Agent (agent.generate)
+#                  whose model is MockLanguageModelV3, the tenant from its
+#                  RequestContext, the window when no thread names the
+#                  conversation
 #   langchain      sqlite-idempotency/langchain: a LangGraph ToolNode with the
 #                  SQLite checkpointer on the ledger's connection, a graph
 #                  interrupted after the tool ran and resumed in another
@@ -39,7 +43,7 @@ if [ -n "${SANITIZE:-}" ] || [ "${BUILD:-build}" != build ] || [ -n "${TEST_WRAP
   echo "SKIP integrations-agents: runs in make test only: the package carries the plain build, which carries no sanitizer runtime and is not run under valgrind here"
   exit 0
 fi
-plain_ext integrations-agents ai openai-agents langchain
+plain_ext integrations-agents ai openai-agents langchain mastra
 
 rc=0
 node_bsql integrations-agents node "$DIR"
@@ -70,14 +74,16 @@ declare -A needs=(
   [ai]="ai zod"
   [openai-agents]="@openai/agents zod"
   [langchain]="@langchain/core @langchain/langgraph @langchain/langgraph-checkpoint-sqlite langchain zod"
+  [mastra]="@mastra/core ai zod"
 )
 declare -A program=(
   [ai]=test_ai.mjs
   [openai-agents]=test_openai_agents.mjs
   [langchain]=test_langchain.mjs
+  [mastra]=test_mastra.mjs
 )
 ready=()
-for fw in ai openai-agents langchain; do
+for fw in ai openai-agents langchain mastra; do
   # shellcheck disable=SC2086
   if ! has ${needs[$fw]}; then
     echo "SKIP integrations.$fw: $missing is not installed in $DIR/node_modules (npm ci there could not install it)"
@@ -98,7 +104,7 @@ done
 # --- the words: every adapter and Python, every decision -----------------------
 # docs/integrations.md's table is words.json's
 run_checked integrations words-table node "$DIR/words_table.mjs" bindings/node/words.json docs/integrations.md
-if ! has ai @openai/agents @langchain/core @modelcontextprotocol/sdk zod; then
+if ! has ai @openai/agents @langchain/core @modelcontextprotocol/sdk @mastra/core zod; then
   echo "SKIP integrations.words: $missing is not installed in $DIR/node_modules"
 elif ! python_skip integrations.words; then
   # Python's package as installed: the package, its words.json, the extension

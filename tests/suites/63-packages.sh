@@ -36,7 +36,8 @@
 #            package is missing (--omit=optional), of another version or
 #            without its library, and on another platform
 #            (tests/js/test_loadable_path.mjs); npm --cpu=arm64 takes
-#            the arm64 package
+#            the arm64 package; npm resolves the optional peers beside
+#            Mastra 1 and Mastra 0.24 (its ai@4)
 #   arm64    the arm64 library (from the wheel pip installs for aarch64,
 #            and the same bytes in the npm package) runs the smoke test
 #            (tests/c/smoke.c: load, claim, settle, replay) under
@@ -477,6 +478,21 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
     echo "FAIL packages.node:platform-package: node_modules holds $(ls "$project/node_modules" 2>/dev/null | grep '^sqlite-idempotency' | tr '\n' ' ')"
     rc=1
   fi
+  # the optional peers beside a framework's own pins: npm resolves the
+  # package with Mastra 1 and with Mastra 0.24 (which pins ai@4), on this
+  # Node (the registry's metadata; a registry out of reach is a SKIP)
+  for fw in '@mastra/core@1' '@mastra/core@0.24'; do
+    peer=$tmp/peer-${fw//[^a-z0-9]/-}
+    new_project "$peer"
+    if out=$(npm_in "$peer" --dry-run "$tgz" "$fw"); then
+      echo "PASS packages.node:peers-$fw (npm install $(basename "$tgz") $fw resolves on Node $(node -v))"
+    elif grep -q 'ERESOLVE' <<<"$out"; then
+      echo "FAIL packages.node:peers-$fw: npm install $(basename "$tgz") $fw: $(grep -m3 -E 'peer|Found|ERESOLVE' <<<"$out" | tr '\n' ' ')"
+      rc=1
+    else
+      echo "SKIP packages.node:peers-$fw: npm could not reach the registry ($(grep -m1 -E 'npm error' <<<"$out" | cut -c1-160))"
+    fi
+  done
   # npm for the other machine (a Docker image built here) takes the other package
   if built "$other"; then
     oproj=$tmp/npm-$other
