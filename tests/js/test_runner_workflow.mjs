@@ -17,13 +17,14 @@
 //                    stepId): replay
 //   re-run           the workflow is started again from the start (a new
 //                    run, new stepIds): replay
-//   dead-holder      a holder took the call and died with 4 s of lease
-//                    left; with nonRetryable's retry option the step's
+//   dead-holder      a holder process took the call (a 4 s lease), sent,
+//                    and was SIGKILLed; with nonRetryable's retry option the step's
 //                    in_progress is a RetryableError to be retried after
 //                    that lease, so the run ends on unknown (nothing sent
 //                    here), not on a retry budget spent inside the lease
 // and, given the docs (argv[2]), the Durable runners section's workflow
 // module, built and run as written: docs-example.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -88,6 +89,19 @@ async function run(workflow, args) {
   }
 }
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// The dead holder's program (argv: DB JOB): the call with a 4 s lease,
+// sending to job.url, where the target holds the request until the kill.
+const HOLDER = `
+import Database from 'better-sqlite3';
+import { Ledger } from 'sqlite-idempotency';
+const [db, text] = process.argv.slice(1);
+const job = JSON.parse(text);
+const ledger = Ledger.open(new Database(db));
+await ledger.call(job.tenant, job.conversation, 'send_email', job.args, (a) => fetch(job.url, {
+  method: 'POST', headers: { ...a.headers, 'content-type': 'application/json' }, body: JSON.stringify(job.args),
+}), { renewSeconds: 4 });
+`;
 const target = await startTarget();
 const db = path.join(dir, 'ledger.db');
 const ledger = Ledger.open(new Database(db), { options: { lease_seconds: 1 } }); // as wdk_send.mjs opens it
@@ -153,20 +167,29 @@ try {
       && j(first.value) === j([{ idempotent: false, key, n: 1 }]) && j(second.value) === j([{ idempotent: true, key, n: 1 }]),
     're-run', `the target saw ${target.count(key)} (want 1); runs ${first.runId} and ${second.runId}; attempts ${j(seen)} (want two stepIds); the runs returned ${j(first.value ?? first.error?.message)} and ${j(second.value ?? second.error?.message)}`);
   }
-  // dead-holder: the step waits out a dead holder's lease, then reads unknown
+  // dead-holder: a process takes the call with a 4 s lease, sends, and is
+  // SIGKILLed while the target holds its request; the run's step (the
+  // DevKit's default retries) waits out that lease, then reads unknown
   {
     const jb = job('deadholder', { guard: true, waitOut: true });
     const key = keyOf(jb);
-    const held = ledger.claim(jb.tenant, jb.conversation, 'send_email', jb.args);
-    const lease = ledger.renew(held.token, 4);
+    const holder = spawn(process.execPath, ['--input-type=module', '-e', HOLDER, db, j({ ...jb, url: `${jb.url}?delay_ms=10000` })], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    holder.stderr.on('data', (d) => { err += d; });
+    const exited = new Promise((r) => holder.once('exit', (code, signal) => r(signal || code)));
+    for (let waited = 0; waited < 30000 && target.count(key) === 0 && holder.exitCode === null; waited += 50) await sleep(50);
+    holder.kill('SIGKILL');
+    const how = await exited;
+    const row = ledger.row(jb.tenant, key);
     const t0 = Date.now();
     const out = await run(email, [jb]);
     const took = Date.now() - t0;
     const seen = attempts(jb);
     const want = `outcome of ${key} is unknown (an earlier attempt may have reached the target); it will not be retried: reconcile with the target, then resolve`;
-    checks.report(held.decision === 'admitted' && target.count(key) === 0 && seen.length === 2 && stepIds(seen).length === 1 && took >= 4000
+    const left = row ? row.lease_until - t0 : undefined;
+    checks.report(how === 'SIGKILL' && row?.status === 'claimed' && left > 1000 && target.count(key) === 1 && seen.length === 2 && stepIds(seen).length === 1 && took >= left
       && ledger.row(jb.tenant, key)?.status === 'unknown' && out.error?.message === `Workflow run "${out.runId}" failed: ${want}`,
-    'dead-holder', `the holder's claim ${held.decision}, its lease until ${j(lease)}; the target saw ${target.count(key)} (want 0); attempts ${j(seen)} (want 2 of one stepId); the row is ${ledger.row(jb.tenant, key)?.status} (want unknown); the run took ${took} ms (want at least the 4 s lease) and ${out.error ? `failed: ${out.error.message}` : `returned ${j(out.value)}`} (want it failed: ${want})`);
+    'dead-holder', `the holder ended by ${how} (${err.trim().slice(0, 300)}), its row ${row?.status} (want claimed) with ${left} ms of lease left at the run's start (want over 1000); the target saw ${target.count(key)} (want 1, the holder's); attempts ${j(seen)} (want 2 of one stepId); the row is ${ledger.row(jb.tenant, key)?.status} (want unknown); the run took ${took} ms (want at least the lease left) and ${out.error ? `failed: ${out.error.message}` : `returned ${j(out.value)}`} (want it failed: ${want})`);
   }
   if (docs) await docsCase();
 } catch (e) {

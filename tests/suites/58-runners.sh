@@ -16,7 +16,10 @@
 #             directory, on a free port of 127.0.0.1, as the unprivileged
 #             user nobody when run as root, stopped at the end): the same
 #             three cases, and a process SIGKILLed mid-step that the next
-#             launch recovers; the section's DBOS program as written
+#             launch recovers with the docs' retriesSpanning(lease)
+#             settings, ending on unknown; the workflow's dead holder is
+#             also a SIGKILLed process, waited out with the DevKit's default
+#             retries; the section's DBOS program as written
 #             (tests/js/test_runner_dbos.mjs)
 #
 # Temporal and Inngest are not run: their local servers are binaries that
