@@ -122,13 +122,14 @@ function conflictText(name, decision) {
 }
 
 // The words of a decision the ledger refused on (ClaimInProgress,
-// ClaimMismatch, OutcomeUnknown with its key) for the tool name.
-function refusal(name, e) {
+// ClaimMismatch, OutcomeUnknown with its key) for the tool name; targets,
+// what the call touches (named in the in_progress and unknown words).
+function refusal(name, e, targets) {
   const d = e.decision || {};
-  if (e instanceof ClaimInProgress) return say('in_progress', { tool: name, key: e.key, attempt: d.attempt, renewed_at: d.renewed_at });
+  if (e instanceof ClaimInProgress) return say('in_progress', { tool: name, key: e.key, attempt: d.attempt, renewed_at: d.renewed_at, targets });
   if (e instanceof ClaimMismatch) return say('mismatch', { tool: name, key: e.key, differs: d.differs });
-  if (e.decision) return say('unknown', { tool: name, key: e.key, attempt: d.attempt });
-  return say('outcome_unknown', { tool: name, key: e.key, reason: e.reason });
+  if (e.decision) return say('unknown', { tool: name, key: e.key, attempt: d.attempt, targets });
+  return say('outcome_unknown', { tool: name, key: e.key, reason: e.reason, targets });
 }
 
 // Why nothing was sent (NotSent, NotCommitted, LeaseLost), for not_sent.
@@ -159,7 +160,8 @@ function untilAborted(promise, signal, ledger, attempt) {
 }
 
 // Runs one call of the tool `name` through ledger.call. parts are the
-// arguments of the tenant and conversation functions; run() runs the tool.
+// arguments of the tenant and conversation functions; run(attempt, targets)
+// runs the tool.
 // Resolves to { replay, key, attempt, result, note } for an outcome that
 // succeeded (replay false for the call that ran; note, on a replay, the
 // words that go before its result); rejects with ToolCallError for any call
@@ -198,7 +200,7 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
   if (signal && signal.aborted) {
     throw new ToolCallError(say('not_sent', { tool: name, reason: because('cancelled') }), { decision: 'not_sent' });
   }
-  const action = (attempt) => running.run(attempt, () => untilAborted(Promise.resolve().then(() => run(attempt)), signal, ledger, attempt));
+  const action = (attempt) => running.run(attempt, () => untilAborted(Promise.resolve().then(() => run(attempt, call.targets)), signal, ledger, attempt));
   const once = (waitMs) => ledger.call(who.tenant, who.conversation, name, input, action, { waitMs, ...call });
   let out;
   try {
@@ -218,7 +220,7 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
     }
     if (!(e instanceof ClaimInProgress || e instanceof ClaimMismatch || e instanceof OutcomeUnknown) || e.key === undefined) throw e;
     const decision = e instanceof ClaimInProgress ? 'in_progress' : e instanceof ClaimMismatch ? 'mismatch' : 'unknown';
-    throw new ToolCallError(refusal(name, e), { decision, key: e.key, cause: e });
+    throw new ToolCallError(refusal(name, e, call.targets), { decision, key: e.key, cause: e });
   }
   const fields = { tool: name, key: out.key, attempt: out.attempt };
   if (out.idempotent) fields.at = out.settled_at; // when the first call's outcome was recorded

@@ -237,16 +237,17 @@ async function conversationFor(ledger, name, options, tenant, args, extra, destr
 }
 
 // What the model reads when the call was not run, or ran and its outcome
-// is unknown.
-function refused(ledger, name, tenant, e) {
+// is unknown; targets, what the call touches (named in the in_progress and
+// unknown words).
+function refused(ledger, name, tenant, e, targets) {
   if (e instanceof ClaimInProgress) {
     const d = e.decision;
-    return refusal('in_progress', say('in_progress', { tool: name, key: e.key, attempt: d.attempt, renewed_at: d.renewed_at }), e.key);
+    return refusal('in_progress', say('in_progress', { tool: name, key: e.key, attempt: d.attempt, renewed_at: d.renewed_at, targets }), e.key);
   }
   if (e instanceof OutcomeUnknown) {
     const text = e.decision
-      ? say('unknown', { tool: name, key: e.key, attempt: e.decision.attempt })
-      : say('outcome_unknown', { tool: name, key: e.key, reason: e.reason });
+      ? say('unknown', { tool: name, key: e.key, attempt: e.decision.attempt, targets })
+      : say('outcome_unknown', { tool: name, key: e.key, reason: e.reason, targets });
     return refusal('unknown', text, e.key);
   }
   if (e instanceof ClaimMismatch) {
@@ -366,7 +367,7 @@ function guard(ledger, name, options, callback, hints, server) {
         out = await run({ ...call, allowedBy: `person:${tenant}` });
       }
     } catch (e) {
-      const r = refused(ledger, name, tenant, e);
+      const r = refused(ledger, name, tenant, e, call.targets);
       if (r) return r;
       throw e;
     }

@@ -31,8 +31,8 @@ function idempotentTool(ledger, name, options, toolOptions) {
   if (!toolOptions || typeof toolOptions.execute !== 'function') {
     throw new TypeError(`${where}: the tool options must have an execute function (what tool({ name, parameters, execute }) takes)`);
   }
-  // the key of each call whose tool is running, by the SDK's call id: the
-  // timeout's words name it (the SDK calls timeoutErrorFunction while the
+  // the key and targets of each call whose tool is running, by the SDK's
+  // call id: the timeout's words name them (the SDK calls timeoutErrorFunction while the
   // tool still runs; the entry goes when execute ends)
   const running = new Map();
   const callIdOf = (details) => details && details.toolCall && details.toolCall.callId;
@@ -41,15 +41,15 @@ function idempotentTool(ledger, name, options, toolOptions) {
     name: toolOptions.name ?? name,
     ...(toolOptions.timeoutMs !== undefined && toolOptions.timeoutErrorFunction === undefined && {
       timeoutErrorFunction: (context, error, details) => say('outcome_unknown', {
-        tool: name, key: running.get(callIdOf(details)), reason: `timed out after ${toolOptions.timeoutMs} ms`,
+        tool: name, ...running.get(callIdOf(details)), reason: `timed out after ${toolOptions.timeoutMs} ms`,
       }),
     }),
     async execute(input, runContext, details) {
       const callId = callIdOf(details);
       let r;
       try {
-        r = await runTool(ledger, name, spec, input, [input, runContext, details], details && details.signal, () => {
-          if (callId !== undefined) running.set(callId, currentAttempt().key);
+        r = await runTool(ledger, name, spec, input, [input, runContext, details], details && details.signal, (attempt, targets) => {
+          if (callId !== undefined) running.set(callId, { key: attempt.key, targets });
           return toolOptions.execute(input, runContext, details);
         });
       } catch (e) {

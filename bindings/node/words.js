@@ -11,7 +11,8 @@
 // and left out when it is not). A string is written as it is, anything else
 // as compact JSON; at and renewed_at (milliseconds since the epoch) are
 // written as ISO 8601 UTC and as whole seconds ago (fields.now, default
-// Date.now()). Fields a text does not name are ignored.
+// Date.now()), targets (a list of strings) joined by ", ". Fields a text
+// does not name are ignored.
 const words = require('./words.json');
 
 const where = 'sqlite-idempotency: say';
@@ -25,6 +26,10 @@ const format = {
     if (!Number.isFinite(v)) throw new TypeError(`${where}: ${name} must be milliseconds since the epoch, got ${JSON.stringify(v)}`);
     return String(Math.max(0, Math.floor((now - v) / 1000)));
   },
+  list: (name, v) => {
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new TypeError(`${where}: ${name} must be a list of strings, got ${JSON.stringify(v)}`);
+    return v.join(', ');
+  },
 };
 
 function value(name, v, now) {
@@ -33,7 +38,8 @@ function value(name, v, now) {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-const given = (v) => v !== undefined && v !== null;
+// an empty list (no targets) is not given
+const given = (v) => v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0);
 
 function fill(kind, template, fields, now, optional) {
   return template.replace(/\{([a-z_]+)\}/g, (_, name) => {

@@ -250,16 +250,22 @@ const CASES = [
   { kind: 'conflict_succeeded', mode: 'ok', calls: 1, before: 'held', status: 'succeeded', payload: () => ({ sent: 'earlier' }) },
   { kind: 'conflict_claimed', mode: 'ok', calls: 1, before: 'held', status: 'claimed' },
   { kind: 'conflict_unknown', mode: 'ok', calls: 1, before: 'held', status: 'unknown' },
+  // a tool that names its targets: the in_progress and unknown words name them too
+  { id: 'in_progress+targets', kind: 'in_progress', mode: 'ok', calls: 1, before: 'hold', touches: true },
+  { id: 'unknown+targets', kind: 'unknown', mode: 'ok', calls: 1, before: 'unknown', touches: true },
+  { id: 'outcome_unknown+targets', kind: 'outcome_unknown', mode: 'throw', calls: 1, touches: true },
 ];
+const idOf = (c) => c.id ?? c.kind;
 
 const held = new Set(); // tokens of claims another caller holds, renewed while the adapters run
 const renewer = setInterval(() => { for (const t of held) ledger.renew(t, LEASE_SECONDS); }, RENEW_MS);
 
 function jobOf(name, c) {
   const conversation = `conv-${name}`;
-  const args = { to: `${c.kind}@example.com`, mode: c.mode };
-  // the conflict cases name a target of their own (per adapter: one tenant)
-  const targets = c.before === 'held' ? [`mailto:${c.kind}@example.com/${name}`] : [];
+  const id = idOf(c).replace('+', '-');
+  const args = { to: `${id}@example.com`, mode: c.mode };
+  // the conflict cases and those that touch name a target of their own (per adapter: one tenant)
+  const targets = c.before === 'held' || c.touches ? [`mailto:${id}@example.com/${name}`] : [];
   const job = { tenant: 'tenant' in c ? c.tenant : TENANT, conversation: 'conversation' in c ? c.conversation : conversation, args, calls: c.calls, targets };
   const key = keyOf(conversation, args);
   if (c.before === 'hold') held.add(ledger.claim(TENANT, conversation, TOOL, args).token);
@@ -269,18 +275,18 @@ function jobOf(name, c) {
   if (c.before === 'held') {
     // another call, other arguments, the same target: settled as the case says
     // (a local claim stays claimed once its lease passes, and is not renewed)
-    const earlier = { to: `${c.kind}@example.com`, mode: 'earlier' };
+    const earlier = { to: `${id}@example.com`, mode: 'earlier' };
     const d = ledger.claim(TENANT, conversation, TOOL, earlier, { targets, effect: c.status === 'claimed' ? 'local' : 'external' });
     if (c.status === 'succeeded') ledger.settle(d.token, 'succeeded', { sent: 'earlier' });
     if (c.status === 'unknown') ledger.settle(d.token, 'unknown', { reason: 'the holder died' });
     holder = { key: d.key, target: targets[0] };
   }
-  return { job, key, holder };
+  return { job, key, holder, touched: c.touches ? targets : undefined };
 }
 
 // What the model is to read for case c in adapter name: the words, then the payload.
-function expected(name, c, key, to, holder) {
-  const fields = { tool: TOOL, key, attempt: 1, reason: reasonOf(name, c.kind), ...c.fields };
+function expected(name, c, key, to, holder, touched) {
+  const fields = { tool: TOOL, key, attempt: 1, reason: reasonOf(name, c.kind), targets: touched, ...c.fields };
   if (holder) Object.assign(fields, { target: holder.target, held_tool: TOOL, held_key: holder.key, at: ledger.row(TENANT, holder.key).updated_at });
   if (c.kind === 'replay' || c.kind === 'failed_replay') fields.at = ledger.row(TENANT, key).updated_at;
   if (c.kind === 'in_progress') fields.renewed_at = ledger.claim(TENANT, `conv-${name}`, TOOL, { to, mode: c.mode }).renewed_at;
@@ -308,33 +314,43 @@ try {
       : await Promise.all(jobs.map((x) => adapters[name].read(x.job))); // at once: LangChain's in_progress waits out a lease
     // (python reads in its own process: tests/python/test_tools.py counts its reads)
     if (!adapters[name].readAll) report(rowReads === 0, `no-row-read:${name}`, `the adapter read the ledger's row ${rowReads} times over ${CASES.length} decisions`);
-    jobs.forEach(({ c, job, key, holder }, i) => {
-      read[name][c.kind] = { text: settled(seen[i].at(-1)), want: settled(expected(name, c, key, job.args.to, holder)), key, holder };
+    jobs.forEach(({ c, job, key, holder, touched }, i) => {
+      read[name][idOf(c)] = { text: settled(seen[i].at(-1)), want: settled(expected(name, c, key, job.args.to, holder, touched)), key, holder, touched };
     });
   }
   clearInterval(renewer);
   for (const c of CASES) {
     // each adapter against say()
     for (const name of names) {
-      const r = read[name][c.kind];
+      const r = read[name][idOf(c)];
       if (name === 'mcp' && !mcpSpeaksWords) {
-        console.log(`SKIP integrations.words:${c.kind}:${name} (TODO(h-mcp): mcp.js does not speak words.json yet; it read ${j(r.text)})`);
+        console.log(`SKIP integrations.words:${idOf(c)}:${name} (TODO(h-mcp): mcp.js does not speak words.json yet; it read ${j(r.text)})`);
         continue;
       }
-      report(r.text === r.want, `${c.kind}:${name}`, `read ${j(r.text)}, want ${j(r.want)}`);
+      report(r.text === r.want && (!r.touched || r.text.includes(r.touched[0])), `${idOf(c)}:${name}`, `read ${j(r.text)}, want ${j(r.want)}`);
     }
     // the adapters against each other, the key, the time and each adapter's own reason taken out
     const same = names.filter((n) => n !== 'mcp' || mcpSpeaksWords).map((n) => {
-      const { text, key, holder } = read[n][c.kind];
+      const { text, key, holder, touched } = read[n][idOf(c)];
       const reason = reasonOf(n, c.kind);
       // each adapter's call ran at its own time (and its holder, in the conflict cases, is its own)
       let t = String(text).split(key).join('KEY').replace(/ at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/, ' at TIME');
       if (holder) t = t.split(holder.key).join('HELD').split(holder.target).join('TARGET');
+      if (touched) t = t.split(touched[0]).join('TARGET');
       if (reason !== undefined) t = t.split(reason).join('REASON');
       return [n, t];
     });
     const differ = same.filter(([, t]) => t !== same[0][1]);
-    report(differ.length === 0, `${c.kind}:same`, `${same[0][0]} read ${j(same[0][1])}; ${differ.map(([n, t]) => `${n} read ${j(t)}`).join('; ')}`);
+    report(differ.length === 0, `${idOf(c)}:same`, `${same[0][0]} read ${j(same[0][1])}; ${differ.map(([n, t]) => `${n} read ${j(t)}`).join('; ')}`);
+  }
+  // say()'s targets: a list of strings joined by ", ", left out when empty, refused otherwise
+  {
+    const f = { tool: 't', key: 'k', attempt: 1 };
+    let bad;
+    try { say('unknown', { ...f, targets: 'mailto:a' }); } catch (e) { bad = e.message; }
+    const got = [say('unknown', { ...f, targets: ['mailto:a', 'mailto:b'] }), say('unknown', { ...f, targets: [] }), bad];
+    const want = [say('unknown', f).replace('again for this,', 'again for this or for mailto:a, mailto:b,'), say('unknown', f), 'sqlite-idempotency: say: targets must be a list of strings, got "mailto:a"'];
+    report(j(got) === j(want) && got[0] !== got[1], 'say-targets', `got ${j(got)}, want ${j(want)}`);
   }
 } catch (e) {
   report(false, 'run', e && e.stack ? e.stack : String(e));

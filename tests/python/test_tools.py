@@ -22,6 +22,8 @@ Usage: PYTHONPATH=<a copy of bindings/python with the extension> python3 test_to
   failed           ToolFailed is kept and replayed
   signature        the attempt parameter is the ledger's, not the caller's
   errors           bad decorator arguments and missing parts, exact text
+  say-targets      say()'s targets field: joined, left out when empty, refused
+                   when not a list of strings
   *-text           the words the model reads (words.json): Outcome.text on
                    a replay and a failure, .text on what is raised
 
@@ -380,6 +382,18 @@ def main():
                         "broken was not run: no conversation for this call (conversation raised KeyError: 'missing'); "
                         "the application must supply it, and nothing was sent. Do not call broken again until it does."))
         mem.close()
+
+        # say()'s targets: a list of strings joined by ", ", left out when empty, refused otherwise
+        fields = dict(tool="t", key="k", attempt=1)
+        got = [idem.say("unknown", fields, targets=["mailto:a", "mailto:b"]), idem.say("unknown", fields, targets=[])]
+        try:
+            idem.say("unknown", fields, targets="mailto:a")
+        except TypeError as e:
+            got.append(str(e))
+        checks.check_eq("say-targets", got, [
+            idem.say("unknown", fields).replace("again for this,", "again for this or for mailto:a, mailto:b,"),
+            idem.say("unknown", fields),
+            "sqlite_idempotency: say: targets must be a list of strings, got 'mailto:a'"])
 
         # acall with a plain function and a coroutine function
         async def both():

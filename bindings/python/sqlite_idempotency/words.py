@@ -60,7 +60,18 @@ def _seconds_ago(name: str, v: Any, now: float) -> str:
     return str(max(0, int((now - _ms(name, v)) // 1000)))
 
 
-_FORMATS = {"iso8601": _iso8601, "seconds_ago": _seconds_ago}
+def _list(name: str, v: Any, now: float) -> str:
+    if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+        raise TypeError(f"{_WHERE}: {name} must be a list of strings, got {v!r}")
+    return ", ".join(v)
+
+
+_FORMATS = {"iso8601": _iso8601, "seconds_ago": _seconds_ago, "list": _list}
+
+
+def _given(v: Any) -> bool:
+    """A field is given unless None or an empty list (no targets)."""
+    return v is not None and not (isinstance(v, (list, tuple)) and len(v) == 0)
 
 
 def _value(name: str, v: Any, now: float) -> str:
@@ -78,7 +89,7 @@ def _fill(what: str, template: str, fields: Mapping[str, Any], now: float, optio
         if name in constants:
             return constants[name]
         if optional is not None and name in optional:
-            return _fill(what, optional[name], fields, now, None) if fields.get(name) is not None else ""
+            return _fill(what, optional[name], fields, now, None) if _given(fields.get(name)) else ""
         if fields.get(name) is None:
             raise TypeError(f"{_WHERE}: the {what} text needs the field {name}, got None")
         return _value(name, fields[name], now)
@@ -126,14 +137,16 @@ def say_conflict(tool: str, decision: Any) -> Dict[str, Any]:
     return out
 
 
-def _tell(e: BaseException, tool: str) -> None:
-    """Sets ``e.text``: the words of the refusal or the unknown outcome ``e`` stands for."""
+def _tell(e: BaseException, tool: str, targets: Any = None) -> None:
+    """Sets ``e.text``: the words of the refusal or the unknown outcome ``e`` stands for
+    (``targets``, what the call touches, named in the in_progress and unknown words)."""
     from . import ClaimInProgress, ClaimMismatch, LeaseLost, NotCommitted, NotSent, OutcomeUnknown, TargetConflict
 
     key = getattr(e, "key", None)
     d = getattr(e, "decision", None)
     if isinstance(e, ClaimInProgress):
-        text = say("in_progress", tool=tool, key=key, attempt=d.attempt, renewed_at=d.raw.get("renewed_at"))
+        text = say("in_progress", tool=tool, key=key, attempt=d.attempt, renewed_at=d.raw.get("renewed_at"),
+                   targets=targets)
     elif isinstance(e, ClaimMismatch):
         text = say("mismatch", tool=tool, key=key, differs=d.differs)
     elif isinstance(e, TargetConflict):
@@ -141,8 +154,8 @@ def _tell(e: BaseException, tool: str) -> None:
         text = c["text"] if "result" not in c else (
             c["text"] + "\n" + json.dumps(c["result"], separators=(",", ":"), ensure_ascii=False))
     elif isinstance(e, OutcomeUnknown):
-        text = (say("unknown", tool=tool, key=key, attempt=d.attempt) if d is not None
-                else say("outcome_unknown", tool=tool, key=key, reason=e.reason))
+        text = (say("unknown", tool=tool, key=key, attempt=d.attempt, targets=targets) if d is not None
+                else say("outcome_unknown", tool=tool, key=key, reason=e.reason, targets=targets))
     elif isinstance(e, NotSent):
         text = say("not_sent", tool=tool, reason=e.reason)
     elif isinstance(e, NotCommitted):
@@ -180,7 +193,7 @@ def telling(fn: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 out = await fn(ledger, tenant, conversation, tool, *a, **kw)
             except Exception as e:
-                _tell(e, tool)
+                _tell(e, tool, kw.get("targets"))
                 raise
             return _told(out, tool)
         return told_async
@@ -190,7 +203,7 @@ def telling(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             out = fn(ledger, tenant, conversation, tool, *a, **kw)
         except Exception as e:
-            _tell(e, tool)
+            _tell(e, tool, kw.get("targets"))
             raise
         return _told(out, tool)
     return told
