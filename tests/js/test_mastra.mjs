@@ -7,6 +7,8 @@
 // four processes, a timeout, a reworded re-plan, a killed holder, tenants
 // and conversations); here also:
 //   reordered    the same arguments spelled in another key order: one send
+//   memory-thread  no conversation option, a memory thread (generate's
+//                memory.thread): the thread is the conversation
 //   window       no memory thread and no conversation option: the window
 //                is the conversation, so the retry replays; strict: true
 //                refuses instead, naming why
@@ -76,7 +78,7 @@ async function turn(job, extra) {
   const requestContext = new RequestContext();
   requestContext.set('userId', job.tenant);
   if (job.conversation) requestContext.set('chatId', job.conversation);
-  await agent.generate('send it', { requestContext, maxSteps: job.calls + 1 });
+  await agent.generate('send it', { requestContext, maxSteps: job.calls + 1, ...(job.thread ? { memory: { thread: job.thread, resource: job.tenant } } : {}) });
   return readBack(last);
 }
 
@@ -90,6 +92,15 @@ await main({ prefix: 'integrations.mastra', turn }, async ({ ledger, target, bas
     const want = `${say('replay', { tool: 'send_email', key, attempt: 1, at: ledger.row(job.tenant, key)?.updated_at })}\n${seen[0]}`;
     report(n === 1 && seen.length === 2 && seen[1] === want && seen[1].startsWith(`send_email was not run again: this request is identical to a call that already ran at `),
       'reordered', `the target saw ${n} (want 1); the model read ${j(seen)}`);
+  }
+  // no conversation option, a memory thread: the thread is the conversation
+  {
+    const job = { ...base, ledger, conversation: undefined, window: true, thread: 'thread-9', args: { to: 'thread@example.com' }, calls: 2 };
+    const key = keyOf(ledger, job.tenant, 'thread-9', job.args);
+    const seen = await turn(job);
+    const n = (await target.counts())[key];
+    report(n === 1 && ledger.row(job.tenant, key)?.status === 'succeeded' && seen.length === 2 && seen[1].startsWith(`send_email was not run again: this request is identical to a call that already ran at `),
+      'memory-thread', `the target saw ${n} under the thread's key (want 1); the model read ${j(seen)}`);
   }
   // no memory thread, no conversation option: the window
   {
