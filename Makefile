@@ -43,7 +43,7 @@ EXT := $(BUILD)/idempotency.$(SO)
 
 export SHARED BUILD EXT
 
-.PHONY: all deps test demo bench sanitize valgrind fuzz lint format install uninstall clean
+.PHONY: all deps test demo screenshots bench sanitize valgrind fuzz lint format install uninstall clean
 all: deps $(EXT)
 
 # System packages: installed when running as root on Debian, else named.
@@ -68,6 +68,11 @@ test: all test-programs
 
 demo:
 	@$(MAKE) -s all >/dev/null && bash tests/lib/demo.sh
+
+# docs/operating.md's pictures of the page: the browser test of
+# tests/suites/59-serve.sh saves them (chromium and puppeteer-core needed)
+screenshots: all
+	@SHOTS=docs/images bash tests/suites/59-serve.sh | grep -E '^(FAIL|SKIP)|screenshot' ; ls -l docs/images/serve-*.png
 
 sanitize:
 	$(MAKE) BUILD=build/asan OPT=-O1 \

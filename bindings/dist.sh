@@ -76,7 +76,7 @@ for part in "${parts[@]}"; do
           bindings/python/MANIFEST.in bindings/python/sqlite_idempotency LICENSE "$1/"
         find "$1" -name __pycache__ -prune -exec rm -rf {} +
         find "$1/sqlite_idempotency" \( -name '*.so' -o -name '*.so.*' -o -name '*.dylib' \) -delete
-        cp bindings/node/words.json "$1/sqlite_idempotency/" # the one table of words, kept in bindings/node
+        cp bindings/node/words.json bindings/node/serve.html "$1/sqlite_idempotency/" # the one table of words and the page, kept in bindings/node
       }
       for plat in "${platforms[@]}"; do
         dir=$stage/python-$plat

@@ -19,7 +19,8 @@ commands:
   status FILE          counts by status and tool, the oldest unknown, expired claims, health
   list FILE            rows: --status S (open, all, claimed, unknown, succeeded, failed,
                        released; default open), --tool T, --tenant T, --target T,
-                       --older-than AGE, --limit N (default 100)
+                       --older-than AGE, --text T (the key, or text in the arguments),
+                       --limit N (default 100)
   show FILE KEY        one row and its targets (--tenant T when several tenants hold the key)
   resolve FILE KEY STATUS [--detail JSON] [--tenant T]
                        settles an unknown row: succeeded, failed or released
@@ -29,6 +30,9 @@ commands:
                        deletes settled rows not updated for AGE (ends their deduplication)
   check FILE           format, own and guard triggers, options, refusal, integrity_check, rows
   metrics FILE         the ledger's state in the Prometheus text format
+  serve FILE [--port N] [--host H] [--token T]
+                       a read-only page of the above on http://127.0.0.1:PORT/ (--port 0: any
+                       free port); another --host needs --token, a bearer token
 
 --ledger NAME picks the ledger when the file has several; --json prints JSON.
 AGE is seconds, or a number and s, m, h or d (90s, 15m, 2h, 7d).
@@ -38,12 +42,13 @@ exit status: 0 healthy or done, 1 needs attention, 2 broken or failed, 64 usage 
 // command: [positional arguments, options that take a value]
 const COMMANDS = {
   status: [['FILE'], []],
-  list: [['FILE'], ['--status', '--tool', '--tenant', '--target', '--older-than', '--limit']],
+  list: [['FILE'], ['--status', '--tool', '--tenant', '--target', '--older-than', '--text', '--limit']],
   show: [['FILE', 'KEY'], ['--tenant']],
   resolve: [['FILE', 'KEY', 'STATUS'], ['--detail', '--tenant', '--all', '--tool', '--older-than']],
   purge: [['FILE'], ['--older-than']],
   check: [['FILE'], []],
   metrics: [['FILE'], []],
+  serve: [['FILE'], ['--port', '--host', '--token']],
 };
 // options that take no value, by command
 const FLAGS = { resolve: ['--dry-run'] };
@@ -110,6 +115,7 @@ function parse(argv) {
   if (pos.length < need.length) throw new CommandError(`sqlite-idempotency: ${command} needs ${need.join(' ')}`, 64);
   if (pos.length > need.length) throw new CommandError(`sqlite-idempotency: ${command} takes ${need.join(' ')}; unexpected argument "${pos[need.length]}"`, 64);
   if (command === 'metrics' && json) throw new CommandError('sqlite-idempotency: metrics prints the Prometheus text format; --json does not apply', 64);
+  if (command === 'serve' && json) throw new CommandError('sqlite-idempotency: serve answers JSON on its own endpoints; --json does not apply', 64);
   if (command === 'purge' && !has(opts, '--older-than')) throw new CommandError('sqlite-idempotency: purge needs --older-than AGE', 64);
   return { command, pos, opts, json };
 }
@@ -216,8 +222,9 @@ const storedNote = (name, refused) => `read from ${name}_rows, stored statuses (
 
 const ROW_COLS = 'tenant, key, conversation, tool, effect, status, attempt, created_at, updated_at, lease_until';
 
-// The WHERE terms and parameters of --tool, --tenant and --older-than
-// (seconds, measured from now).
+// The WHERE terms and parameters of --tool, --tenant, --text (list: the
+// key, or text inside the arguments) and --older-than (seconds, measured
+// from now).
 function rowFilters(a, older, now) {
   const where = [];
   const params = [];
@@ -226,6 +233,10 @@ function rowFilters(a, older, now) {
       where.push(`${col} = ?`);
       params.push(a.opts[opt]);
     }
+  }
+  if (has(a.opts, '--text')) {
+    where.push('(key = ? OR instr(args, ?) > 0)');
+    params.push(a.opts['--text'], a.opts['--text']);
   }
   if (older !== null) {
     where.push('updated_at <= ?');
@@ -548,6 +559,7 @@ function main(argv = process.argv.slice(2), stdout = process.stdout, stderr = pr
   let code;
   try {
     const a = parse(argv);
+    if (a.command === 'serve') return require('./serve.js').serve(a, { stdout, stderr, run: runJson });
     code = RUN[a.command](a, out);
   } catch (e) {
     stdout.write(out.join(''));
@@ -558,6 +570,18 @@ function main(argv = process.argv.slice(2), stdout = process.stdout, stderr = pr
   return code;
 }
 
-module.exports = { main, parse, jdump, Raw, METRICS, metricValues };
+// What serve answers for a read: the command's --json output for argv, and
+// its exit status, or a CommandError.
+function runJson(argv) {
+  const a = parse([...argv, '--json']);
+  const out = [];
+  const code = RUN[a.command](a, out);
+  return { text: out.join(''), code };
+}
 
-if (require.main === module) process.exitCode = main();
+module.exports = { main, parse, jdump, Raw, METRICS, metricValues, runJson };
+
+if (require.main === module) {
+  const code = main();
+  if (typeof code === 'number') process.exitCode = code; // serve: runs until it is stopped
+}

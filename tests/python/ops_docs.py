@@ -7,7 +7,8 @@ in one scratch directory holding agent.db (tests/fixtures/operating-docs.sql, fi
 times) and build/ (this tree's), with SQLITE_IDEMPOTENCY_NOW_MS fixed so ages
 do not move: once with `sqlite-idempotency` the Python command
 (python -m sqlite_idempotency), once the Node one (npx, in NODE_PROJECT).
-A block after `<!-- norun -->` is skipped.
+A block after `<!-- norun -->` is skipped, and one after `<!-- run by
+tests/suites/59-serve.sh -->` (serve runs until stopped: that suite runs it).
 """
 import os
 import re
@@ -24,7 +25,7 @@ doc, scratch, proj = sys.argv[1:4]
 checks = Checks("ops.docs")
 text = open(doc, encoding="utf-8").read()
 blocks = []
-for m in re.finditer(r"(<!-- norun -->\n)?```console\n(.*?)```", text, re.S):
+for m in re.finditer(r"(<!-- (?:norun|run by tests/suites/59-serve.sh) -->\n)?```console\n(.*?)```", text, re.S):
     if m.group(1):
         continue
     cmds, cur = [], None

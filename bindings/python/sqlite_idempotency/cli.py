@@ -26,7 +26,8 @@ commands:
   status FILE          counts by status and tool, the oldest unknown, expired claims, health
   list FILE            rows: --status S (open, all, claimed, unknown, succeeded, failed,
                        released; default open), --tool T, --tenant T, --target T,
-                       --older-than AGE, --limit N (default 100)
+                       --older-than AGE, --text T (the key, or text in the arguments),
+                       --limit N (default 100)
   show FILE KEY        one row and its targets (--tenant T when several tenants hold the key)
   resolve FILE KEY STATUS [--detail JSON] [--tenant T]
                        settles an unknown row: succeeded, failed or released
@@ -36,6 +37,9 @@ commands:
                        deletes settled rows not updated for AGE (ends their deduplication)
   check FILE           format, own and guard triggers, options, refusal, integrity_check, rows
   metrics FILE         the ledger's state in the Prometheus text format
+  serve FILE [--port N] [--host H] [--token T]
+                       a read-only page of the above on http://127.0.0.1:PORT/ (--port 0: any
+                       free port); another --host needs --token, a bearer token
 
 --ledger NAME picks the ledger when the file has several; --json prints JSON.
 AGE is seconds, or a number and s, m, h or d (90s, 15m, 2h, 7d).
@@ -45,12 +49,13 @@ exit status: 0 healthy or done, 1 needs attention, 2 broken or failed, 64 usage 
 _COMMANDS: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     # command: (positional arguments, options that take a value)
     "status": (("FILE",), ()),
-    "list": (("FILE",), ("--status", "--tool", "--tenant", "--target", "--older-than", "--limit")),
+    "list": (("FILE",), ("--status", "--tool", "--tenant", "--target", "--older-than", "--text", "--limit")),
     "show": (("FILE", "KEY"), ("--tenant",)),
     "resolve": (("FILE", "KEY", "STATUS"), ("--detail", "--tenant", "--all", "--tool", "--older-than")),
     "purge": (("FILE",), ("--older-than",)),
     "check": (("FILE",), ()),
     "metrics": (("FILE",), ()),
+    "serve": (("FILE",), ("--port", "--host", "--token")),
 }
 # options that take no value, by command
 _FLAGS: Dict[str, Tuple[str, ...]] = {"resolve": ("--dry-run",)}
@@ -129,6 +134,8 @@ def parse(argv: Sequence[str]) -> Args:
                            f"unexpected argument \"{pos[len(need)]}\"", 64)
     if command == "metrics" and json_out:
         raise CommandError("sqlite-idempotency: metrics prints the Prometheus text format; --json does not apply", 64)
+    if command == "serve" and json_out:
+        raise CommandError("sqlite-idempotency: serve answers JSON on its own endpoints; --json does not apply", 64)
     if command == "purge" and "--older-than" not in opts:
         raise CommandError("sqlite-idempotency: purge needs --older-than AGE", 64)
     return Args(command, pos, opts, json_out)
@@ -265,12 +272,16 @@ _ROW_COLS = "tenant, key, conversation, tool, effect, status, attempt, created_a
 
 
 def row_filters(a: Args, older: Optional[int], now: int) -> Tuple[List[str], List[Any]]:
-    """The WHERE terms and parameters of --tool, --tenant and --older-than (seconds, measured from now)."""
+    """The WHERE terms and parameters of --tool, --tenant, --text (list: the key, or text inside the
+    arguments) and --older-than (seconds, measured from now)."""
     where, params = [], []
     for opt, col in (("--tool", "tool"), ("--tenant", "tenant")):
         if opt in a.opts:
             where.append(f"{col} = ?")
             params.append(a.opts[opt])
+    if "--text" in a.opts:
+        where.append("(key = ? OR instr(args, ?) > 0)")
+        params += [a.opts["--text"], a.opts["--text"]]
     if older is not None:
         where.append("updated_at <= ?")
         params.append(age_now(now) - older * 1000)
@@ -623,6 +634,15 @@ _RUN = {"status": cmd_status, "list": cmd_list, "show": cmd_show, "resolve": cmd
         "check": cmd_check, "metrics": cmd_metrics}
 
 
+def run_json(argv: Sequence[str]) -> Tuple[str, int]:
+    """What serve answers for a read: the command's --json output for argv, and its exit status
+    (or CommandError)."""
+    a = parse(list(argv) + ["--json"])
+    out: List[str] = []
+    code = _RUN[a.command](a, out)
+    return "".join(out), code
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command; returns its exit status (the console script exits with it)."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -636,6 +656,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out: List[str] = []
     try:
         a = parse(argv)
+        if a.command == "serve":
+            from .serve import serve
+            return serve(a, run_json)
         code = _RUN[a.command](a, out)
     except CommandError as e:
         sys.stdout.write("".join(out))
