@@ -181,6 +181,29 @@ function pairs(items) {
 
 const optionsText = (options) => (options && Object.keys(options).length ? Object.entries(options).map(([k, v]) => `${k}=${v}`).join(' ') : '(none readable)');
 
+// Progress of a long run, on a terminal only: "LABEL I of N" on stderr,
+// rewritten in place at most every 100 ms and cleared at the end; nothing
+// when stderr is not a TTY (a pipe, a file) or the output is JSON. The
+// Python command's is the same. Neither language's standard library has a
+// progress bar, and one line does not earn the package a dependency.
+function progress(a, label, n) {
+  const tty = !a.json && Boolean(process.stderr.isTTY) && n > 0;
+  let last = 0;
+  return {
+    step(i) {
+      if (!tty) return;
+      const t = Date.now();
+      if (i === n || t - last >= 100) {
+        last = t;
+        process.stderr.write(`\r${label} ${i} of ${n}`);
+      }
+    },
+    end() {
+      if (tty) process.stderr.write('\r\x1b[K');
+    },
+  };
+}
+
 // --- the commands -----------------------------------------------------------------
 
 // A guard as status shows it: its table and its triggers that are not in place.
@@ -275,8 +298,11 @@ function cmdList(a, out) {
   try {
     if (refused === null) {
       for (const s of statuses) {
-        const sql = `SELECT rowid, ${ROW_COLS} FROM ${q(name)} WHERE status = ?${where.map((w) => ` AND ${w}`).join('')}${targetsSql ? ` AND rowid IN (${targetsSql})` : ''} ORDER BY rowid LIMIT ?`;
-        rows.push(...db.prepare(sql).raw().all(s, ...params, limit + 1));
+        // the status as a literal (one of STATUSES): the ledger then reads
+        // claimed and unknown through its partial index of open rows, which a
+        // bound parameter, unknown when the plan is made, would not let it
+        const sql = `SELECT rowid, ${ROW_COLS} FROM ${q(name)} WHERE status = '${s}'${where.map((w) => ` AND ${w}`).join('')}${targetsSql ? ` AND rowid IN (${targetsSql})` : ''} ORDER BY rowid LIMIT ?`;
+        rows.push(...db.prepare(sql).raw().all(...params, limit + 1));
       }
     } else {
       // the stored statuses: the ledger, which sees them at its clock, refuses
@@ -423,7 +449,9 @@ function cmdResolveAll(a, out) {
     where.unshift("status = 'unknown'");
     const rows = db.prepare(`SELECT tenant, key, tool, updated_at FROM ${q(name)} WHERE ${where.join(' AND ')} ORDER BY rowid`).raw().all(...params);
     const resolve = db.prepare('SELECT idem_resolve(?, ?, ?, ?, ?)').pluck();
+    const shown = progress(a, dry ? 'listing' : 'resolving', rows.length);
     for (const [tenant, key, tool, updated] of rows) {
+      shown.step(done.length + 1);
       if (!dry) {
         try {
           resolve.get(name, tenant, key, status, detail);
@@ -434,6 +462,7 @@ function cmdResolveAll(a, out) {
       }
       done.push({ tenant, key, tool, updated_at: updated });
     }
+    shown.end();
     if (!dry) db.exec('COMMIT');
   } catch (e) {
     if (e instanceof CommandError) throw e;

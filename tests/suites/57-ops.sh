@@ -204,6 +204,17 @@ if [ "$have_py" = 1 ] && [ "$have_node" = 1 ]; then
         fail cli:resolve-all-refusal-resolves-none "$unknown_left unknown rows left, want 2" ;;
     *) fail cli:resolve-all-refusal-resolves-none "got: $got" ;;
   esac
+  # progress: on a terminal (script gives the command a pty), "resolving I of N"
+  # on stderr, cleared at the end; none in a pipe (resolve_both compares stderr, empty)
+  for c in p n; do cp "$F/one.db" "$F/t$c.db"; done
+  (cd "$F" && script -qec "$PY -m sqlite_idempotency resolve tp.db --all failed --dry-run" /dev/null) >"$tmp/tty.p" 2>&1
+  (cd "$F" && script -qec "node $tmp/proj/node_modules/.bin/sqlite-idempotency resolve tn.db --all failed" /dev/null) >"$tmp/tty.n" 2>&1
+  piped=$(cd "$F" && { pycli resolve tp.db --all failed --dry-run 2>&1 >/dev/null; nodecli resolve tp.db --all failed --dry-run 2>&1 >/dev/null; })
+  if grep -q $'\rlisting 2 of 2\r\e\[K' "$tmp/tty.p" && grep -q $'\rresolving 2 of 2\r\e\[K' "$tmp/tty.n" && grep -q '^resolved 2 rows failed' "$tmp/tty.n" && [ -z "$piped" ]; then
+    pass "cli:resolve-all-progress (a terminal shows listing/resolving I of N, cleared; a pipe shows none)"
+  else
+    fail cli:resolve-all-progress "python on a pty: $(cat -v "$tmp/tty.p" | head -c 300); node: $(cat -v "$tmp/tty.n" | head -c 300); in a pipe stderr: $piped"
+  fi
   resolve_both 0 resolve --all failed --detail '{"checked":"by hand"}'
   resolve_both 0 resolve --all failed --json
   got=$(cd "$F" && sqlite3 wp.db "SELECT group_concat(tenant || ':' || status, ',') FROM (SELECT tenant, status FROM ledger_rows WHERE error = '{\"checked\":\"by hand\"}' ORDER BY id)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .state import _uri_path as _uri_part
@@ -235,6 +236,31 @@ def guard_text(g: Dict[str, Any]) -> str:
     return f"{g['table']} ({', '.join(bad) if bad else 'triggers ok'})"
 
 
+class _Progress:
+    """Progress of a long run, on a terminal only: "LABEL I of N" on stderr, rewritten in place at
+    most every 100 ms and cleared at the end; nothing when stderr is not a TTY (a pipe, a file) or
+    the output is JSON. The Node command's is the same. Neither language's standard library has a
+    progress bar, and one line does not earn the package a dependency."""
+
+    def __init__(self, a: Args, label: str, n: int):
+        self.tty = not a.json and sys.stderr.isatty() and n > 0
+        self.label, self.n, self.last = label, n, 0.0
+
+    def step(self, i: int) -> None:
+        if not self.tty:
+            return
+        t = time.monotonic()
+        if i == self.n or t - self.last >= 0.1:
+            self.last = t
+            sys.stderr.write(f"\r{self.label} {i} of {self.n}")
+            sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
 def cmd_status(a: Args, out: List[str]) -> int:
     path = a.pos[0]
     conn = open_file(path)
@@ -316,10 +342,13 @@ def cmd_list(a: Args, out: List[str]) -> int:
     try:
         if refused is None:
             for s in statuses:
-                sql = (f"SELECT rowid, {_ROW_COLS} FROM {q(name)} WHERE status = ?"
+                # the status as a literal (one of STATUSES): the ledger then reads claimed and
+                # unknown through its partial index of open rows, which a bound parameter,
+                # unknown when the plan is made, would not let it
+                sql = (f"SELECT rowid, {_ROW_COLS} FROM {q(name)} WHERE status = '{s}'"
                        + "".join(f" AND {w}" for w in where)
                        + (f" AND rowid IN ({targets_sql})" if targets_sql else "") + " ORDER BY rowid LIMIT ?")
-                rows += conn.execute(sql, [s] + params + [limit + 1]).fetchall()
+                rows += conn.execute(sql, params + [limit + 1]).fetchall()
         else:
             # the stored statuses: the ledger, which sees them at its clock, refuses
             sql = (f"SELECT id, {_ROW_COLS} FROM {q(name + '_rows')} WHERE status IN "
@@ -490,7 +519,9 @@ def cmd_resolve_all(a: Args, out: List[str]) -> int:
         where.insert(0, "status = 'unknown'")
         rows = conn.execute(f"SELECT tenant, key, tool, updated_at FROM {q(name)} WHERE {' AND '.join(where)} "
                             "ORDER BY rowid", params).fetchall()
+        shown = _Progress(a, "listing" if dry else "resolving", len(rows))
         for tenant, key, tool, updated in rows:
+            shown.step(len(done) + 1)
             if not dry:
                 try:
                     conn.execute("SELECT idem_resolve(?, ?, ?, ?, ?)",
@@ -499,6 +530,7 @@ def cmd_resolve_all(a: Args, out: List[str]) -> int:
                     raise CommandError(f"sqlite-idempotency: {e} (tenant {tenant}, tool {tool}); nothing was "
                                        f"resolved") from None
             done.append({"tenant": tenant, "key": key, "tool": tool, "updated_at": updated})
+        shown.end()
         if not dry:
             conn.execute("COMMIT")
     except sqlite3.Error as e:
