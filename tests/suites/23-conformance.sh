@@ -6,6 +6,8 @@
 #   python  tests/python/test_conformance.py: the Python package, with
 #           Debian's /usr/bin/python3
 #   node    tests/js/test_conformance.mjs: the Node package on better-sqlite3 12
+#   go      tests/go/conformance: the Go package (bindings/go) on
+#           mattn/go-sqlite3, built offline in GOPATH mode (tests/lib/golang.sh)
 # each on the test clock $BUILD/testclock.so. Each runner prints one PASS
 # line per file, or a FAIL line naming the file, the step, and expected vs
 # got; a runner that passes fewer files than it was given fails. Then:
@@ -171,5 +173,20 @@ if [ "$node_ready" = 1 ]; then
     [ -e "$tmp/proj/node_modules/$(basename "$d")" ] || ln -s "$ROOT/$d" "$tmp/proj/node_modules/$(basename "$d")"
   done
   run_runner node node tests/js/test_conformance.mjs --project "$tmp/proj" --clock "$pclock" --dir "$tmp/node"
+fi
+
+# --- Go: the package (bindings/go: the C sources through cgo, registered with
+# sqlite3_auto_extension) on mattn/go-sqlite3, built offline ---------------------------
+# shellcheck source=tests/lib/golang.sh
+. tests/lib/golang.sh
+go_ready conformance go
+if [ "$go_ok" = 1 ]; then
+  mkdir -p "$tmp/gopath" "$tmp/go"
+  if out=$(go_env "$tmp/gopath" && cd "$tmp/gopath/src/$GO_IMPORT" && go build -o "$tmp/conformance-go" ./tests/go/conformance 2>&1); then
+    run_runner go "$tmp/conformance-go" --clock "$pclock" --dir "$tmp/go"
+  else
+    echo "FAIL conformance.go: the runner (tests/go/conformance) does not build: $(head -c 600 <<<"$out")"
+    rc=1
+  fi
 fi
 exit $rc

@@ -1,0 +1,3 @@
+/* The extension's grammar.c, compiled into the Go package by cgo (cgo builds
+** only the C files of the package's own directory). */
+#include "../../ext/grammar.c"

@@ -1,0 +1,3 @@
+/* The extension's keyfuncs.c, compiled into the Go package by cgo (cgo builds
+** only the C files of the package's own directory). */
+#include "../../ext/keyfuncs.c"

@@ -1,0 +1,3 @@
+/* The extension's ledger_retention.c, compiled into the Go package by cgo (cgo builds
+** only the C files of the package's own directory). */
+#include "../../ext/ledger_retention.c"
