@@ -8,6 +8,8 @@
 #   node    tests/js/test_conformance.mjs: the Node package on better-sqlite3 12
 #   go      tests/go/conformance: the Go package (bindings/go) on
 #           mattn/go-sqlite3, built offline in GOPATH mode (tests/lib/golang.sh)
+#   rust    tests/rust/conformance: the Rust crate (bindings/rust) on
+#           rusqlite, built offline over Debian's crates (tests/lib/rust.sh)
 # each on the test clock $BUILD/testclock.so. Each runner prints one PASS
 # line per file, or a FAIL line naming the file, the step, and expected vs
 # got; a runner that passes fewer files than it was given fails. Then:
@@ -186,6 +188,21 @@ if [ "$go_ok" = 1 ]; then
     run_runner go "$tmp/conformance-go" --clock "$pclock" --dir "$tmp/go"
   else
     echo "FAIL conformance.go: the runner (tests/go/conformance) does not build: $(head -c 600 <<<"$out")"
+    rc=1
+  fi
+fi
+
+# --- Rust: the crate (bindings/rust: the C sources through the cc crate,
+# registered with sqlite3_auto_extension) on rusqlite, built offline ---------------------
+# shellcheck source=tests/lib/rust.sh
+. tests/lib/rust.sh
+rust_ready conformance rust
+if [ "$rust_ok" = 1 ]; then
+  mkdir -p "$tmp/rust"
+  if out=$(cd tests/rust/conformance && cargo_offline build -q 2>&1); then
+    run_runner rust "$ROOT/build/cargo-target/debug/conformance" --clock "$pclock" --dir "$tmp/rust"
+  else
+    echo "FAIL conformance.rust: the runner (tests/rust/conformance) does not build: $(head -c 600 <<<"$out")"
     rc=1
   fi
 fi
