@@ -4,8 +4,9 @@
 #
 #   rust_ready PREFIX NAMES...   sets rust_ok=1, or prints a SKIP line per
 #                                name (no cargo, or a crate missing) and sets rust_ok=0
-#   cargo_offline ARGS...        cargo ARGS with crates.io replaced by that
-#                                directory, offline; targets in build/cargo-target
+#   cargo_offline ARGS...        cargo ARGS in the crate of the current directory,
+#                                crates.io replaced by that directory, offline;
+#                                targets in build/cargo-target
 RUST_CRATES=(rusqlite-0.28.0 serde_json-1.0.87 serde-1.0.152 cc-1.0.73)
 rust_ready() {
   local prefix=$1 n c
@@ -25,6 +26,9 @@ rust_ready() {
   done
 }
 cargo_offline() {
+  # the crates' Cargo.lock are not kept (.gitignore): one a newer cargo
+  # wrote (format 4) stops Debian's cargo 1.65, so each build writes its own
+  rm -f Cargo.lock
   CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/build/cargo-target} cargo "$@" --offline \
     --config 'source.crates-io.replace-with="debian"' --config 'source.debian.directory="/usr/share/cargo/registry"'
 }
