@@ -9,7 +9,7 @@
 //   out.status, out.result, out.idempotent                 // the same shape on a replay
 //
 // getLoadablePath() gives the extension's path (without suffix: SQLite adds
-// it); load(db) loads it into a better-sqlite3, libsql or node:sqlite
+// it); load(db) loads it into a better-sqlite3, libsql, node:sqlite or bun:sqlite
 // (DatabaseSync, opened with { allowExtension: true }) connection. Errors of
 // the extension are thrown as LedgerError carrying its message unchanged.
 // The drivers are synchronous: a claim blocks the event loop for at most
@@ -186,7 +186,7 @@ function getLoadablePath() {
   return path.join(dir, 'idempotency');
 }
 
-// Loads the extension into a better-sqlite3, libsql or node:sqlite connection.
+// Loads the extension into a better-sqlite3, libsql, node:sqlite or bun:sqlite connection.
 function load(db) {
   if (!db || typeof db.loadExtension !== 'function') {
     throw new IdempotencyError('sqlite-idempotency: load(db): db has no loadExtension method (use better-sqlite3, libsql, or node:sqlite on a Node that has DatabaseSync.loadExtension)');
@@ -692,7 +692,7 @@ class Ledger {
         this.stmts.set(sql, stmt);
       }
       const row = stmt.get(...params);
-      return row === undefined ? undefined : row.v;
+      return row === undefined || row === null ? undefined : row.v; // no row: undefined (better-sqlite3, node:sqlite), null (bun:sqlite)
     } catch (e) {
       // A statement that failed is not reused: libsql's fails again with the same error.
       this.stmts.delete(sql);
@@ -776,7 +776,7 @@ class Ledger {
     } catch (e) {
       throw LedgerError.wrap(e);
     }
-    if (r === undefined) return null;
+    if (r === undefined || r === null) return null; // no row (bun:sqlite gives null)
     const out = {};
     for (const [k, v] of Object.entries(r)) {
       if (k === '_metadata') continue; // libsql's

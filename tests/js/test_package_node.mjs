@@ -4,6 +4,7 @@
 // waiting, renewal; also through require() (CommonJS).
 //
 // Usage: node test_package_node.mjs DRIVER     (better-sqlite3, libsql or node:sqlite)
+//        bun test_package_node.mjs bun:sqlite    (Bun's Database)
 //   run from the npm project (tests/suites/63-packages.sh copies it there, as
 //   tests/js/, beside checks.mjs).
 //
@@ -23,7 +24,8 @@ const SELF = fileURLToPath(import.meta.url);
 const T = 'tenant-a';
 const C = 'conv-1';
 const driver = process.argv[2];
-const PREFIX = `packages.node.${driver}`;
+// node:sqlite runs on several Nodes: the prefix names the major version
+const PREFIX = `packages.node.${driver}${driver === 'node:sqlite' ? `@node${process.versions.node.split('.')[0]}` : ''}`;
 const tally = new Checks(PREFIX);
 const { report } = tally;
 
@@ -52,6 +54,7 @@ function counter({ result, error } = {}) {
 let DatabaseSync;
 function openDb(file) {
   if (driver === 'node:sqlite') return new DatabaseSync(file, { allowExtension: true });
+  if (driver === 'bun:sqlite') return new (require('bun:sqlite').Database)(file);
   const Database = require(driver);
   return new Database(file);
 }
@@ -479,8 +482,8 @@ async function run(tmp) {
   ledger.close();
 }
 
-if (!['better-sqlite3', 'libsql', 'node:sqlite'].includes(driver)) {
-  console.error('usage: node test_package_node.mjs better-sqlite3|libsql|node:sqlite');
+if (!['better-sqlite3', 'libsql', 'node:sqlite', 'bun:sqlite'].includes(driver)) {
+  console.error('usage: node test_package_node.mjs better-sqlite3|libsql|node:sqlite, or bun test_package_node.mjs bun:sqlite');
   process.exit(2);
 }
 if (driver === 'node:sqlite') {

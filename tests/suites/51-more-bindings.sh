@@ -68,20 +68,13 @@ PY
 fi
 [ -n "$names" ] || { echo "FAIL bindings.more: $PAGE has no block marked for this suite"; exit 1; }
 
-# Node 24 (node:sqlite), Deno and Bun are npm packages (node@24, deno, bun:
-# each ships its binary), installed once into build/runtimes; a machine
-# that cannot reach npm skips them
-RUNTIMES=$PWD/build/runtimes
-if [ ! -x "$RUNTIMES/node_modules/.bin/bun" ] || [ ! -x "$RUNTIMES/node_modules/.bin/deno" ] || [ ! -x "$RUNTIMES/node_modules/.bin/node" ]; then
-  mkdir -p "$RUNTIMES"
-  if ! command -v npm >/dev/null 2>&1; then
-    runtimes_why="npm is not installed"
-  elif ! runtimes_why=$(cd "$RUNTIMES" && timeout 300 npm install --no-audit --no-fund --loglevel=error --no-save node@24 deno bun 2>&1); then
-    runtimes_why="npm install node@24 deno bun failed: $(tail -1 <<<"$runtimes_why")"
-  else
-    runtimes_why=
-  fi
-fi
+# Node 24 (node:sqlite), Deno and Bun are npm packages (each ships its
+# binary), installed once into build/runtimes (tests/lib/runtimes.sh); a
+# machine that cannot reach npm skips them
+ROOT=$PWD
+# shellcheck source=tests/lib/runtimes.sh
+. tests/lib/runtimes.sh
+runtimes_ready
 
 # a console block's transcript: each "$ command" line run with bash, then its output
 cat >"$tmp/transcript.py" <<'PY'
@@ -121,12 +114,12 @@ for f in $names; do
         done
         cp "$tmp/blocks/$f" "$dir/src/main.rs"
         cmd=(sh -c "CARGO_TARGET_DIR=$tmp/cargo-target cargo run -q"); pkg="Debian: apt-get install cargo librust-rusqlite-dev" ;;
-    mjs) name=node-sqlite; ready=${runtimes_why:-}; [ -x "$RUNTIMES/node_modules/.bin/node" ] || ready=${ready:-no node@24}
-        cmd=("$RUNTIMES/node_modules/.bin/node" "$f"); pkg="npm install node@24, which failed or was not run" ;;
-    deno) name=deno; ready=${runtimes_why:-}; [ -x "$RUNTIMES/node_modules/.bin/deno" ] || ready=${ready:-no deno}
-        cmd=(env NO_COLOR=1 DENO_DIR="$tmp/deno" "$RUNTIMES/node_modules/.bin/deno" run --allow-ffi --allow-read --allow-write "$run"); pkg="npm install deno, which failed or was not run" ;;
-    bun) name=bun; ready=${runtimes_why:-}; [ -x "$RUNTIMES/node_modules/.bin/bun" ] || ready=${ready:-no bun}
-        cmd=("$RUNTIMES/node_modules/.bin/bun" "$run"); pkg="npm install bun, which failed or was not run" ;;
+    mjs) name=node-sqlite; ready=${runtimes_why:-}; [ -n "$NODE24" ] || ready=${ready:-no node@24}
+        cmd=("$NODE24" "$f"); pkg="npm install node@24, which failed or was not run" ;;
+    deno) name=deno; ready=${runtimes_why:-}; [ -n "$DENO" ] || ready=${ready:-no deno}
+        cmd=(env NO_COLOR=1 DENO_DIR="$tmp/deno" "$DENO" run --allow-ffi --allow-read --allow-write "$run"); pkg="npm install deno, which failed or was not run" ;;
+    bun) name=bun; ready=${runtimes_why:-}; [ -n "$BUN" ] || ready=${ready:-no bun}
+        cmd=("$BUN" "$run"); pkg="npm install bun, which failed or was not run" ;;
     php) name=php; ready=
          php -r 'exit(class_exists("SQLite3") ? 0 : 1);' >/dev/null 2>&1 || ready="no php, or no SQLite3 class"
          cmd=(php -d "sqlite3.extension_dir=$dir" "$f"); pkg="Debian: apt-get install php8.2-cli php8.2-sqlite3" ;;

@@ -7,8 +7,9 @@
 #            sqlite-idempotency/mcp, driven by the SDK's Client over stdio
 #            and Streamable HTTP against a counting target on 127.0.0.1
 #            (test_mcp.mjs); the edge cases in one process over the SDK's
-#            in-memory transport (test_mcp_unit.mjs); tsc --strict over
-#            mcp.d.ts with a typed user and misuse it must refuse
+#            in-memory transport (test_mcp_unit.mjs); the adapter on
+#            node:sqlite under Node 24 from npm (test_mcp_node_sqlite.mjs);
+#            tsc --strict over mcp.d.ts with a typed user and misuse it must refuse
 #   python   tests/python/test_tools.py: @ledger.tool and Ledger.acall from
 #            threads, processes and asyncio, a kill mid-call
 #   docs     every JavaScript and Python block of the MCP and Python
@@ -110,6 +111,16 @@ if [ "$node_ready" = 1 ]; then
   fi
   run_checked integrations mcp-unit node "$proj/$IT/test_mcp_unit.mjs"
   run_checked integrations mcp node "$proj/$IT/test_mcp.mjs"
+  # the MCP adapter on Node's own SQLite (node:sqlite), on Node 24 from npm
+  # (tests/lib/runtimes.sh): the system's Node may have none
+  # shellcheck source=tests/lib/runtimes.sh
+  . tests/lib/runtimes.sh
+  runtimes_ready
+  if [ -z "$NODE24" ]; then
+    echo "SKIP integrations.mcp-node-sqlite: node@24 could not be installed from npm into build/runtimes${runtimes_why:+ ($runtimes_why)}"
+  else
+    run_checked integrations mcp-node-sqlite "$NODE24" --no-warnings "$proj/$IT/test_mcp_node_sqlite.mjs"
+  fi
   # TypeScript: mcp.d.ts accepts a typed user against the real SDK types and
   # refuses misuse (one tsc run over both: the SDK's types are slow to check)
   printf '{ "compilerOptions": { "strict": true, "noEmit": true, "skipLibCheck": true, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "lib": ["es2022", "dom"], "types": [] }, "files": ["consumer_mcp.ts", "misuse_mcp.ts"] }\n' >"$proj/$IT/tsconfig.json"

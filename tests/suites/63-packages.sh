@@ -30,7 +30,8 @@
 #            beside better-sqlite3 12 (linked from tests/js/node_modules)
 #            and libsql: the package tests per
 #            driver, the HTTP adapter example per driver, node:sqlite where
-#            the running Node has it, the docs' JavaScript example; tsc
+#            the running Node has it and on Node 24 and 22 from npm, Bun's
+#            Database (bun:sqlite) on Bun from npm, the docs' JavaScript example; tsc
 #            (typescript 5) checks index.d.ts (tests/js/consumer_package.ts,
 #            misuse_package.ts); getLoadablePath()'s messages when the platform
 #            package is missing (--omit=optional), of another version or
@@ -245,10 +246,10 @@ if [[ " ${parts[*]} " == *" python "* ]]; then
     un=$tmp/unpacked-$p
     if out=$("$PY" -m wheel unpack -d "$un" "$whl" 2>&1); then
       files=$(cd "$un"/sqlite_idempotency-"$version" && find sqlite_idempotency -type f | sort | tr '\n' ' ')
-      want_files=$( (cd bindings/python && ls sqlite_idempotency/*.py sqlite_idempotency/py.typed; echo sqlite_idempotency/words.json; echo sqlite_idempotency/idempotency.so) | sort | tr '\n' ' ')
+      want_files=$( (cd bindings/python && ls sqlite_idempotency/*.py sqlite_idempotency/py.typed; echo sqlite_idempotency/words.json; echo sqlite_idempotency/serve.html; echo sqlite_idempotency/idempotency.so) | sort | tr '\n' ' ')
       if [ "$files" = "$want_files" ] &&
         cmp -s "$un/sqlite_idempotency-$version/sqlite_idempotency/idempotency.so" "$DIST/lib/$p/idempotency.so"; then
-        echo "PASS packages.dist:wheel-$p-contents (python3 -m wheel unpack verifies RECORD; the API, py.typed, words.json and the $p library)"
+        echo "PASS packages.dist:wheel-$p-contents (python3 -m wheel unpack verifies RECORD; the API, py.typed, words.json, serve.html and the $p library)"
       else
         echo "FAIL packages.dist:wheel-$p-contents: the package holds '$files', or its idempotency.so is not lib/$p/idempotency.so"
         rc=1
@@ -288,7 +289,7 @@ PY
   sdist=$DIST/sqlite_idempotency-$version.tar.gz
   got=$(tar tzf "$sdist" 2>/dev/null | grep -v '/$' | sed "s|^sqlite_idempotency-$version/||" | sort | tr '\n' ' ')
   want=$( (for f in LICENSE MANIFEST.in PKG-INFO README.md pyproject.toml setup.cfg setup.py \
-      sqlite_idempotency/py.typed sqlite_idempotency/words.json csrc/include/idempotency.h \
+      sqlite_idempotency/py.typed sqlite_idempotency/words.json sqlite_idempotency/serve.html csrc/include/idempotency.h \
       csrc/xxhash/xxhash.h csrc/xxhash/LICENSE sqlite_idempotency.egg-info/PKG-INFO \
       sqlite_idempotency.egg-info/SOURCES.txt sqlite_idempotency.egg-info/dependency_links.txt \
       sqlite_idempotency.egg-info/entry_points.txt \
@@ -603,6 +604,19 @@ if [[ " ${parts[*]} " == *" node "* ]]; then
   else
     run_checked packages node.node-sqlite node "$project/tests/js/test_package_node.mjs" node:sqlite
   fi
+  # node:sqlite on Node 24 and 22, and Bun's Database: the runtimes npm
+  # ships (tests/lib/runtimes.sh), whatever the system's Node is
+  # shellcheck source=tests/lib/runtimes.sh
+  . tests/lib/runtimes.sh
+  runtimes_ready
+  for rt in "node24|$NODE24|node:sqlite|node@24" "node22|$NODE22|node:sqlite|node@22" "bun|$BUN|bun:sqlite|bun"; do
+    IFS='|' read -r rname rbin rdriver rpkg <<<"$rt"
+    if [ -z "$rbin" ]; then
+      echo "SKIP packages.node.$rname: $rpkg could not be installed from npm into build/runtimes${runtimes_why:+ ($runtimes_why)}"
+    else
+      run_checked packages "node.$rname" sh -c "cd '$project' && exec '$rbin' tests/js/test_package_node.mjs $rdriver"
+    fi
+  done
 
   # the JavaScript examples of docs/install.md, in the project
   for ex in "$docs"/*.mjs; do
