@@ -5,7 +5,7 @@
 # mattn/go-sqlite3 in GOPATH mode over Debian's package, and a console
 # transcript of sqlite-utils, each "$ " line run and its output compared;
 # rust with rusqlite, a Cargo project of the page's toml blocks, offline over
-# Debian's crates) is a
+# Debian's crates; tcl with libsqlite3-tcl; perl with DBD::SQLite) is a
 # program run in a fresh directory holding the extension as ./idempotency.so,
 # its stdout compared with the ```text block marked <!-- output --> after it.
 # js blocks run on Node 24's node:sqlite and on Deno (the same program), or
@@ -16,7 +16,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/interp.sh
-plain_ext bindings apsw ruby php go rust sqlite-utils node-sqlite deno bun
+plain_ext bindings apsw ruby php go rust sqlite-utils node-sqlite deno bun tcl perl
 PY=/usr/bin/python3
 PAGE=docs/install.md
 rc=0
@@ -44,6 +44,7 @@ while i < len(lines):
     if before == mark:
         n += 1
         ext = {"python": "py", "ruby": "rb", "php": "php", "go": "go", "console": "console", "rust": "rs", "toml": "toml",
+               "tcl": "tcl", "perl": "pl",
                "js": "bun" if "bun:sqlite" in body else "mjs"}[m.group(1)]
         last = os.path.join(out, f"{n:02d}")
         open(f"{last}.{ext}", "w", encoding="utf-8").write(body)
@@ -120,6 +121,12 @@ for f in $names; do
         cmd=(env NO_COLOR=1 DENO_DIR="$tmp/deno" "$DENO" run --allow-ffi --allow-read --allow-write "$run"); pkg="npm install deno, which failed or was not run" ;;
     bun) name=bun; ready=${runtimes_why:-}; [ -n "$BUN" ] || ready=${ready:-no bun}
         cmd=("$BUN" "$run"); pkg="npm install bun, which failed or was not run" ;;
+    tcl) name=tcl; ready=
+         echo 'package require sqlite3' | tclsh >/dev/null 2>&1 || ready="no tclsh, or no sqlite3 package"
+         cmd=(tclsh "$f"); pkg="Debian: apt-get install tcl libsqlite3-tcl" ;;
+    pl) name=perl; ready=
+         perl -MDBI -MDBD::SQLite -MJSON::PP -e 1 >/dev/null 2>&1 || ready="no DBI, DBD::SQLite or JSON::PP"
+         cmd=(perl "$f"); pkg="Debian: apt-get install libdbd-sqlite3-perl" ;;
     php) name=php; ready=
          php -r 'exit(class_exists("SQLite3") ? 0 : 1);' >/dev/null 2>&1 || ready="no php, or no SQLite3 class"
          cmd=(php -d "sqlite3.extension_dir=$dir" "$f"); pkg="Debian: apt-get install php8.2-cli php8.2-sqlite3" ;;
