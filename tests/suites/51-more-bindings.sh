@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The other bindings' examples of docs/install.md ("Other bindings"), run
+# The bindings' examples of docs/install.md ("Every binding"), run
 # as written: each block marked <!-- run by tests/suites/51-more-bindings.sh -->
-# (python with APSW, ruby with the sqlite3 gem, php with SQLite3, go with
+# (python with its sqlite3 and with APSW, js with better-sqlite3, ruby with the sqlite3 gem, php with SQLite3, go with
 # mattn/go-sqlite3 in GOPATH mode over Debian's package, and a console
 # transcript of sqlite-utils, each "$ " line run and its output compared;
 # rust with rusqlite, a Cargo project of the page's toml blocks, offline over
@@ -16,7 +16,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/interp.sh
-plain_ext bindings apsw ruby php go rust sqlite-utils node-sqlite deno bun tcl perl
+plain_ext bindings python better-sqlite3 apsw ruby php go rust sqlite-utils node-sqlite deno bun tcl perl
 PY=/usr/bin/python3
 PAGE=docs/install.md
 rc=0
@@ -43,9 +43,9 @@ while i < len(lines):
     body = "\n".join(lines[i + 1:j]) + "\n"
     if before == mark:
         n += 1
-        ext = {"python": "py", "ruby": "rb", "php": "php", "go": "go", "console": "console", "rust": "rs", "toml": "toml",
+        ext = {"python": "apsw" if "import apsw" in body else "py", "ruby": "rb", "php": "php", "go": "go", "console": "console", "rust": "rs", "toml": "toml",
                "tcl": "tcl", "perl": "pl",
-               "js": "bun" if "bun:sqlite" in body else "mjs"}[m.group(1)]
+               "js": "bun" if "bun:sqlite" in body else "bsq" if "better-sqlite3" in body else "mjs"}[m.group(1)]
         last = os.path.join(out, f"{n:02d}")
         open(f"{last}.{ext}", "w", encoding="utf-8").write(body)
         if ext == "mjs":  # node:sqlite: Node 24, and Deno's node:sqlite, the same program
@@ -91,11 +91,14 @@ for f in $names; do
   lang=${f#*.}
   dir=$tmp/run-$n-$lang
   run=$f # the program's file name in $dir
-  case $lang in deno | bun) run=$n.mjs ;; esac
+  case $lang in deno | bun | bsq) run=$n.mjs ;; apsw) run=$n.py ;; esac
   case $lang in
-    py) name=apsw; ready=
+    py) name=python; ready=
+        "$PY" -c 'import sqlite3; sqlite3.connect(":memory:").enable_load_extension' >/dev/null 2>&1 || ready="$PY's sqlite3 cannot load extensions"
+        cmd=("$PY" "$run"); pkg="Debian: apt-get install python3" ;;
+    apsw) name=apsw; ready=
         "$PY" -c 'import apsw' >/dev/null 2>&1 || ready="$PY cannot import apsw"
-        cmd=("$PY" "$f"); pkg="Debian: apt-get install python3-apsw" ;;
+        cmd=("$PY" "$run"); pkg="Debian: apt-get install python3-apsw" ;;
     rb) name=ruby; ready=
         ruby -e 'require "sqlite3"' >/dev/null 2>&1 || ready="no ruby, or no sqlite3 gem"
         cmd=(ruby "$f"); pkg="Debian: apt-get install ruby-sqlite3" ;;
@@ -121,6 +124,9 @@ for f in $names; do
         cmd=(env NO_COLOR=1 DENO_DIR="$tmp/deno" "$DENO" run --allow-ffi --allow-read --allow-write "$run"); pkg="npm install deno, which failed or was not run" ;;
     bun) name=bun; ready=${runtimes_why:-}; [ -n "$BUN" ] || ready=${ready:-no bun}
         cmd=("$BUN" "$run"); pkg="npm install bun, which failed or was not run" ;;
+    bsq) name=better-sqlite3; ready=
+         [ -f "$ROOT/tests/js/node_modules/better-sqlite3/package.json" ] || ready="better-sqlite3 is not in tests/js/node_modules (npm ci there)"
+         cmd=(node "$run"); pkg="npm ci in tests/js" ;;
     tcl) name=tcl; ready=
          echo 'package require sqlite3' | tclsh >/dev/null 2>&1 || ready="no tclsh, or no sqlite3 package"
          cmd=(tclsh "$f"); pkg="Debian: apt-get install tcl libsqlite3-tcl" ;;
@@ -141,6 +147,7 @@ for f in $names; do
     continue
   fi
   mkdir -p "$dir"
+  [ "$lang" = bsq ] && ln -s "$ROOT/tests/js/node_modules" "$dir/node_modules"
   cp "$ext" "$dir/idempotency.so"
   cp "$tmp/blocks/$f" "$dir/$run"
   out=$(cd "$dir" && timeout 60 "${cmd[@]}" 2>&1)
