@@ -23,50 +23,34 @@ rc=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# the marked blocks, as NN.<lang> and NN.out
-if ! names=$("$PY" - "$PAGE" "$tmp/blocks" <<'PY'
-import os, re, sys
-page, out = sys.argv[1], sys.argv[2]
-os.makedirs(out)
-lines = open(page, encoding="utf-8").read().split("\n")
-mark = "<!-- run by tests/suites/51-more-bindings.sh -->"
-n, i, last = 0, 0, None
-while i < len(lines):
-    m = re.match(r"^```(\w+)\s*$", lines[i])
-    if not m:
-        i += 1
-        continue
-    before = lines[i - 1].strip() if i else ""
-    j = i + 1
-    while lines[j].strip() != "```":
-        j += 1
-    body = "\n".join(lines[i + 1:j]) + "\n"
-    if before == mark:
-        n += 1
-        ext = {"python": "apsw" if "import apsw" in body else "py", "ruby": "rb", "php": "php", "go": "go", "console": "console", "rust": "rs", "toml": "toml",
-               "tcl": "tcl", "perl": "pl",
-               "js": "bun" if "bun:sqlite" in body else "bsq" if "better-sqlite3" in body else "mjs"}[m.group(1)]
-        last = os.path.join(out, f"{n:02d}")
-        open(f"{last}.{ext}", "w", encoding="utf-8").write(body)
-        if ext == "mjs":  # node:sqlite: Node 24, and Deno's node:sqlite, the same program
-            open(f"{last}.deno", "w", encoding="utf-8").write(body)
-            print(f"{n:02d}.deno")
-        if ext == "console":  # a transcript: it is its own expected output
-            open(f"{last}.out", "w", encoding="utf-8").write(body)
-            last = None
-        if ext != "toml":  # a Rust program's Cargo.toml and .cargo/config.toml, before it
-            print(f"{n:02d}.{ext}")
-    elif before == "<!-- output -->" and m.group(1) == "text" and last:
-        open(f"{last}.out", "w", encoding="utf-8").write(body)
-        last = None
-    else:
-        last = None
-    i = j + 1
-PY
-); then
-  echo "FAIL bindings.more: the blocks of $PAGE could not be read: $names"
+# the marked blocks (tests/python/doc_blocks.py), then named by how each
+# runs: NN.py (Python's sqlite3), NN.apsw, NN.bsq (better-sqlite3), NN.bun
+# (bun:sqlite), NN.mjs and NN.deno (node:sqlite: Node 24 and Deno run the
+# same program), NN.console (its own expected output), NN.rs (after its two
+# toml blocks, kept as NN.toml), NN.rb, NN.go, NN.php, NN.tcl, NN.pl
+if ! raw=$("$PY" tests/python/doc_blocks.py --suite 51-more-bindings "$PAGE" "$tmp/blocks" 2>&1); then
+  echo "FAIL bindings.more: the blocks of $PAGE could not be read: $raw"
   exit 1
 fi
+names=
+for b in $raw; do
+  n=${b%%.*}
+  case ${b#*.} in
+    python) if grep -q '^import apsw' "$tmp/blocks/$b"; then e=apsw; else e=py; fi ;;
+    js) if grep -q "bun:sqlite" "$tmp/blocks/$b"; then e=bun; elif grep -q "better-sqlite3" "$tmp/blocks/$b"; then e=bsq; else e=mjs; fi ;;
+    ruby) e=rb ;;
+    rust) e=rs ;;
+    perl) e=pl ;;
+    *) e=${b#*.} ;;
+  esac
+  [ "$b" = "$n.$e" ] || mv "$tmp/blocks/$b" "$tmp/blocks/$n.$e"
+  case $e in
+    toml) continue ;; # a Rust program's Cargo.toml and .cargo/config.toml, before it
+    console) cp "$tmp/blocks/$n.console" "$tmp/blocks/$n.out" ;; # a transcript is its own expected output
+    mjs) cp "$tmp/blocks/$n.mjs" "$tmp/blocks/$n.deno"; [ -f "$tmp/blocks/$n.out" ] && names+=" $n.deno" ;;
+  esac
+  names+=" $n.$e"
+done
 [ -n "$names" ] || { echo "FAIL bindings.more: $PAGE has no block marked for this suite"; exit 1; }
 
 # Node 24 (node:sqlite), Deno and Bun are npm packages (each ships its

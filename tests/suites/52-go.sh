@@ -54,10 +54,11 @@ if [ "$status" -ne 0 ] || [ "$n" -lt 8 ]; then
 fi
 
 # --- docs/install.md's example, as written ---------------------------------------------
-block=$(awk '/^<!-- run by tests\/suites\/52-go.sh -->$/ {m=1; next} m && /^```go$/ {p=1; next} p && /^```$/ {exit} p' docs/install.md)
-want=$(awk '/^<!-- run by tests\/suites\/52-go.sh -->$/ {m=1} m && /^<!-- output -->$/ {o=1; next} o && /^```text$/ {p=1; next} p && /^```$/ {exit} p' docs/install.md)
+names=$(/usr/bin/python3 tests/python/doc_blocks.py --suite 52-go docs/install.md "$tmp/blocks" 2>&1)
+block=$( [ "$names" = 01.go ] && cat "$tmp/blocks/01.go")
+want=$( [ -f "$tmp/blocks/01.out" ] && cat "$tmp/blocks/01.out")
 if [ -z "$block" ] || [ -z "$want" ]; then
-  echo "FAIL go:docs: docs/install.md has no go block marked for this suite, with an output block after it"
+  echo "FAIL go:docs: docs/install.md must hold one go block marked for this suite, with an output block after it (found: $names)"
   rc=1
 else
   mkdir -p "$tmp/run"

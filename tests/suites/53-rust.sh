@@ -44,14 +44,15 @@ if [ "$status" -ne 0 ] || [ "$n" -lt 8 ]; then
 fi
 
 # --- docs/install.md's example, as written -------------------------------------------
-blocks() { # LANG: the block after the marker for this suite, of that language
-  awk -v lang="$1" '/^<!-- run by tests\/suites\/53-rust.sh -->$/ {m=1; next} m && $0 == "```" lang {p=1; next} p && /^```$/ {exit} p' docs/install.md
-}
-toml=$(blocks toml)
-rs=$(blocks rust)
-want=$(awk '/^<!-- run by tests\/suites\/53-rust.sh -->$/ {m=1} m && /^<!-- output -->$/ {o=1; next} o && /^```text$/ {p=1; next} p && /^```$/ {exit} p' docs/install.md)
+names=$(/usr/bin/python3 tests/python/doc_blocks.py --suite 53-rust docs/install.md "$tmp/blocks" 2>&1)
+toml= rs= want=
+if [ "$(tr '\n' ' ' <<<"$names")" = "01.toml 02.rust " ]; then
+  toml=$(cat "$tmp/blocks/01.toml")
+  rs=$(cat "$tmp/blocks/02.rust")
+  want=$( [ -f "$tmp/blocks/02.out" ] && cat "$tmp/blocks/02.out")
+fi
 if [ -z "$toml" ] || [ -z "$rs" ] || [ -z "$want" ]; then
-  echo "FAIL rust:docs: docs/install.md lacks the toml and rust blocks marked for this suite, with an output block after them"
+  echo "FAIL rust:docs: docs/install.md must hold a toml and a rust block marked for this suite, with an output block after them (found: $names)"
   rc=1
 else
   mkdir -p "$tmp/example/src"

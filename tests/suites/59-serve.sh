@@ -211,14 +211,14 @@ fi
 
 # --- docs/operating.md's serve example, as written ---------------------------------
 # (ops_docs.py runs the other blocks; this one runs until stopped)
-block=$("$PY" -c 'import re,sys; t=open(sys.argv[1]).read(); m=re.findall(r"<!-- run by tests/suites/59-serve.sh -->\n```console\n(.*?)```", t, re.S); print(len(m)); print(m[0] if m else "", end="")' docs/operating.md)
-if [ "$(head -1 <<<"$block")" != 1 ]; then
-  fail docs "docs/operating.md holds $(head -1 <<<"$block") console blocks marked for this suite (want 1)"
+names=$("$PY" tests/python/doc_blocks.py --suite 59-serve docs/operating.md "$tmp/blocks" 2>&1)
+if [ "$names" != 01.console ]; then
+  fail docs "docs/operating.md must hold one console block marked for this suite (found: $names)"
 else
   mkdir -p "$tmp/docs"
   sqlite3 "$tmp/docs/agent.db" <tests/fixtures/operating-docs.sql
-  cmd=$(sed -n '2s/^\$ //p' <<<"$block")
-  want=$(tail -n +3 <<<"$block")
+  cmd=$(sed -n '1s/^\$ //p' "$tmp/blocks/01.console")
+  want=$(tail -n +2 "$tmp/blocks/01.console")
   for who in python node; do
     if [ "$who" = python ]; then printf '#!/bin/sh\nexec %s -m sqlite_idempotency "$@"\n' "$PY" >"$tmp/docs/sqlite-idempotency"
     else printf '#!/bin/sh\nexec node %s "$@"\n' "$tmp/proj/node_modules/sqlite-idempotency/cli.js" >"$tmp/docs/sqlite-idempotency"; fi
