@@ -270,7 +270,7 @@ export class Ledger {
                               options?: CallOptions): Promise<Outcome<R>>;
   /** Resolves the unknown rows (expired external claims included) with what each tool's reconciler learns from the target (docs/operating.md). */
   reconcile(reconcilers: Record<string, (call: ReconcileCall) => ReconcileAnswer | Promise<ReconcileAnswer>>,
-            options?: { batchSize?: number; limit?: number; by?: string; tenant?: string }): Promise<ReconcileReport>;
+            options?: { batchSize?: number; limit?: number; by?: string; tenant?: string; /** called after each call is examined, with the report so far */ onProgress?: (report: ReconcileReport) => void }): Promise<ReconcileReport>;
 }
 
 /** One unknown call, as a reconciler sees it. */

@@ -145,9 +145,14 @@ function resolveRow(ledger, call, a, by, report) {
   report.resolved.push(entry(call, { status }));
 }
 
-// Ledger.reconcile(reconcilers, { batchSize = 100, limit, by = 'reconcile', tenant })
-async function reconcile(ledger, reconcilers, { batchSize = 100, limit, by = 'reconcile', tenant } = {}) {
+// Ledger.reconcile(reconcilers, { batchSize = 100, limit, by = 'reconcile', tenant, onProgress })
+// onProgress(report), when given, is called after each call is examined,
+// with the report so far: a long run's progress, for the caller to show.
+async function reconcile(ledger, reconcilers, { batchSize = 100, limit, by = 'reconcile', tenant, onProgress } = {}) {
   checkArgs(reconcilers, batchSize, limit, by);
+  if (onProgress !== undefined && typeof onProgress !== 'function') {
+    throw new TypeError(`Ledger.reconcile: onProgress must be a function of the report so far, got ${onProgress === null ? 'null' : typeof onProgress}`);
+  }
   if (ledger.inTransaction() === true) {
     const { IdempotencyError } = require('./index.js');
     throw new IdempotencyError("Ledger.reconcile: a transaction is open on the ledger's connection; reconcile resolves each row in a transaction of its own: commit first");
@@ -155,25 +160,31 @@ async function reconcile(ledger, reconcilers, { batchSize = 100, limit, by = 're
   const report = { examined: 0, resolved: [], unknown: [], errors: [], raced: [], needsPerson: [] };
   for (const call of batches(ledger, batchSize, limit, tenant)) {
     report.examined += 1;
-    const fn = Object.prototype.hasOwnProperty.call(reconcilers, call.tool) ? reconcilers[call.tool] : undefined;
-    if (fn === undefined) {
-      report.needsPerson.push(entry(call, { reason: `no reconciler for tool ${call.tool}` }));
-      continue;
-    }
-    let a;
-    try {
-      a = checkAnswer(await fn(call));
-    } catch (e) {
-      report.errors.push(entry(call, { error: e instanceof Error ? `${e.name}: ${e.message}` : `thrown: ${String(e)}` }));
-      continue;
-    }
-    if (a.status === 'unknown') {
-      report.unknown.push(entry(call, { reason: a.reason === undefined ? null : a.reason }));
-      continue;
-    }
-    resolveRow(ledger, call, a, by, report);
+    await examine(ledger, reconcilers, call, by, report);
+    if (onProgress) onProgress(report);
   }
   return report;
+}
+
+// One call: its reconciler's answer, resolved or reported.
+async function examine(ledger, reconcilers, call, by, report) {
+  const fn = Object.prototype.hasOwnProperty.call(reconcilers, call.tool) ? reconcilers[call.tool] : undefined;
+  if (fn === undefined) {
+    report.needsPerson.push(entry(call, { reason: `no reconciler for tool ${call.tool}` }));
+    return;
+  }
+  let a;
+  try {
+    a = checkAnswer(await fn(call));
+  } catch (e) {
+    report.errors.push(entry(call, { error: e instanceof Error ? `${e.name}: ${e.message}` : `thrown: ${String(e)}` }));
+    return;
+  }
+  if (a.status === 'unknown') {
+    report.unknown.push(entry(call, { reason: a.reason === undefined ? null : a.reason }));
+    return;
+  }
+  resolveRow(ledger, call, a, by, report);
 }
 
 module.exports = { Answer, reconcile };

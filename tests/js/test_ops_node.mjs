@@ -53,8 +53,15 @@ async function reconcileTests() {
   eq('setup:expired-claim-reads-unknown', quick.row('t', kExpired).status, 'unknown');
 
   const send = async (call) => ((await counts())[call.key] ? Answer.succeeded({ received: (await counts())[call.key] }) : Answer.notSent('the target has no request with this key'));
-  const report = await ledger.reconcile({ send, charge: () => { throw new Error('provider down'); }, sms: () => Answer.unknown('pending') }, { by: 'on-call', batchSize: 2 });
+  const progress = [];
+  const report = await ledger.reconcile({ send, charge: () => { throw new Error('provider down'); }, sms: () => Answer.unknown('pending') },
+    { by: 'on-call', batchSize: 2, onProgress: (r) => progress.push([r.examined, r.resolved.length]) });
   eq('report:examined', report.examined, 5);
+  eq('report:progress', progress.map((p) => p[0]), [1, 2, 3, 4, 5]);
+  eq('report:progress-last', progress.at(-1), [5, report.resolved.length]);
+  let refused;
+  try { await ledger.reconcile({}, { onProgress: 'yes' }); } catch (e) { refused = e.message; }
+  eq('report:progress-refused', refused, 'Ledger.reconcile: onProgress must be a function of the report so far, got string');
   eq('report:resolved', report.resolved.map((r) => [r.key, r.status]).sort(), [[kTimeout, 'succeeded'], [kNever, 'released']].sort());
   eq('report:errors', report.errors, [{ tenant: 't', key: kCharge, tool: 'charge', attempt: 1, error: 'Error: provider down' }]);
   eq('report:needs-person', report.needsPerson, [{ tenant: 't', key: kMail, tool: 'mail', attempt: 1, reason: 'no reconciler for tool mail' }]);

@@ -88,9 +88,19 @@ def reconcile_tests(srv):
     def charge(call):
         raise RuntimeError("provider down")
 
+    progress = []
     report = ledger.reconcile({"send": send, "charge": charge, "sms": lambda c: idem.Answer.unknown("pending")},
-                              by="on-call", batch_size=2)
+                              by="on-call", batch_size=2,
+                              on_progress=lambda r: progress.append((r.examined, len(r.resolved))))
     eq("report:examined", report.examined, 5)
+    eq("report:progress", [p[0] for p in progress], [1, 2, 3, 4, 5])
+    eq("report:progress-last", progress[-1], (5, len(report.resolved)))
+    try:
+        ledger.reconcile({}, on_progress="yes")
+        got = "no error"
+    except TypeError as e:
+        got = str(e)
+    eq("report:progress-refused", got, "Ledger.reconcile: on_progress must be a function of the report so far, got 'yes'")
     eq("report:resolved", sorted((r["key"], r["status"]) for r in report.resolved),
        sorted([(k_timeout, "succeeded"), (k_never, "released")]))
     eq("report:errors", report.errors, [{"tenant": "t", "key": k_charge, "tool": "charge", "attempt": 1,

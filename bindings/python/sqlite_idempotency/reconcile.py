@@ -136,7 +136,7 @@ def _answer(value: Any) -> Answer:
     return a
 
 
-def _check_args(reconcilers: Any, batch_size: Any, limit: Any, by: Any) -> None:
+def _check_args(reconcilers: Any, batch_size: Any, limit: Any, by: Any, on_progress: Any = None) -> None:
     if not isinstance(reconcilers, Mapping):
         raise TypeError(f"Ledger.reconcile: reconcilers must be a mapping of tool name to function, got {reconcilers!r}")
     for tool, fn in reconcilers.items():
@@ -148,6 +148,8 @@ def _check_args(reconcilers: Any, batch_size: Any, limit: Any, by: Any) -> None:
         raise ValueError(f"Ledger.reconcile: limit must be None or an integer >= 0, got {limit!r}")
     if not isinstance(by, str) or not by:
         raise ValueError(f"Ledger.reconcile: by must be a non-empty text naming who reconciles, got {by!r}")
+    if on_progress is not None and not callable(on_progress):
+        raise TypeError(f"Ledger.reconcile: on_progress must be a function of the report so far, got {on_progress!r}")
 
 
 def _batches(ledger: Any, batch_size: int, limit: Optional[int], tenant: Optional[str]) -> Iterator[ReconcileCall]:
@@ -218,7 +220,8 @@ def _resolve(ledger: Any, call: ReconcileCall, a: Answer, by: str, report: Recon
 
 
 def _steps(ledger: Any, reconcilers: Mapping[str, Callable[[ReconcileCall], Any]], batch_size: int,
-           limit: Optional[int], by: str, tenant: Optional[str]):
+           limit: Optional[int], by: str, tenant: Optional[str],
+           on_progress: Optional[Callable[[ReconcileReport], Any]] = None):
     """The reconciliation as a generator: yields (reconciler, call), is sent its answer or thrown its error."""
     if ledger.conn.in_transaction:
         from . import IdempotencyError
@@ -230,24 +233,28 @@ def _steps(ledger: Any, reconcilers: Mapping[str, Callable[[ReconcileCall], Any]
         fn = reconcilers.get(call.tool)
         if fn is None:
             report.needs_person.append(_entry(call, reason=f"no reconciler for tool {call.tool}"))
-            continue
-        try:
-            a = _answer((yield fn, call))
-        except Exception as e:  # the reconciler raised, or answered something that is not an Answer
-            report.errors.append(_entry(call, error=f"{type(e).__name__}: {e}"))
-            continue
-        if a.status == "unknown":
-            report.unknown.append(_entry(call, reason=a.reason))
-            continue
-        _resolve(ledger, call, a, by, report)
+        else:
+            try:
+                a = _answer((yield fn, call))
+            except Exception as e:  # the reconciler raised, or answered something that is not an Answer
+                report.errors.append(_entry(call, error=f"{type(e).__name__}: {e}"))
+            else:
+                if a.status == "unknown":
+                    report.unknown.append(_entry(call, reason=a.reason))
+                else:
+                    _resolve(ledger, call, a, by, report)
+        if on_progress is not None:
+            on_progress(report)
     return report
 
 
 def reconcile(ledger: Any, reconcilers: Mapping[str, Callable[[ReconcileCall], Any]], *, batch_size: int = 100,
-              limit: Optional[int] = None, by: str = "reconcile", tenant: Optional[str] = None) -> ReconcileReport:
-    """`Ledger.reconcile`: synchronous reconcilers (see the module's text)."""
-    _check_args(reconcilers, batch_size, limit, by)
-    gen = _steps(ledger, reconcilers, batch_size, limit, by, tenant)
+              limit: Optional[int] = None, by: str = "reconcile", tenant: Optional[str] = None,
+              on_progress: Optional[Callable[[ReconcileReport], Any]] = None) -> ReconcileReport:
+    """`Ledger.reconcile`: synchronous reconcilers (see the module's text). on_progress(report), when
+    given, is called after each call is examined, with the report so far: a long run's progress."""
+    _check_args(reconcilers, batch_size, limit, by, on_progress)
+    gen = _steps(ledger, reconcilers, batch_size, limit, by, tenant, on_progress)
     try:
         fn, call = next(gen)
         while True:
@@ -267,10 +274,11 @@ def reconcile(ledger: Any, reconcilers: Mapping[str, Callable[[ReconcileCall], A
 
 async def areconcile(ledger: Any, reconcilers: Mapping[str, Callable[[ReconcileCall], Any]], *,
                      batch_size: int = 100, limit: Optional[int] = None, by: str = "reconcile",
-                     tenant: Optional[str] = None) -> ReconcileReport:
+                     tenant: Optional[str] = None,
+                     on_progress: Optional[Callable[[ReconcileReport], Any]] = None) -> ReconcileReport:
     """`Ledger.areconcile`: the same, awaiting reconcilers that are async (sync ones work too)."""
-    _check_args(reconcilers, batch_size, limit, by)
-    gen = _steps(ledger, reconcilers, batch_size, limit, by, tenant)
+    _check_args(reconcilers, batch_size, limit, by, on_progress)
+    gen = _steps(ledger, reconcilers, batch_size, limit, by, tenant, on_progress)
     try:
         fn, call = next(gen)
         while True:
