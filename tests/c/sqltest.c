@@ -54,7 +54,8 @@
 ** "-- sqltest: forge-own-write" before a statement registers, first, a
 ** function idem_own_write() answering 1 over the extension's (forge_true);
 ** "-- sqltest: wal-hook SQL" a WAL hook that runs SQL after each commit
-** (sqltest_wal_hook() says how its last run went).
+** (sqltest_wal_hook() says how its last run went); "-- sqltest:
+** commit-hook SQL" the same from a commit hook (sqltest_commit_hook()).
 ** "-- expect-error: MESSAGE" before a
 ** statement makes that statement a check that must fail with exactly
 ** MESSAGE ("PASS <file>:expect-error line N"). The exit status is 1 when
@@ -224,6 +225,34 @@ static void wal_hook_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) 
   if (zWalResult[0] == 0) sqlite3_result_null(ctx);
   else sqlite3_result_text(ctx, zWalResult, -1, SQLITE_TRANSIENT);
   snprintf(zWalResult, sizeof(zWalResult), "not run");
+}
+
+/* "-- sqltest: commit-hook SQL": the same from a commit hook, which runs
+** inside the commit (SQLite's contract asks a commit hook not to change the
+** connection; an application's may all the same); sqltest_commit_hook()
+** returns what its last run said. The hook lets the commit go on. */
+static char zCommitSql[512], zCommitResult[512] = "not run";
+static int bInCommitHook = 0;
+static int commit_hook(void *pArg) {
+  sqlite3 *db = (sqlite3 *)pArg;
+  char *zErr = 0;
+  if (bInCommitHook || zCommitSql[0] == 0) return 0;
+  bInCommitHook = 1;
+  if (sqlite3_exec(db, zCommitSql, 0, 0, &zErr) != SQLITE_OK) {
+    snprintf(zCommitResult, sizeof(zCommitResult), "%s", zErr ? zErr : sqlite3_errmsg(db));
+  } else {
+    zCommitResult[0] = 0;
+  }
+  sqlite3_free(zErr);
+  bInCommitHook = 0;
+  return 0;
+}
+static void commit_hook_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  if (zCommitResult[0] == 0) sqlite3_result_null(ctx);
+  else sqlite3_result_text(ctx, zCommitResult, -1, SQLITE_TRANSIENT);
+  snprintf(zCommitResult, sizeof(zCommitResult), "not run");
 }
 
 /* sqltest_load_again(): loads the extension under test into this
@@ -448,6 +477,9 @@ static sqlite3 *open_db(const char *zPath, const char *zExt, const char *zName) 
     rc = sqlite3_create_function(db, "sqltest_wal_hook", 0, SQLITE_UTF8, 0, wal_hook_func, 0, 0);
   }
   if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "sqltest_commit_hook", 0, SQLITE_UTF8, 0, commit_hook_func, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
     rc =
         sqlite3_create_function(db, "sqltest_overloaded", 0, SQLITE_UTF8, 0, overloaded_func, 0, 0);
   }
@@ -606,6 +638,7 @@ static void run_text(const char *zName, char *zSql, const char *zExt) {
 
   errno = 0;
   zWalSql[0] = 0; /* a WAL hook is one file's (-- sqltest: wal-hook) */
+  zCommitSql[0] = 0; /* as is a commit hook (-- sqltest: commit-hook) */
   useFile = strncmp(zSql, "-- sqltest: file", 16) == 0;
   {
     /* "-- sqltest: requires sqlite >= 3.44.0" (or "<"): a file for some
@@ -655,6 +688,7 @@ static void run_text(const char *zName, char *zSql, const char *zExt) {
       ** could */
       const char *zF = strstr(zGap, "-- sqltest: forge-own-write");
       const char *zW = strstr(zGap, "-- sqltest: wal-hook ");
+      const char *zC = strstr(zGap, "-- sqltest: commit-hook ");
       const char *zO = strstr(zGap, "-- sqltest: overload ");
       if (zO && zO < z) {
         const char *zE = strchr(zO, '\n');
@@ -669,6 +703,12 @@ static void run_text(const char *zName, char *zSql, const char *zExt) {
         int n = (int)((zE && zE < z ? zE : z) - (zW + 21));
         snprintf(zWalSql, sizeof(zWalSql), "%.*s", n, zW + 21);
         sqlite3_wal_hook(db, wal_hook, 0);
+      }
+      if (zC && zC < z) {
+        const char *zE = strchr(zC, '\n');
+        int n = (int)((zE && zE < z ? zE : z) - (zC + 24));
+        snprintf(zCommitSql, sizeof(zCommitSql), "%.*s", n, zC + 24);
+        sqlite3_commit_hook(db, commit_hook, db);
       }
     }
     rc = sqlite3_prepare_v2(db, z, -1, &pStmt, &zTail);
