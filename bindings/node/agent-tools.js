@@ -233,7 +233,6 @@ async function runTool(ledger, name, spec, input, parts, signal, run, { untilLea
   return r;
 }
 
-
 const WINDOW_SECONDS = 600; // docs/design.md, "The deduplication window"
 const WINDOW_MAX_SECONDS = 86400;
 

@@ -17,6 +17,7 @@ web page elsewhere cannot read the ledger through DNS rebinding.
 """
 from __future__ import annotations
 
+import functools
 import hmac
 import http.server
 import json
@@ -50,8 +51,9 @@ _JSON = "application/json; charset=utf-8"
 Run = Callable[[Sequence[str]], Tuple[str, int]]
 
 
+@functools.lru_cache(maxsize=1)
 def page() -> bytes:
-    """serve.html, as the Node package ships it."""
+    """serve.html, as the Node package ships it (read once, as serve.js reads it)."""
     for p in PATHS:
         if os.path.exists(p):
             with open(p, "rb") as f:
